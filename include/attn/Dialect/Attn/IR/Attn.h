@@ -1,0 +1,47 @@
+//===- Attn.h - the attn dialect ---------------------------------*- C++ -*-===//
+//
+// Declares the attn dialect: its enums, KV-format and tile attributes, and
+// operations. Include this header to use any part of the dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTN_IR_ATTN_H
+#define ATTN_DIALECT_ATTN_IR_ATTN_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "attn/Dialect/Attn/IR/AttnOpsDialect.h.inc"
+
+#include "attn/Dialect/Attn/IR/AttnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "attn/Dialect/Attn/IR/AttnAttrs.h.inc"
+
+namespace mlir::attn {
+/// The BSR views of a KV format (`#attn.bsr` or `#attn.composed`), in the
+/// order the attention op takes their index arrays.
+llvm::SmallVector<BsrAttr> getFormatViews(Attribute format);
+} // namespace mlir::attn
+
+namespace mlir::attn {
+class HookOp;
+} // namespace mlir::attn
+
+#define GET_OP_CLASSES
+#include "attn/Dialect/Attn/IR/AttnOps.h.inc"
+
+#endif // ATTN_DIALECT_ATTN_IR_ATTN_H

@@ -1,0 +1,24 @@
+//===- Passes.h - attn transform passes --------------------------*- C++ -*-===//
+//
+// Declarations of the passes that prepare attn.attention for kernel
+// generation. The passes themselves are declared in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H
+#define ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::attn {
+
+#define GEN_PASS_DECL
+#include "attn/Dialect/Attn/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "attn/Dialect/Attn/Transforms/Passes.h.inc"
+
+} // namespace mlir::attn
+
+#endif // ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H

@@ -1,0 +1,129 @@
+//===- Passes.td - attn transform passes -------------------*- tablegen -*-===//
+//
+// The passes that prepare attn.attention for kernel generation: variant
+// expansion, composed-format decomposition, tile selection, GQA packing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_TD
+#define ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnExpandVariantsPass : Pass<"attn-expand-variants", "::mlir::ModuleOp"> {
+  let summary = "materialize the built-in variants an attention uses";
+  let description = [{
+    Every variant name an `attn.attention` lists that the module does not
+    define, and that names a built-in, is copied from the built-in library
+    into the module as an `attn.variant`, so later passes see only hook
+    regions. Unknown names are an error.
+
+    Before:
+    ```mlir
+    %o, %lse = attn.attention ... variants [@causal] ...
+    ```
+    After:
+    ```mlir
+    attn.variant @causal {
+      attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) {
+        %keep = arith.cmpi sle, %k_pos, %q_pos : i32
+        attn.yield %keep : i1
+      }
+    }
+    %o, %lse = attn.attention ... variants [@causal] ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def AttnDecomposeComposedPass : Pass<"attn-decompose-composed"> {
+  let summary = "cascade attention: one attention per view of a composed format";
+  let description = [{
+    An `attn.attention` over `#attn.composed<[v0, v1, ...]>` becomes one
+    `attn.attention` per view, each with that view's index arrays, merged by
+    `attn.merge_states`. The KV cache operands are shared: no KV moves.
+
+    Before:
+    ```mlir
+    %o, %lse = attn.attention %q, %k, %v
+        format(#attn.composed<[#attn.bsr<block_rows = 64, block_cols = 16>,
+                               #attn.bsr<block_rows = 1, block_cols = 16>]>)
+        indices(%p0, %p1, %p2, %p3, %s0, %s1, %s2, %s3 : ...) : ...
+    ```
+    After:
+    ```mlir
+    %o0, %lse0 = attn.attention %q, %k, %v
+        format(#attn.bsr<block_rows = 64, block_cols = 16>)
+        indices(%p0, %p1, %p2, %p3 : ...) : ...
+    %o1, %lse1 = attn.attention %q, %k, %v
+        format(#attn.bsr<block_rows = 1, block_cols = 16>)
+        indices(%s0, %s1, %s2, %s3 : ...) : ...
+    %o, %lse = attn.merge_states %o0, %o1 lse %lse0, %lse1 : ...
+    ```
+  }];
+}
+
+def AttnSelectTilePass : Pass<"attn-select-tile"> {
+  let summary = "choose the query tile, KV tile, warps and pipeline depth";
+  let description = [{
+    Sets `tile` on every `attn.attention` that has none. The query tile
+    follows the expected packed query length per request: the format's
+    `block_rows` times the GQA group (when heads are packed as rows), or the
+    static query length when the query and `qo_indptr` shapes are static.
+
+    | packed rows | q tile |
+    | --- | --- |
+    | <= 16 | 16 (decode: GQA group as rows) |
+    | <= 64 | 64 |
+    | larger | 128 |
+
+    The KV tile and pipeline depth follow the head dim and the shared-memory
+    budget of `chip`; the warps follow the query tile. With
+    `candidates=true` the pass instead lists every tile that fits in
+    `tile_candidates`, for the runtime planner to pick from once the real
+    lengths are known.
+
+    Before:
+    ```mlir
+    attn.attention ... format(#attn.bsr<block_rows = 1, block_cols = 16>) ...
+        : tensor<?x32x128xbf16>, ...
+    ```
+    After (`chip=sm_90`, GQA 32/8):
+    ```mlir
+    attn.attention ... {tile = #attn.tile<q = 16, kv = 64, warps = 4, stages = 4, gqa_pack = 1>} ...
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "the target GPU (sm_80, sm_86, sm_89, sm_90, sm_90a)">,
+    Option<"candidates", "candidates", "bool", /*default=*/"false",
+           "list every fitting tile in tile_candidates for the planner">,
+  ];
+}
+
+def AttnPackGQAPass : Pass<"attn-pack-gqa"> {
+  let summary = "pack the query heads that share a KV head into the rows of one tile";
+  let description = [{
+    With grouped-query attention, `Hq / Hkv` query heads read the same KV
+    head. When a request contributes fewer query rows than the tile holds
+    (decode, short appends), the kernel stacks the heads of a group as rows,
+    so one KV load serves the whole group: decode with group 8 fills 8 rows
+    of a 16-row tile instead of 1. The pass sets `gqa_pack` of the tile (and
+    of every candidate) to the largest power-of-two divisor of the group that
+    still fits the expected rows into the tile; MHA (group 1) is left alone.
+
+    Before:
+    ```mlir
+    attn.attention ... {tile = #attn.tile<q = 16, kv = 64, warps = 4>}
+        : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, ...
+    ```
+    After:
+    ```mlir
+    attn.attention ... {tile = #attn.tile<q = 16, kv = 64, warps = 4, gqa_pack = 4>} ...
+    ```
+  }];
+}
+
+#endif // ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,370 @@
+//===- AttnOps.cpp - attention, merge_states, append_kv -------------------===//
+//
+// The attention op family. The verifiers check everything a kernel relies
+// on (head counts, head dims, dtypes, that the cache tensors match the
+// format, the number of index arrays, the variants and their parameters) and
+// name the problem in the message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+#define GET_OP_CLASSES
+#include "attn/Dialect/Attn/IR/AttnOps.cpp.inc"
+
+/// Head dims the kernels are generated for.
+static constexpr int64_t kHeadDims[] = {64, 128, 256};
+
+/// Prints a dimension, `?` when dynamic.
+static std::string dimStr(int64_t dim) {
+  return ShapedType::isDynamic(dim) ? "?" : std::to_string(dim);
+}
+
+/// The positions of (tokens, heads, dim) in a cache tensor of `view`: paged
+/// NHD is [page, token, head, dim], paged HND [page, head, token, dim],
+/// ragged NHD [token, head, dim], ragged HND [head, token, dim].
+struct CacheAxes {
+  unsigned token, head, dim;
+};
+static CacheAxes getCacheAxes(BsrAttr view) {
+  unsigned base = view.isPaged() ? 1 : 0;
+  if (view.getLayout() == KVLayout::NHD)
+    return {base, base + 1, base + 2};
+  return {base + 1, base, base + 2};
+}
+
+/// Checks that `type` is a K/V cache tensor of `view` with `numKVHeads`
+/// (or dynamic, filled in) heads of `headDim`.
+static LogicalResult verifyCacheType(Operation *op, StringRef what,
+                                     RankedTensorType type, BsrAttr view,
+                                     int64_t headDim) {
+  if (type.getRank() != view.getCacheRank())
+    return op->emitOpError()
+           << what << " has rank " << type.getRank() << " but a "
+           << stringifyKVIndexing(view.getIndexing()) << " "
+           << stringifyKVLayout(view.getLayout()) << " cache has rank "
+           << view.getCacheRank() << " ("
+           << (view.isPaged()
+                   ? (view.getLayout() == KVLayout::NHD
+                          ? "[pages, block_cols, heads, dim]"
+                          : "[pages, heads, block_cols, dim]")
+                   : (view.getLayout() == KVLayout::NHD ? "[tokens, heads, dim]"
+                                                        : "[heads, tokens, dim]"))
+           << ")";
+  CacheAxes axes = getCacheAxes(view);
+  if (type.getDimSize(axes.dim) != headDim)
+    return op->emitOpError() << what << " has head dim "
+                             << dimStr(type.getDimSize(axes.dim))
+                             << " but the query has " << headDim;
+  if (ShapedType::isDynamic(type.getDimSize(axes.head)))
+    return op->emitOpError() << what << " needs a static number of KV heads";
+  if (view.isPaged() && type.getDimSize(axes.token) != view.getBlockCols())
+    return op->emitOpError()
+           << what << " holds blocks of " << dimStr(type.getDimSize(axes.token))
+           << " tokens but the format's block_cols is " << view.getBlockCols();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+int64_t AttentionOp::getNumQoHeads() {
+  return getQuery().getType().getDimSize(1);
+}
+
+int64_t AttentionOp::getHeadDim() { return getQuery().getType().getDimSize(2); }
+
+int64_t AttentionOp::getNumKVHeads() {
+  BsrAttr view = getViews().front();
+  return getKeyCache().getType().getDimSize(getCacheAxes(view).head);
+}
+
+OperandRange AttentionOp::getViewIndices(unsigned view) {
+  SmallVector<BsrAttr> views = getViews();
+  assert(view < views.size() && "view out of range");
+  unsigned begin = 0;
+  for (unsigned i = 0; i < view; ++i)
+    begin += views[i].getNumIndexArrays();
+  return getIndices().slice(begin, views[view].getNumIndexArrays());
+}
+
+SmallVector<StringRef> AttentionOp::getVariantNames() {
+  SmallVector<StringRef> names;
+  if (std::optional<ArrayAttr> variants = getVariants())
+    for (auto ref : variants->getAsRange<FlatSymbolRefAttr>())
+      names.push_back(ref.getValue());
+  return names;
+}
+
+/// Checks the tile attribute against the head configuration.
+static LogicalResult verifyTile(AttentionOp op, TileAttr tile) {
+  int64_t group = op.getGroupSize();
+  if (tile.getGqaPack() > group || group % tile.getGqaPack() != 0)
+    return op.emitOpError() << "packs " << tile.getGqaPack()
+                            << " query heads per tile but the GQA group is "
+                            << group << " (" << op.getNumQoHeads() << " / "
+                            << op.getNumKVHeads() << ")";
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType qType = getQuery().getType();
+  if (qType.getRank() != 3)
+    return emitOpError() << "query must be [rows, qo_heads, head_dim], got rank "
+                         << qType.getRank();
+  int64_t numQoHeads = qType.getDimSize(1), headDim = qType.getDimSize(2);
+  if (ShapedType::isDynamic(numQoHeads) || ShapedType::isDynamic(headDim))
+    return emitOpError() << "query needs static head count and head dim, got "
+                         << qType;
+  if (!llvm::is_contained(kHeadDims, headDim))
+    return emitOpError() << "head dim " << headDim
+                         << " is not supported; kernels are generated for 64, "
+                            "128 and 256";
+
+  Type elementType = qType.getElementType();
+  if (getKeyCache().getType() != getValueCache().getType())
+    return emitOpError() << "key cache " << getKeyCache().getType()
+                         << " and value cache " << getValueCache().getType()
+                         << " must have the same type";
+  if (getKeyCache().getType().getElementType() != elementType)
+    return emitOpError() << "KV cache element type "
+                         << getKeyCache().getType().getElementType()
+                         << " differs from the query's " << elementType;
+
+  SmallVector<BsrAttr> views = getViews();
+  if (failed(verifyCacheType(*this, "key cache", getKeyCache().getType(),
+                             views.front(), headDim)))
+    return failure();
+  int64_t numKVHeads = getNumKVHeads();
+  if (numKVHeads < 1 || numQoHeads % numKVHeads != 0)
+    return emitOpError() << "query heads (" << numQoHeads
+                         << ") must be a multiple of KV heads (" << numKVHeads
+                         << ")";
+
+  unsigned expectedIndices = 0;
+  for (BsrAttr view : views)
+    expectedIndices += view.getNumIndexArrays();
+  if (getIndices().size() != expectedIndices) {
+    InFlightDiagnostic diag = emitOpError()
+                              << "the format takes " << expectedIndices
+                              << " index arrays (";
+    SmallVector<std::string> names;
+    for (auto [i, view] : llvm::enumerate(views))
+      for (StringRef name : view.getIndexArrayNames())
+        names.push_back(views.size() > 1
+                            ? ("view" + std::to_string(i) + "." + name).str()
+                            : name.str());
+    llvm::interleaveComma(names, diag);
+    return diag << "), got " << getIndices().size();
+  }
+
+  RankedTensorType oType = getOutput().getType();
+  if (oType != qType)
+    return emitOpError() << "output type " << oType
+                         << " must equal the query type " << qType;
+  RankedTensorType lseType = getLse().getType();
+  if (lseType.getRank() != 2 || lseType.getDimSize(1) != numQoHeads ||
+      failed(verifyCompatibleShape(ArrayRef<int64_t>{lseType.getDimSize(0)},
+                                   ArrayRef<int64_t>{qType.getDimSize(0)})))
+    return emitOpError() << "lse must be [rows, qo_heads] = ["
+                         << dimStr(qType.getDimSize(0)) << ", " << numQoHeads
+                         << "] of f32, got " << lseType;
+
+  if (getMask()) {
+    if (getMask().getType().getRank() != 1)
+      return emitOpError() << "mask must be a flat array of i1, or of i8 "
+                              "bit-packed; got "
+                           << getMask().getType();
+    if (llvm::is_contained(getVariantNames(), "causal"))
+      return emitOpError() << "a custom mask replaces causal masking; drop "
+                              "the 'causal' variant or the mask";
+  }
+
+  if (std::optional<TileAttr> tile = getTile())
+    if (failed(verifyTile(*this, *tile)))
+      return failure();
+  if (std::optional<ArrayAttr> candidates = getTileCandidates())
+    for (auto tile : candidates->getAsRange<TileAttr>())
+      if (failed(verifyTile(*this, tile)))
+        return failure();
+  return success();
+}
+
+/// Finds the variant `name` for `op`: defined in an enclosing symbol table,
+/// or else a built-in.
+static VariantOp lookupVariant(Operation *op, StringRef name) {
+  auto nameAttr = StringAttr::get(op->getContext(), name);
+  for (Operation *scope = op->getParentOp(); scope;
+       scope = scope->getParentOp())
+    if (scope->hasTrait<OpTrait::SymbolTable>())
+      if (auto variant = dyn_cast_or_null<VariantOp>(
+              SymbolTable::lookupSymbolIn(scope, nameAttr)))
+        return variant;
+  auto *dialect = op->getContext()->getLoadedDialect<AttnDialect>();
+  return dyn_cast_or_null<VariantOp>(dialect->lookupBuiltinVariant(name));
+}
+
+LogicalResult
+AttentionOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  llvm::StringSet<> seen;
+  SmallVector<ParamAttr> params;
+  VariantOp sinkVariant;
+  for (StringRef name : getVariantNames()) {
+    if (!seen.insert(name).second)
+      return emitOpError() << "lists variant @" << name << " twice";
+    VariantOp variant = lookupVariant(*this, name);
+    if (!variant) {
+      auto *dialect = getContext()->getLoadedDialect<AttnDialect>();
+      InFlightDiagnostic diag =
+          emitOpError() << "uses unknown variant @" << name
+                        << "; define it with attn.variant or use a built-in (";
+      llvm::interleaveComma(dialect->getBuiltinVariantNames(), diag);
+      return diag << ")";
+    }
+    if (variant.getHook(HookKind::sink)) {
+      if (sinkVariant)
+        return emitOpError() << "variants @" << sinkVariant.getSymName()
+                             << " and @" << name
+                             << " both define a sink; at most one may";
+      sinkVariant = variant;
+    }
+    for (auto param : variant.getParams().getAsRange<ParamAttr>())
+      params.push_back(param);
+  }
+
+  auto printParams = [&](InFlightDiagnostic &diag) {
+    diag << " (";
+    llvm::interleaveComma(params, diag, [&](ParamAttr param) {
+      diag << param.getName() << " : " << param.getType();
+    });
+    diag << ")";
+  };
+  if (getParams().size() != params.size()) {
+    InFlightDiagnostic diag = emitOpError()
+                              << "the variants take " << params.size()
+                              << " parameters";
+    printParams(diag);
+    return diag << ", got " << getParams().size();
+  }
+  for (auto [i, value, param] : llvm::enumerate(getParams(), params))
+    if (value.getType() != param.getType())
+      return emitOpError() << "parameter #" << i << " ('" << param.getName()
+                           << "') must be " << param.getType() << ", got "
+                           << value.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MergeStatesOp
+//===----------------------------------------------------------------------===//
+
+/// merge ::= `attn.merge_states` %o (`,` %o)* `lse` %s (`,` %s)*
+///           attr-dict `:` partial-type `,` lse-type `->` output-type
+ParseResult MergeStatesOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand> outputs, lses;
+  Type partialType, lseType, outputType;
+  if (parser.parseOperandList(outputs) || parser.parseKeyword("lse") ||
+      parser.parseOperandList(lses) ||
+      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseType(partialType) || parser.parseComma() ||
+      parser.parseType(lseType) || parser.parseArrow() ||
+      parser.parseType(outputType))
+    return failure();
+  if (parser.resolveOperands(outputs, partialType, result.operands) ||
+      parser.resolveOperands(lses, lseType, result.operands))
+    return failure();
+  result.addAttribute(getOperandSegmentSizesAttrName(result.name),
+                      parser.getBuilder().getDenseI32ArrayAttr(
+                          {static_cast<int32_t>(outputs.size()),
+                           static_cast<int32_t>(lses.size())}));
+  result.addTypes({outputType, lseType});
+  return success();
+}
+
+void MergeStatesOp::print(OpAsmPrinter &p) {
+  p << ' ' << getOutputs() << " lse " << getLses();
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {getOperandSegmentSizesAttrName()});
+  p << " : " << getOutputs().front().getType() << ", "
+    << getLses().front().getType() << " -> " << getOutput().getType();
+}
+
+LogicalResult MergeStatesOp::verify() {
+  if (getOutputs().size() < 2)
+    return emitOpError() << "merges at least two states, got "
+                         << getOutputs().size();
+  if (getOutputs().size() != getLses().size())
+    return emitOpError() << "has " << getOutputs().size() << " outputs but "
+                         << getLses().size() << " LSEs";
+  Type partialType = getOutputs().front().getType();
+  Type lseType = getLses().front().getType();
+  for (Value v : getOutputs())
+    if (v.getType() != partialType)
+      return emitOpError() << "partial outputs must share one type, got "
+                           << partialType << " and " << v.getType();
+  for (Value v : getLses())
+    if (v.getType() != lseType)
+      return emitOpError() << "LSEs must share one type, got " << lseType
+                           << " and " << v.getType();
+  auto partial = cast<RankedTensorType>(partialType);
+  auto lse = cast<RankedTensorType>(lseType);
+  if (partial.getRank() != 3 || lse.getRank() != 2)
+    return emitOpError() << "states are [rows, heads, dim] outputs with "
+                            "[rows, heads] LSEs, got "
+                         << partial << " and " << lse;
+  if (failed(verifyCompatibleShape(partial.getShape().take_front(2),
+                                   lse.getShape())))
+    return emitOpError() << "output " << partial << " and LSE " << lse
+                         << " disagree on [rows, heads]";
+  if (failed(verifyCompatibleShape(getOutput().getType().getShape(),
+                                   partial.getShape())))
+    return emitOpError() << "merged output " << getOutput().getType()
+                         << " must have the shape of the partial outputs "
+                         << partial;
+  if (getLse().getType() != lseType)
+    return emitOpError() << "merged LSE must have type " << lseType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AppendKVOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AppendKVOp::verify() {
+  BsrAttr format = getFormat();
+  if (!format.isPaged())
+    return emitOpError() << "appends into pages; the format must be paged";
+  RankedTensorType keyType = getKey().getType();
+  if (keyType.getRank() != 3 || ShapedType::isDynamic(keyType.getDimSize(1)) ||
+      ShapedType::isDynamic(keyType.getDimSize(2)))
+    return emitOpError() << "new keys must be [tokens, kv_heads, head_dim] "
+                            "with static heads and head dim, got "
+                         << keyType;
+  int64_t headDim = keyType.getDimSize(2);
+  if (keyType.getElementType() != getKeyCache().getType().getElementType())
+    return emitOpError() << "new keys are " << keyType.getElementType()
+                         << " but the cache holds "
+                         << getKeyCache().getType().getElementType();
+  if (failed(verifyCacheType(*this, "key cache", getKeyCache().getType(),
+                             format, headDim)))
+    return failure();
+  int64_t cacheHeads =
+      getKeyCache().getType().getDimSize(getCacheAxes(format).head);
+  if (cacheHeads != keyType.getDimSize(1))
+    return emitOpError() << "new keys have " << keyType.getDimSize(1)
+                         << " heads but the cache has " << cacheHeads;
+  if (getIndices().size() != 4)
+    return emitOpError() << "takes 4 index arrays (batch_indices, positions, "
+                            "kv_indptr, kv_indices), got "
+                         << getIndices().size();
+  return success();
+}

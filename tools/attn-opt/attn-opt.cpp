@@ -1,0 +1,22 @@
+//===- attn-opt.cpp - the attn optimizer driver ---------------------------===//
+//
+// Registrations plus MlirOptMain: parses attn (and upstream) IR, runs attn
+// passes and pipelines, prints the result. `attn-opt --help` lists them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/InitAllDialects.h"
+#include "attn/InitAllPasses.h"
+
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::attn::registerAllPasses();
+  mlir::DialectRegistry registry;
+  mlir::attn::registerAllDialects(registry);
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "attn optimizer driver\n", registry));
+}
