@@ -11,7 +11,10 @@
 
 namespace mlir::attn {
 
-inline void registerAllPasses() { registerAttnPasses(); }
+inline void registerAllPasses() {
+  registerAttnPasses();
+  registerAttnPreparePipeline();
+}
 
 } // namespace mlir::attn
 

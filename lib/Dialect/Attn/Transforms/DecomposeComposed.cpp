@@ -10,7 +10,7 @@
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNDECOMPOSECOMPOSEDPASS
@@ -59,8 +59,8 @@ struct AttnDecomposeComposedPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeComposedAttention>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
+    // One walk, and no dead-code removal: the pass only rewrites.
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
     // A composed attention left behind carries a custom mask: say so.
     WalkResult result = getOperation()->walk([](AttentionOp op) {
       if (isa<ComposedAttr>(op.getFormat())) {

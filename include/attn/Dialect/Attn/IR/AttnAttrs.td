@@ -114,6 +114,16 @@ def Attn_BsrAttr : Attn_Attr<"Bsr", "bsr"> {
 // #attn.composed
 //===----------------------------------------------------------------------===//
 
+// Views print with their #attn.bsr prefix: the full spelling reads better in
+// a list than the stripped one.
+def Attn_ViewListParameter : ArrayRefParameter<"::mlir::attn::BsrAttr"> {
+  let printer = [{
+    ::llvm::interleaveComma($_self, $_printer, [&](::mlir::attn::BsrAttr view) {
+      $_printer.printAttribute(view);
+    });
+  }];
+}
+
 def Attn_ComposedAttr : Attn_Attr<"Composed", "composed"> {
   let summary = "one KV cache seen through several BSR views";
   let description = [{
@@ -139,7 +149,7 @@ def Attn_ComposedAttr : Attn_Attr<"Composed", "composed"> {
     ]>
     ```
   }];
-  let parameters = (ins ArrayRefParameter<"::mlir::attn::BsrAttr">:$view_list);
+  let parameters = (ins Attn_ViewListParameter:$view_list);
   let assemblyFormat = "`<` `[` $view_list `]` `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -190,7 +190,7 @@ def Attn_AppendKVOp : Attn_Op<"append_kv", [
   );
   let assemblyFormat = [{
     $key `,` $value `into` $key_cache `,` $value_cache
-    `format` `(` $format `)`
+    `format` `(` qualified($format) `)`
     `indices` `(` $indices `:` type($indices) `)`
     attr-dict `:` type($key) `into` type($key_cache)
   }];

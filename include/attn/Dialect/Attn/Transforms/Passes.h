@@ -19,6 +19,21 @@ namespace mlir::attn {
 #define GEN_PASS_REGISTRATION
 #include "attn/Dialect/Attn/Transforms/Passes.h.inc"
 
+/// Options of the pass pipeline that prepares attention for kernel
+/// generation.
+struct AttnPrepareOptions {
+  std::string chip = "sm_90";
+  bool tileCandidates = false;
+};
+
+/// expand-variants, decompose-composed, select-tile, pack-gqa: everything
+/// between the user's attn IR and kernel generation.
+void buildAttnPreparePipeline(OpPassManager &pm,
+                              const AttnPrepareOptions &options);
+
+/// Registers `attn-prepare-pipeline` with attn-opt.
+void registerAttnPreparePipeline();
+
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H

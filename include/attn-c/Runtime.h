@@ -1,0 +1,153 @@
+/*===- attn-c/Runtime.h - C API of the attn runtime ---------------*- C -*-===*\
+|*                                                                            *|
+|* Part of attn, an MLIR-based attention compiler for LLM inference serving.  *|
+|*                                                                            *|
+|*===----------------------------------------------------------------------===*|
+|*                                                                            *|
+|* The runtime's C API for the Python package and other languages: plan,      *|
+|* workspace sizing, module loading, plan upload, run and merge. Every        *|
+|* function returns an attnRtStatus; on failure attnRtLastError() returns a   *|
+|* message naming the bad input (thread-local, valid until the next call on   *|
+|* the same thread). No function throws, allocates device memory, or          *|
+|* synchronizes the host. Exported from libattn_runtime.so.                   *|
+|*                                                                            *|
+|* The structs mirror attn/Runtime/Plan.h field for field; the work-list ABI  *|
+|* the kernels read is documented there and in docs/Runtime.md.               *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef ATTN_C_RUNTIME_H
+#define ATTN_C_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define ATTN_RT_EXPORT __declspec(dllexport)
+#else
+#define ATTN_RT_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same numbers as attn::runtime::StatusCode. */
+typedef enum attnRtStatus {
+  ATTN_RT_OK = 0,
+  ATTN_RT_INVALID_ARGUMENT = 1,
+  ATTN_RT_NON_MONOTONE_INDPTR = 2,
+  ATTN_RT_BLOCK_INDEX_OUT_OF_RANGE = 3,
+  ATTN_RT_LAST_BLOCK_LEN_OUT_OF_RANGE = 4,
+  ATTN_RT_HEAD_COUNT_MISMATCH = 5,
+  ATTN_RT_WORKSPACE_TOO_SMALL = 6,
+  ATTN_RT_GRAPH_MAXIMA_EXCEEDED = 7,
+  ATTN_RT_MANIFEST_MISMATCH = 8,
+  ATTN_RT_MANIFEST_PARSE_ERROR = 9,
+  ATTN_RT_CUDA_UNAVAILABLE = 10,
+  ATTN_RT_CUDA_ERROR = 11,
+  ATTN_RT_NOT_FOUND = 12,
+  ATTN_RT_UNSUPPORTED = 13
+} attnRtStatus;
+
+enum { ATTN_RT_MAX_TILE_CANDIDATES = 8 };
+enum { ATTN_RT_KV_PAGED = 0, ATTN_RT_KV_RAGGED = 1 };
+enum { ATTN_RT_ARG_PTR = 0, ATTN_RT_ARG_I32 = 1, ATTN_RT_ARG_I64 = 2, ATTN_RT_ARG_F32 = 3 };
+
+typedef struct attnRtTileCandidate {
+  int32_t q_rows, kv_tile, gqa_pack, cost_per_item, cost_per_kv_token;
+} attnRtTileCandidate;
+
+/* Mirrors attn::runtime::PlanConfig (see Plan.h for each field). */
+typedef struct attnRtPlanConfig {
+  int32_t num_qo_heads, num_kv_heads, head_dim;
+  int32_t indexing; /* ATTN_RT_KV_PAGED | ATTN_RT_KV_RAGGED */
+  int32_t block_size, causal, window_left, has_custom_mask;
+  int32_t num_sms, ctas_per_sm, graph_mode, graph_candidate;
+  int32_t max_batch, max_total_q_rows, min_chunk_tokens, disable_split;
+  int32_t num_candidates;
+  attnRtTileCandidate candidates[ATTN_RT_MAX_TILE_CANDIDATES];
+} attnRtPlanConfig;
+
+/* Mirrors attn::runtime::PlanInputs (host arrays). */
+typedef struct attnRtPlanInputs {
+  int32_t batch;
+  const int32_t *qo_indptr, *kv_indptr, *kv_last_len, *kv_lens, *kv_indices;
+  int32_t num_cache_blocks;
+} attnRtPlanInputs;
+
+/* Counts of a made plan. */
+typedef struct attnRtPlanSummary {
+  int32_t num_ctas, num_items, num_merge_units, num_slots, candidate, tile_q,
+      gqa_pack;
+  size_t plan_bytes; /* bytes attnRtUploadPlan copies */
+} attnRtPlanSummary;
+
+/* One caller-bound kernel argument, matched by name against the manifest. */
+typedef struct attnRtArg {
+  const char *name;
+  int32_t kind; /* ATTN_RT_ARG_* */
+  union {
+    uint64_t ptr;
+    int32_t i32;
+    int64_t i64;
+    float f32;
+  } value;
+} attnRtArg;
+
+typedef struct attnRtModule *attnRtModule_t;
+
+ATTN_RT_EXPORT const char *attnRtLastError(void);
+ATTN_RT_EXPORT const char *attnRtStatusName(attnRtStatus status);
+
+/* Workspace sizing: host bytes (the flat plan) and device bytes (plan + partials). */
+ATTN_RT_EXPORT attnRtStatus attnRtPlanWorkspaceSize(const attnRtPlanConfig *config,
+                                                    size_t *host_bytes,
+                                                    size_t *device_bytes);
+/* Plans one batch step into host_workspace (4-byte aligned). */
+ATTN_RT_EXPORT attnRtStatus attnRtPlan(const attnRtPlanConfig *config,
+                                       const attnRtPlanInputs *inputs,
+                                       void *host_workspace, size_t host_bytes,
+                                       attnRtPlanSummary *summary /* nullable */);
+
+/* Loads a cubin/fatbin/PTX image with its manifest JSON (NUL-terminated). */
+ATTN_RT_EXPORT attnRtStatus attnRtModuleLoad(const void *image, size_t image_bytes,
+                                             const char *manifest_json,
+                                             attnRtModule_t *module);
+ATTN_RT_EXPORT attnRtStatus attnRtModuleLoadFiles(const char *image_path,
+                                                  const char *manifest_path,
+                                                  attnRtModule_t *module);
+ATTN_RT_EXPORT void attnRtModuleDestroy(attnRtModule_t module);
+/* Tile candidates of the module's attention kernels, in manifest order. */
+ATTN_RT_EXPORT attnRtStatus attnRtModuleCandidates(attnRtModule_t module,
+                                                   attnRtTileCandidate *out,
+                                                   int32_t capacity,
+                                                   int32_t *count);
+
+/* One async host-to-device copy of the plan into the device workspace. */
+ATTN_RT_EXPORT attnRtStatus attnRtUploadPlan(const void *host_workspace,
+                                             size_t host_bytes,
+                                             uint64_t device_workspace,
+                                             uint64_t stream);
+/* Launches the attention kernel (and the merge kernel when needed; merge_kernel
+ * may be NULL only when the plan never splits and is not in graph mode). */
+ATTN_RT_EXPORT attnRtStatus attnRtRun(attnRtModule_t module,
+                                      const char *attention_kernel,
+                                      const char *merge_kernel,
+                                      const void *host_workspace, size_t host_bytes,
+                                      uint64_t device_workspace,
+                                      const attnRtArg *args, int32_t num_args,
+                                      uint64_t stream);
+/* Launches only the merge kernel over the plan's merge map. */
+ATTN_RT_EXPORT attnRtStatus attnRtMerge(attnRtModule_t module,
+                                        const char *merge_kernel,
+                                        const void *host_workspace,
+                                        size_t host_bytes, uint64_t device_workspace,
+                                        const attnRtArg *args, int32_t num_args,
+                                        uint64_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTN_C_RUNTIME_H */

@@ -1,0 +1,128 @@
+//===- KernelSpec.h - Plain descriptions of generated kernels ---*- C++ -*-===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The kernel generator's input: a plain C++ struct per kernel family, with no
+// MLIR types, so the tool, tests and (later) the attn dialect lowering can all
+// fill one in. `validate` rejects a spec before any IR is built, and
+// `getLaunchInfo` states the launch contract the runtime must honour (grid,
+// block, dynamic shared memory, argument order), which the manifest records.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_ATTNTOGPU_KERNELSPEC_H
+#define ATTN_CONVERSION_ATTNTOGPU_KERNELSPEC_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace attn {
+
+/// Element type of queries, keys, values and output.
+enum class KernelDType { BF16, F16 };
+
+/// Order of the dimensions inside one KV page.
+///   NHD: k_cache[num_pages][page_size][num_kv_heads][head_dim]
+///   HND: k_cache[num_pages][num_kv_heads][page_size][head_dim]
+enum class KVLayout { NHD, HND };
+
+llvm::StringRef stringifyDType(KernelDType dtype);
+llvm::StringRef stringifyLayout(KVLayout layout);
+/// Parses "bf16"/"f16" and "NHD"/"HND" (case-insensitive).
+llvm::Expected<KernelDType> parseDType(llvm::StringRef text);
+llvm::Expected<KVLayout> parseLayout(llvm::StringRef text);
+
+/// A paged-KV batch decode kernel: one query token per request, all query
+/// heads of a GQA group packed as the rows of one tensor-core tile.
+///
+/// The KV cache is a block-sparse-row matrix with block_cols = pageSize: the
+/// pages of request b are kv_indices[kv_indptr[b] .. kv_indptr[b+1]), and the
+/// last one holds kv_last_page_len[b] tokens (1..pageSize).
+struct DecodeKernelSpec {
+  int64_t headDim = 128;
+  int64_t numQoHeads = 32;
+  int64_t numKVHeads = 8;
+  int64_t pageSize = 16;
+  KernelDType dtype = KernelDType::BF16;
+  KVLayout layout = KVLayout::NHD;
+  /// Target SM ("sm_80", "sm_90", "sm_90a", ...); the kernel needs sm_80+
+  /// (bf16 mma.sync, cp.async). Tile choices may depend on it later.
+  std::string chip = "sm_90";
+
+  /// Warps per CTA (3 measured best for D1 on the H200: 4 CTAs/SM fit in
+  /// shared memory with 2 stages, 168 registers, no spills); each warp walks its own share of the request's KV tiles
+  /// with its own online softmax, and the warps merge once at the end.
+  int64_t numWarps = 3;
+  /// cp.async pipeline depth per warp (tiles of 16 tokens in shared memory).
+  int64_t numStages = 2;
+  /// Occupancy hint: the minimum number of CTAs per SM the register
+  /// allocator must allow (`.minnctapersm`); 0 leaves it to ptxas.
+  int64_t minCTAsPerSM = 4;
+
+  /// Symbol of the gpu.func; empty derives one from the parameters.
+  std::string kernelName;
+
+  /// Tokens per tensor-core tile: the unit a warp loads and computes.
+  static constexpr int64_t kTileTokens = 16;
+
+  /// Number of query heads per KV head.
+  int64_t groupSize() const { return numQoHeads / numKVHeads; }
+  /// The kernel's name (kernelName, or a derived one such as
+  /// `attn_decode_bf16_d128_g4_p16_nhd_w4_s2`).
+  std::string getKernelName() const;
+  /// Checks every field; the message names the offending one.
+  llvm::Error validate() const;
+};
+
+/// One kernel argument, as the launcher passes it.
+struct KernelArg {
+  /// Name used in docs and the manifest (`q`, `k_cache`, ...).
+  std::string name;
+  /// "ptr" (a device pointer, passed as u64) or a scalar type ("f32", "i32").
+  std::string kind;
+  /// Element type behind a pointer ("bf16", "i32", "f32"); empty for scalars.
+  std::string elementType;
+  /// Shape in words, for the manifest (e.g. "[batch, num_qo_heads, head_dim]").
+  std::string shape;
+};
+
+/// What launching the kernel requires.
+struct KernelLaunchInfo {
+  std::string kernelName;
+  /// Threads per CTA (x only).
+  int64_t blockDimX = 0;
+  /// Grid as a function of the problem: grid.x = gridX, grid.y = gridY, each
+  /// one of "num_kv_heads", "batch" or a number.
+  std::string gridX, gridY;
+  /// Dynamic shared memory in bytes (set cuFuncSetAttribute's
+  /// MAX_DYNAMIC_SHARED_SIZE_BYTES when above 48 KiB).
+  int64_t dynamicSharedMemBytes = 0;
+  llvm::SmallVector<KernelArg> args;
+};
+
+/// The launch contract of the decode kernel generated for `spec`.
+KernelLaunchInfo getDecodeLaunchInfo(const DecodeKernelSpec &spec);
+
+/// Shared-memory plan of the decode kernel, in bytes from the start of the
+/// dynamic shared memory.
+struct DecodeSmemLayout {
+  /// K/V tiles: [warp][stage][K|V][16 tokens][head_dim] elements, XOR-swizzled
+  /// in 16-byte chunks. Reused after the main loop for the per-warp outputs
+  /// [warp][mergeRows][head_dim + 4] f32.
+  int64_t kvBytes = 0, mergeBytes = 0;
+  int64_t mergeRows = 0, mergeRowStride = 0;
+  /// Per-warp running max and sum: [warp][2][16] f32, after the tiles.
+  int64_t statsOffset = 0;
+  int64_t totalBytes = 0;
+};
+DecodeSmemLayout getDecodeSmemLayout(const DecodeKernelSpec &spec);
+
+} // namespace attn
+
+#endif // ATTN_CONVERSION_ATTNTOGPU_KERNELSPEC_H

@@ -1,0 +1,62 @@
+//===- Pipelines.h - attn pass pipelines ------------------------*- C++ -*-===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// `attn-lower-to-nvvm`: lowers a module whose gpu.modules are built from
+// upstream dialects (gpu, nvgpu, nvvm, vector, scf, arith, memref, math,
+// llvm) to gpu.modules of the LLVM/NVVM dialects with an #nvvm.target
+// attached, ready for serialization (attn/Target/Serialization.h). Kernels use
+// the bare-pointer memref calling convention: one pointer per buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_PIPELINES_PIPELINES_H
+#define ATTN_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+#include <memory>
+
+namespace mlir {
+class OpPassManager;
+class Pass;
+} // namespace mlir
+
+namespace attn {
+
+/// Options of `attn-lower-to-nvvm`. Validate chip/features with
+/// NVPTXOptions::validate before running: LLVM aborts on a bad pair.
+struct LowerToNVVMOptions
+    : public mlir::PassPipelineOptions<LowerToNVVMOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("Target SM"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features, e.g. +ptx80"),
+                               llvm::cl::init("+ptx80")};
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("LLVM optimisation level"),
+                            llvm::cl::init(3)};
+  Option<bool> barePtrCallConv{
+      *this, "bare-ptr-call-conv",
+      llvm::cl::desc("Pass memref kernel arguments as bare pointers"),
+      llvm::cl::init(true)};
+};
+
+/// Appends the lowering to `pm` (anchored on builtin.module).
+void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
+                              const LowerToNVVMOptions &options);
+
+/// A pass on gpu.module (after convert-gpu-to-nvvm) that gives the
+/// zero-sized workgroup globals standing for dynamic shared memory external
+/// linkage, so NVPTX emits `.extern .shared .b8 name[]` rather than demoting
+/// them to a 1-byte internal array.
+std::unique_ptr<mlir::Pass> createExternalizeDynamicSharedMemoryPass();
+
+/// Registers `attn-lower-to-nvvm` and the passes above.
+void registerAttnPipelines();
+
+} // namespace attn
+
+#endif // ATTN_PIPELINES_PIPELINES_H

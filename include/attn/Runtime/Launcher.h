@@ -1,0 +1,139 @@
+//===- Launcher.h - Module loading and persistent-grid launch ---*- C++ -*-===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// Loads compiled kernels (cubin, fatbin or PTX) with their manifest through the
+// CUDA driver API and launches the persistent grid a plan describes. The driver
+// (libcuda.so.1) is opened with dlopen on first use, so this header and the
+// library build and link on machines without a GPU; every entry point then
+// reports CudaUnavailable. Handles are plain integers (CUstream, CUdeviceptr)
+// so that callers need no CUDA headers.
+//
+// Contexts: the runtime uses the calling thread's current CUDA context; if
+// there is none it makes device 0's primary context current (the one the CUDA
+// runtime and PyTorch use).
+//
+// Graph safety: run() allocates nothing, never synchronizes, and in graph mode
+// launches a grid that depends only on the PlanConfig, so it can be captured
+// once and replayed after later plans are uploaded with uploadPlan().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_LAUNCHER_H
+#define ATTN_RUNTIME_LAUNCHER_H
+
+#include "attn/Runtime/Manifest.h"
+#include "attn/Runtime/Plan.h"
+#include "attn/Runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace attn::runtime {
+
+/// One caller-bound kernel argument, matched by name against the manifest.
+struct KernelArg {
+  const char *name = nullptr;
+  ArgKind kind = ArgKind::Ptr;
+  union {
+    uint64_t ptr; ///< CUdeviceptr
+    int32_t i32;
+    int64_t i64;
+    float f32;
+  };
+  KernelArg() : ptr(0) {}
+  static KernelArg pointer(const char *n, uint64_t p) {
+    KernelArg a; a.name = n; a.kind = ArgKind::Ptr; a.ptr = p; return a;
+  }
+  static KernelArg int32(const char *n, int32_t v) {
+    KernelArg a; a.name = n; a.kind = ArgKind::I32; a.i32 = v; return a;
+  }
+  static KernelArg int64(const char *n, int64_t v) {
+    KernelArg a; a.name = n; a.kind = ArgKind::I64; a.i64 = v; return a;
+  }
+  static KernelArg float32(const char *n, float v) {
+    KernelArg a; a.name = n; a.kind = ArgKind::F32; a.f32 = v; return a;
+  }
+};
+
+/// Whether the launcher was compiled in (CUDA headers found at configure time).
+bool launcherCompiledIn();
+
+/// Loads the driver and checks for a device; CudaUnavailable with the reason if
+/// there is none. Cheap after the first call.
+Status cudaAvailable();
+
+struct DeviceInfo {
+  int32_t ordinal = 0;
+  int32_t compute_capability = 0; ///< major*10 + minor
+  int32_t num_sms = 0;
+  std::string name;
+};
+
+/// Properties of the current context's device (see the context rule above).
+Status currentDevice(DeviceInfo *info);
+
+/// A loaded module: the CUDA module plus its manifest (the kernel registry).
+class Module {
+public:
+  ~Module();
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+
+  /// Loads `image` (cubin, fatbin, or PTX text) with its manifest JSON.
+  /// Refuses a manifest for another arch than the device, and a manifest that
+  /// names kernels the image lacks. Sets the dynamic shared-memory limit.
+  static Status load(const void *image, size_t bytes, std::string_view manifestJson,
+                     std::unique_ptr<Module> *out);
+  /// Reads both files and calls load().
+  static Status loadFiles(const std::string &imagePath,
+                          const std::string &manifestPath,
+                          std::unique_ptr<Module> *out);
+
+  const Manifest &manifest() const { return manifest_; }
+  /// The kernel registry: looks a kernel up by name (nullptr if absent).
+  const KernelManifest *kernel(std::string_view name) const {
+    return manifest_.find(name);
+  }
+  /// CUfunction of a kernel, as an opaque pointer.
+  void *function(std::string_view name) const;
+
+private:
+  Module() = default;
+  Manifest manifest_;
+  void *module_ = nullptr;          ///< CUmodule
+  std::vector<void *> functions_;   ///< CUfunction per manifest kernel
+};
+
+/// Checks that `kernel` can run plans of `config` (role attention, tile, GQA
+/// packing, heads, head_dim, KV indexing). ManifestMismatch names the field.
+Status checkKernelMatchesPlan(const KernelManifest &kernel, const PlanConfig &config,
+                              int32_t candidate);
+
+/// Copies the flat plan (host workspace) to the start of the device workspace:
+/// one cuMemcpyHtoDAsync on `stream` (truly async when the host buffer is pinned).
+Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream);
+
+/// Launches the attention kernel over the plan's persistent grid and then, if
+/// `mergeKernel` is given and the plan needs it (always in graph mode), the merge
+/// kernel. Plan arguments are bound from `deviceWorkspace`; every other manifest
+/// argument from `args` by name. No allocation, no host synchronization.
+Status run(const Module &module, std::string_view attentionKernel,
+           std::string_view mergeKernel, const PlanView &plan,
+           uint64_t deviceWorkspace, const KernelArg *args, int32_t numArgs,
+           uint64_t stream);
+
+/// Launches only the merge kernel (grid: max CTAs in graph mode, else
+/// min(merge units, max CTAs)); nothing is launched for an empty merge map
+/// outside graph mode.
+Status runMerge(const Module &module, std::string_view mergeKernel,
+                const PlanView &plan, uint64_t deviceWorkspace,
+                const KernelArg *args, int32_t numArgs, uint64_t stream);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_LAUNCHER_H

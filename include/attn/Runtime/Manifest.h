@@ -1,0 +1,104 @@
+//===- Manifest.h - Kernel manifest schema and parser -----------*- C++ -*-===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// The compiler writes a JSON manifest next to every cubin/PTX it emits; the
+// runtime reads it so that it never guesses a kernel's ABI: the argument list
+// (names, kinds, order), threads, dynamic shared memory, tile, KV format,
+// dtypes, head configuration and arch. docs/Manifest.md is the schema. The
+// parser is a small dependency-free JSON reader (lib/Runtime/Json.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_MANIFEST_H
+#define ATTN_RUNTIME_MANIFEST_H
+
+#include "attn/Runtime/Plan.h"
+#include "attn/Runtime/Status.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::runtime {
+
+constexpr int32_t kManifestVersion = 1;
+
+/// Kind of one kernel parameter, as the manifest's "kind" string names it.
+enum class ArgKind : int32_t { Ptr = 0, I32 = 1, I64 = 2, F32 = 3 };
+
+/// Kernel role: "attention" runs the work list, "merge" runs the merge map.
+enum class KernelRole : int32_t { Attention = 0, Merge = 1 };
+
+/// Parameter names the runtime binds from the plan (docs/Manifest.md). Every
+/// other parameter is bound by name from the caller's arguments.
+namespace plan_args {
+constexpr const char *kPlan = "plan";               ///< flat plan (header first)
+constexpr const char *kCtaIndptr = "cta_indptr";
+constexpr const char *kWorkItems = "work_items";
+constexpr const char *kMergeIndptr = "merge_indptr";
+constexpr const char *kMergeUnits = "merge_units";
+constexpr const char *kPartialO = "partial_o";
+constexpr const char *kPartialLse = "partial_lse";
+constexpr const char *kSlotRows = "slot_rows"; ///< i32: row stride of a partial slot
+} // namespace plan_args
+
+struct ManifestArg {
+  std::string name;
+  ArgKind kind = ArgKind::Ptr;
+};
+
+struct ManifestVariantParam {
+  std::string name;
+  ArgKind type = ArgKind::F32;
+};
+
+struct KernelManifest {
+  std::string name;
+  KernelRole role = KernelRole::Attention;
+  int32_t threads = 0;
+  int32_t shared_bytes = 0; ///< dynamic shared memory
+  // "tile": attention kernels only.
+  int32_t tile_q = 0, tile_kv = 0, warps = 0, stages = 0, gqa_pack = 1;
+  // "format".
+  int32_t block_rows = 1, block_cols = 1;
+  KVLayout layout = KVLayout::NHD;
+  KVIndexing indexing = KVIndexing::Paged;
+  std::string dtype;        ///< "bf16" | "f16" | "f32"
+  int32_t head_dim = 0, num_qo_heads = 0, num_kv_heads = 0;
+  // "cost" (optional): the planner's TileCandidate cost model.
+  int32_t cost_per_item = 0, cost_per_kv_token = 1;
+  std::vector<ManifestVariantParam> variant_params;
+  std::vector<ManifestArg> args;
+
+  /// The planner candidate this kernel implements.
+  TileCandidate candidate() const {
+    return {tile_q, tile_kv, gqa_pack, cost_per_item, cost_per_kv_token};
+  }
+  /// Index of the argument named `n`, or -1.
+  int32_t argIndex(std::string_view n) const;
+};
+
+struct Manifest {
+  int32_t version = 0;
+  std::string compiler_version;
+  std::string arch; ///< "sm_80", "sm_90", "sm_90a", ...
+  std::vector<KernelManifest> kernels;
+
+  const KernelManifest *find(std::string_view name) const;
+};
+
+/// Parses and validates a manifest (required fields, known enums, role-specific
+/// plan arguments present, no duplicate names).
+Status parseManifest(std::string_view json, Manifest *out);
+
+/// Parses "sm_XY[a]" into the compute capability X*10+Y; -1 on bad input.
+int32_t archComputeCapability(std::string_view arch);
+
+const char *argKindName(ArgKind k);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_MANIFEST_H

@@ -1,0 +1,265 @@
+//===- Plan.h - Planner ABI: work list, merge map, workspace ----*- C++ -*-===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// The ABI shared by the planner (CPU, every batch step), the generated kernels
+// (which read the plan from device memory) and the CPU reference (which executes
+// a plan exactly as the kernels do). No MLIR or LLVM includes: plain structs of
+// fixed-width integers, trivially copyable.
+//
+// A plan is ONE flat int32 array (FlashInfer's "plan info" idea). The caller
+// sizes it with planHostWorkspaceBytes(), the planner fills it, one async copy
+// moves it to the start of the device workspace, and the kernels read it there.
+// The device workspace continues with the float32 partial-output buffers.
+//
+// Flat plan layout (int32 words; offsets are in the header and depend ONLY on
+// the PlanConfig, never on the batch, so CUDA-graph-captured pointers stay valid):
+//
+//   header        [kPlanHeaderWords]          see PlanHeaderField
+//   cta_indptr    [max_ctas + 1]              CTA c runs items cta_indptr[c] .. cta_indptr[c+1]-1
+//   work_items    [max_items][kWorkItemWords] see WorkItem
+//   merge_indptr  [max_merge_units + 1]       unit u merges slots merge_indptr[u] .. merge_indptr[u+1]-1
+//   merge_units   [max_merge_units][kMergeUnitWords] see MergeUnit
+//
+// Device workspace (bytes): [flat plan, padded to 256] [partial_o] [partial_lse]
+//   partial_o   float32 [max_slots][slot_rows][head_dim]
+//   partial_lse float32 [max_slots][slot_rows]      (base-2 log-sum-exp)
+//
+// Query packing. A plan uses one TileCandidate with q_rows = Q and gqa_pack = P
+// (P divides Hq/Hkv). The query heads are split into Hq/P "head groups"; group
+// g holds query heads g*P .. g*P+P-1, which share KV head (g*P) / (Hq/Hkv). In a
+// request with qo_len tokens a group has qo_len*P "packed rows"; packed row r is
+// token r / P (relative to the request's first query row) and query head
+// g*P + r % P. A work tile covers up to Q consecutive packed rows of one request
+// and one head group, against a range [kv_begin, kv_end) of the request's keys
+// (token positions 0 .. kv_len-1 in the request's KV sequence).
+//
+// Outputs. o is [total_q_rows, Hq, head_dim], lse is [total_q_rows, Hq] (base 2).
+// A tile whose KV range was not split writes o/lse directly (flag Direct, slot
+// -1). A split tile becomes several work items (chunks), each writing rows
+// 0 .. row_count-1 of its own partial slot; a MergeUnit then combines the slots
+// merge_indptr[u] .. merge_indptr[u+1]-1 (always consecutive) by LSE into o/lse.
+// The chunk flagged FirstChunk adds the per-head attention sink (if any) to its
+// softmax denominator, so the merged LSE counts the sink exactly once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_PLAN_H
+#define ATTN_RUNTIME_PLAN_H
+
+#include "attn/Runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace attn::runtime {
+
+/// Version of the flat plan layout below; bumped on any change.
+constexpr int32_t kPlanAbiVersion = 1;
+/// First header word of every plan ("ATNP" little-endian).
+constexpr int32_t kPlanMagic = 0x504E5441;
+constexpr int32_t kPlanHeaderWords = 32;
+constexpr int32_t kWorkItemWords = 8;
+constexpr int32_t kMergeUnitWords = 4;
+constexpr int32_t kMaxTileCandidates = 8;
+/// Alignment of the partial buffers inside the device workspace.
+constexpr size_t kDeviceAlign = 256;
+
+/// How the KV indptr is counted.
+enum class KVIndexing : int32_t {
+  Paged = 0,  ///< kv_indptr counts blocks of block_size tokens (+ last-block lengths)
+  Ragged = 1, ///< kv_indptr counts tokens (contiguous KV per request)
+};
+
+/// Memory layout of one KV block (or of ragged KV).
+enum class KVLayout : int32_t {
+  NHD = 0, ///< [block][token][kv_head][dim]
+  HND = 1, ///< [block][kv_head][token][dim]
+};
+
+/// Header words of a flat plan.
+enum PlanHeaderField : int32_t {
+  kHdrMagic = 0,
+  kHdrVersion = 1,
+  kHdrNumCtas = 2,       ///< persistent grid size to launch (fixed in graph mode)
+  kHdrNumItems = 3,
+  kHdrNumMergeUnits = 4,
+  kHdrNumSlots = 5,      ///< partial slots used
+  kHdrCandidate = 6,     ///< index of the chosen TileCandidate
+  kHdrTileQ = 7,         ///< packed rows per tile (Q)
+  kHdrGqaPack = 8,       ///< query heads packed per head group (P)
+  kHdrKvGranule = 9,     ///< chunk boundaries are multiples of this many tokens
+  kHdrNumHeadGroups = 10,
+  kHdrMaxCtas = 11,
+  kHdrMaxItems = 12,
+  kHdrMaxMergeUnits = 13,
+  kHdrOffCtaIndptr = 14, ///< word offsets of the arrays in the flat plan
+  kHdrOffItems = 15,
+  kHdrOffMergeIndptr = 16,
+  kHdrOffMergeUnits = 17,
+  kHdrTotalWords = 18,   ///< words of the flat plan (what the upload copies)
+  kHdrMaxSlots = 19,
+  kHdrSlotRows = 20,     ///< row stride of a partial slot (max q_rows over candidates)
+  kHdrHeadDim = 21,
+  kHdrBatch = 22,
+  kHdrTotalQRows = 23,
+  kHdrGraphMode = 24,
+  kHdrPartialOOffsetLo = 25, ///< byte offset of partial_o in the device workspace
+  kHdrPartialOOffsetHi = 26,
+  kHdrPartialLseOffsetLo = 27,
+  kHdrPartialLseOffsetHi = 28,
+  kHdrNumQoHeads = 29,
+  kHdrNumKvHeads = 30,
+  kHdrReserved = 31,
+};
+
+/// WorkItem::flags bits.
+enum WorkItemFlags : int32_t {
+  kItemFirstChunk = 1, ///< first chunk of its tile: adds the sink term
+  kItemLastChunk = 2,  ///< last chunk of its tile
+  kItemDirect = 4,     ///< tile not split: write o/lse directly, slot == -1
+};
+
+/// One unit of persistent-CTA work: packed rows [row_begin, row_begin+row_count)
+/// of (request, head_group) against keys [kv_begin, kv_end) of the request.
+/// kv_begin == kv_end is legal (rows then get output 0, LSE -inf, or the sink).
+struct WorkItem {
+  int32_t request;
+  int32_t head_group;
+  int32_t row_begin; ///< packed row, relative to the request (token*P + head%P)
+  int32_t row_count; ///< 1 .. Q
+  int32_t kv_begin;  ///< key token positions within the request
+  int32_t kv_end;
+  int32_t slot;      ///< partial slot, or -1 when kItemDirect
+  int32_t flags;     ///< WorkItemFlags
+};
+static_assert(sizeof(WorkItem) == kWorkItemWords * 4, "WorkItem is ABI");
+static_assert(std::is_trivially_copyable_v<WorkItem>);
+
+/// One split tile to merge: slots merge_indptr[u] .. merge_indptr[u+1]-1 each
+/// hold rows 0..row_count-1 of this tile; the merge writes o/lse.
+struct MergeUnit {
+  int32_t request;
+  int32_t head_group;
+  int32_t row_begin;
+  int32_t row_count;
+};
+static_assert(sizeof(MergeUnit) == kMergeUnitWords * 4, "MergeUnit is ABI");
+
+/// A query tile the compiler produced, with its cost model. The cost of a work
+/// item over n keys is cost_per_item + n * cost_per_kv_token (any unit, same
+/// for all candidates). The manifest's "tile" and "cost" objects fill this.
+struct TileCandidate {
+  int32_t q_rows;            ///< packed rows per tile (Q), >= 1
+  int32_t kv_tile;           ///< keys per inner iteration; chunks align to it
+  int32_t gqa_pack;          ///< query heads packed per KV head (P), divides Hq/Hkv
+  int32_t cost_per_item;     ///< fixed cost of one work item (>= 0)
+  int32_t cost_per_kv_token; ///< cost of one key for a whole tile (>= 1)
+};
+
+/// Everything that stays fixed across batch steps. The workspace layout is a
+/// function of this struct alone.
+struct PlanConfig {
+  int32_t num_qo_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  KVIndexing indexing = KVIndexing::Paged;
+  int32_t block_size = 16;   ///< tokens per KV block (paged); ignored for ragged
+  int32_t causal = 0;        ///< bottom-right aligned causal mask (DESIGN §3b)
+  int32_t window_left = -1;  ///< sliding window; < 0: none
+  int32_t has_custom_mask = 0; ///< custom mask replaces causal (window still ANDed)
+  int32_t num_sms = 0;
+  int32_t ctas_per_sm = 1;
+  int32_t graph_mode = 0;    ///< 1: fixed grid and kernel across plans
+  int32_t graph_candidate = 0; ///< graph mode: the candidate always used
+  int32_t max_batch = 0;     ///< maximum requests per plan (both modes)
+  int32_t max_total_q_rows = 0; ///< maximum query tokens per plan (both modes)
+  int32_t min_chunk_tokens = 0; ///< shortest KV chunk when splitting; 0: 2 granules
+  int32_t disable_split = 0; ///< 1: never split KV (no merge needed)
+  int32_t num_candidates = 0;
+  TileCandidate candidates[kMaxTileCandidates] = {};
+};
+static_assert(std::is_trivially_copyable_v<PlanConfig>);
+
+/// Per-step inputs, host copies. kv_last_len or kv_lens describes paged lengths.
+struct PlanInputs {
+  int32_t batch = 0;
+  const int32_t *qo_indptr = nullptr;   ///< [batch+1] query tokens, starts at 0
+  const int32_t *kv_indptr = nullptr;   ///< [batch+1] blocks (paged) or tokens (ragged)
+  const int32_t *kv_last_len = nullptr; ///< [batch] paged: tokens in the last block
+  const int32_t *kv_lens = nullptr;     ///< [batch] optional: KV lengths in tokens
+  const int32_t *kv_indices = nullptr;  ///< optional [kv_indptr[batch]]: validated if given
+  int32_t num_cache_blocks = 0;         ///< blocks in the cache (checks kv_indices)
+};
+
+/// Word offsets and sizes implied by a PlanConfig.
+struct PlanLayout {
+  int32_t max_ctas = 0, max_items = 0, max_merge_units = 0, max_slots = 0;
+  int32_t slot_rows = 0;
+  int32_t off_cta_indptr = 0, off_items = 0, off_merge_indptr = 0,
+          off_merge_units = 0, total_words = 0;
+  size_t host_bytes = 0;         ///< flat plan bytes
+  size_t partial_o_offset = 0;   ///< in the device workspace
+  size_t partial_lse_offset = 0;
+  size_t device_bytes = 0;       ///< whole device workspace
+};
+
+/// Validates the config and computes the layout.
+Status computePlanLayout(const PlanConfig &config, PlanLayout *layout);
+
+/// Bytes of host workspace plan() needs (the flat plan). 0 on a bad config.
+size_t planHostWorkspaceBytes(const PlanConfig &config);
+/// Bytes of device workspace run() needs (flat plan + partial buffers).
+size_t planDeviceWorkspaceBytes(const PlanConfig &config);
+
+/// Plans one batch step into `workspace` (host, 4-byte aligned, at least
+/// planHostWorkspaceBytes). Validates every input first; deterministic; does
+/// not allocate.
+Status plan(const PlanConfig &config, const PlanInputs &inputs, void *workspace,
+            size_t workspaceBytes);
+
+/// Read-only view of a flat plan (host or a host copy of the device one).
+struct PlanView {
+  const int32_t *words = nullptr;
+
+  int32_t header(PlanHeaderField f) const { return words[f]; }
+  int32_t numCtas() const { return words[kHdrNumCtas]; }
+  int32_t numItems() const { return words[kHdrNumItems]; }
+  int32_t numMergeUnits() const { return words[kHdrNumMergeUnits]; }
+  int32_t numSlots() const { return words[kHdrNumSlots]; }
+  int32_t tileQ() const { return words[kHdrTileQ]; }
+  int32_t gqaPack() const { return words[kHdrGqaPack]; }
+  int32_t slotRows() const { return words[kHdrSlotRows]; }
+  int32_t candidate() const { return words[kHdrCandidate]; }
+  const int32_t *ctaIndptr() const { return words + words[kHdrOffCtaIndptr]; }
+  const WorkItem *items() const {
+    return reinterpret_cast<const WorkItem *>(words + words[kHdrOffItems]);
+  }
+  const int32_t *mergeIndptr() const { return words + words[kHdrOffMergeIndptr]; }
+  const MergeUnit *mergeUnits() const {
+    return reinterpret_cast<const MergeUnit *>(words + words[kHdrOffMergeUnits]);
+  }
+  size_t bytes() const { return size_t(words[kHdrTotalWords]) * 4; }
+  size_t partialOOffset() const;
+  size_t partialLseOffset() const;
+};
+
+/// Checks a buffer holds a plan of this ABI version (magic, version, bounds).
+Status viewPlan(const void *workspace, size_t bytes, PlanView *view);
+
+/// Cost of one work item under a candidate (the planner's model).
+inline int64_t itemCost(const TileCandidate &c, int64_t kvTokens) {
+  return int64_t(c.cost_per_item) + kvTokens * int64_t(c.cost_per_kv_token);
+}
+
+/// Per-CTA cost of a plan under its candidate, for balance checks and reports.
+/// `costs` has room for numCtas() entries.
+void planCtaCosts(const PlanConfig &config, const PlanView &view,
+                  int64_t *costs);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_PLAN_H

@@ -1,0 +1,61 @@
+//===- NVPTXOptions.h - Target options for PTX / cubin emission -*- C++ -*-===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What a kernel is compiled for: chip, PTX features, optimisation level and
+// where the CUDA toolkit lives. `validate` runs before anything reaches LLVM:
+// an unknown chip or a PTX version too old for the chip is an LLVM fatal error
+// that ends the process, so it must be caught here, with a message.
+//
+// Free of MLIR includes so that tools and the runtime-facing manifest code can
+// use it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TARGET_NVPTXOPTIONS_H
+#define ATTN_TARGET_NVPTXOPTIONS_H
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace attn {
+
+struct NVPTXOptions {
+  /// "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_120", ...
+  std::string chip = "sm_90";
+  /// LLVM NVPTX features, e.g. "+ptx80". Empty picks the default for the chip
+  /// (see getDefaultFeatures).
+  std::string features;
+  /// LLVM optimisation level (0-3).
+  unsigned optLevel = 3;
+  /// CUDA toolkit root (ptxas, libdevice). Empty: $CUDA_HOME, then
+  /// /usr/local/cuda.
+  std::string cudaPath;
+  /// Extra ptxas options (e.g. "-O3"); "-v" is always passed to collect the
+  /// resource usage.
+  std::string ptxasOptions = "-O3";
+
+  /// Checks chip, features and opt level; the error names the bad field and
+  /// what would be accepted.
+  llvm::Error validate() const;
+  /// features, or the default for the chip when empty.
+  std::string getFeatures() const;
+  /// cudaPath, or $CUDA_HOME, or /usr/local/cuda.
+  std::string getCudaPath() const;
+};
+
+/// Numeric SM version of a chip name ("sm_90a" -> 90); 0 when malformed.
+unsigned getSMVersion(llvm::StringRef chip);
+/// The oldest PTX ISA version (times 10) that supports `chip`; 0 if unknown.
+unsigned getMinPTXVersion(llvm::StringRef chip);
+/// The newest PTX ISA version (times 10) this LLVM emits.
+unsigned getMaxPTXVersion();
+/// "+ptxNN" picked for `chip` when no features are given.
+std::string getDefaultFeatures(llvm::StringRef chip);
+
+} // namespace attn
+
+#endif // ATTN_TARGET_NVPTXOPTIONS_H

@@ -1,0 +1,93 @@
+//===- KernelBuilder.cpp - Terse IR building for generated kernels --------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Arithmetic, comparison and warp-shuffle helpers used by the kernel bodies.
+// Only upstream arith, math and gpu ops are built here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace attn::detail;
+
+Value KernelBuilder::idx(int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+Value KernelBuilder::i32(int32_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+Value KernelBuilder::f32(float v) {
+  return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(v));
+}
+Value KernelBuilder::negInf() {
+  return f32(-std::numeric_limits<float>::infinity());
+}
+
+Value KernelBuilder::add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+Value KernelBuilder::sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+Value KernelBuilder::mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+Value KernelBuilder::divu(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
+Value KernelBuilder::remu(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
+Value KernelBuilder::andi(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+Value KernelBuilder::xori(Value x, Value y) { return arith::XOrIOp::create(b, x, y); }
+Value KernelBuilder::mins(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
+Value KernelBuilder::maxs(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
+
+Value KernelBuilder::slt(Value x, Value y) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, y);
+}
+Value KernelBuilder::sgt(Value x, Value y) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, x, y);
+}
+Value KernelBuilder::eq(Value x, Value y) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
+}
+Value KernelBuilder::select(Value c, Value t, Value f) {
+  return arith::SelectOp::create(b, c, t, f);
+}
+Value KernelBuilder::toIndex(Value v) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+Value KernelBuilder::toI32(Value v) {
+  return arith::IndexCastOp::create(b, b.getI32Type(), v);
+}
+
+Value KernelBuilder::fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+Value KernelBuilder::fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+Value KernelBuilder::fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+Value KernelBuilder::fdiv(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+Value KernelBuilder::fmax(Value x, Value y) { return arith::MaximumFOp::create(b, x, y); }
+Value KernelBuilder::foeq(Value x, Value y) {
+  return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x, y);
+}
+Value KernelBuilder::fogt(Value x, Value y) {
+  return arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, y);
+}
+Value KernelBuilder::exp2(Value x) { return math::Exp2Op::create(b, x); }
+Value KernelBuilder::log2(Value x) { return math::Log2Op::create(b, x); }
+
+Value KernelBuilder::shuffleXor(Value x, int32_t mask) {
+  auto shuffle = gpu::ShuffleOp::create(b, x, mask, /*width=*/32,
+                                        gpu::ShuffleMode::XOR);
+  return shuffle.getShuffleResult();
+}
+
+Value KernelBuilder::quadMax(Value x) {
+  x = fmax(x, shuffleXor(x, 1));
+  return fmax(x, shuffleXor(x, 2));
+}
+
+Value KernelBuilder::quadSum(Value x) {
+  x = fadd(x, shuffleXor(x, 1));
+  return fadd(x, shuffleXor(x, 2));
+}

@@ -1,0 +1,135 @@
+//===- KernelBuilder.h - Terse IR building for generated kernels -*- C++ -*-===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to the AttnToGPU library. The kernel generators build a lot of
+// index and float arithmetic; KernelBuilder wraps an ImplicitLocOpBuilder with
+// short, typed helpers for it (constants, integer/index math, selects, warp
+// shuffles, exp2), and the fragment helpers (Fragments.cpp) own every op of
+// the NVVM dialect so that only that file pays for NVVMDialect.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTNTOGPU_KERNELBUILDER_H
+#define ATTN_LIB_CONVERSION_ATTNTOGPU_KERNELBUILDER_H
+
+#include "attn/Conversion/AttnToGPU/KernelSpec.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir {
+class DialectRegistry;
+class MLIRContext;
+} // namespace mlir
+
+namespace attn {
+namespace detail {
+
+/// Helpers over an ImplicitLocOpBuilder; every value is `index`, `i32` or
+/// `f32` as the name says.
+class KernelBuilder {
+public:
+  explicit KernelBuilder(mlir::ImplicitLocOpBuilder &b) : b(b) {}
+
+  mlir::ImplicitLocOpBuilder &builder() { return b; }
+
+  // Constants.
+  mlir::Value idx(int64_t v);
+  mlir::Value i32(int32_t v);
+  mlir::Value f32(float v);
+  mlir::Value negInf();
+
+  // Index / integer arithmetic (operands of one type).
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  mlir::Value divu(mlir::Value x, mlir::Value y);
+  mlir::Value remu(mlir::Value x, mlir::Value y);
+  mlir::Value andi(mlir::Value x, mlir::Value y);
+  mlir::Value xori(mlir::Value x, mlir::Value y);
+  mlir::Value mins(mlir::Value x, mlir::Value y);
+  mlir::Value maxs(mlir::Value x, mlir::Value y);
+  mlir::Value add(mlir::Value x, int64_t y) { return add(x, idx(y)); }
+  mlir::Value mul(mlir::Value x, int64_t y) { return mul(x, idx(y)); }
+  mlir::Value divu(mlir::Value x, int64_t y) { return divu(x, idx(y)); }
+  mlir::Value remu(mlir::Value x, int64_t y) { return remu(x, idx(y)); }
+  mlir::Value slt(mlir::Value x, mlir::Value y);
+  mlir::Value sgt(mlir::Value x, mlir::Value y);
+  mlir::Value eq(mlir::Value x, mlir::Value y);
+  mlir::Value select(mlir::Value c, mlir::Value t, mlir::Value f);
+  /// i32 -> index (sign-extending) and index -> i32.
+  mlir::Value toIndex(mlir::Value i32Value);
+  mlir::Value toI32(mlir::Value indexValue);
+
+  // f32 arithmetic.
+  mlir::Value fadd(mlir::Value x, mlir::Value y);
+  mlir::Value fsub(mlir::Value x, mlir::Value y);
+  mlir::Value fmul(mlir::Value x, mlir::Value y);
+  mlir::Value fdiv(mlir::Value x, mlir::Value y);
+  mlir::Value fmax(mlir::Value x, mlir::Value y);
+  mlir::Value foeq(mlir::Value x, mlir::Value y);
+  mlir::Value fogt(mlir::Value x, mlir::Value y);
+  mlir::Value exp2(mlir::Value x);
+  mlir::Value log2(mlir::Value x);
+
+  /// Butterfly shuffle of an f32 across the warp (`gpu.shuffle xor`).
+  mlir::Value shuffleXor(mlir::Value x, int32_t mask);
+  /// Max / sum of an f32 over the 4 lanes of a quad (lanes 4g .. 4g+3), the
+  /// lanes that share a row of an mma accumulator fragment.
+  mlir::Value quadMax(mlir::Value x);
+  mlir::Value quadSum(mlir::Value x);
+
+private:
+  mlir::ImplicitLocOpBuilder &b;
+};
+
+//===----------------------------------------------------------------------===//
+// Fragment helpers (Fragments.cpp): the NVVM-dialect seam.
+//===----------------------------------------------------------------------===//
+
+/// Loads two consecutive 16-bit elements `memref[index], memref[index + 1]`
+/// and returns them packed in an i32 (low half = first element), the register
+/// form mma.sync takes for bf16/f16 operands.
+mlir::Value loadPackedPair(mlir::ImplicitLocOpBuilder &b, mlir::Value memref,
+                           mlir::Value index, mlir::Type eltType);
+
+/// Converts two f32 values to `eltType` (bf16/f16) and packs them in an i32.
+mlir::Value packPair(mlir::ImplicitLocOpBuilder &b, mlir::Value lo,
+                     mlir::Value hi, mlir::Type eltType);
+
+/// `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16` through nvgpu.ldmatrix:
+/// lane l supplies the address of row l % 8 of matrix l / 8 as
+/// `smem[row, col]`; returns the four received registers as i32.
+llvm::SmallVector<mlir::Value, 4>
+ldmatrixX4(mlir::ImplicitLocOpBuilder &b, mlir::Value smem, mlir::Value row,
+           mlir::Value col, bool transpose);
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.f32`: a = 4 packed i32,
+/// bFrag = 2 packed i32, c = 4 f32; returns the 4 f32 of D.
+llvm::SmallVector<mlir::Value, 4>
+mmaM16N8K16(mlir::ImplicitLocOpBuilder &b, KernelDType dtype,
+            llvm::ArrayRef<mlir::Value> a, llvm::ArrayRef<mlir::Value> bFrag,
+            llvm::ArrayRef<mlir::Value> c);
+
+/// cp.async bookkeeping: commit the issued copies as a group; wait until at
+/// most `pending` groups are in flight.
+void cpAsyncCommit(mlir::ImplicitLocOpBuilder &b);
+void cpAsyncWait(mlir::ImplicitLocOpBuilder &b, int32_t pending);
+/// `bar.warp.sync 0xffffffff`.
+void syncWarp(mlir::ImplicitLocOpBuilder &b);
+
+/// Loads / registers the NVVM dialect (kept here with the other NVVM uses).
+void loadNVVMDialect(mlir::MLIRContext *ctx);
+void insertNVVMDialect(mlir::DialectRegistry &registry);
+
+/// Occupancy hints on a gpu.func: `nvvm.minctasm` (0 = none).
+void setOccupancyHints(mlir::Operation *gpuFunc, int64_t minCTAsPerSM);
+
+} // namespace detail
+} // namespace attn
+
+#endif // ATTN_LIB_CONVERSION_ATTNTOGPU_KERNELBUILDER_H

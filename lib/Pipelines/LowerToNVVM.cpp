@@ -1,0 +1,82 @@
+//===- LowerToNVVM.cpp - The attn-lower-to-nvvm pipeline ------------------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The order matters: nvgpu ops become nvvm ops while memrefs still exist;
+// vector transfers and scf are lowered before the LLVM conversions; the
+// target attribute is attached before convert-gpu-to-nvvm so the data layout
+// and index width come from it; the dynamic shared memory fix runs last,
+// on LLVM globals.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Pipelines/Pipelines.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void attn::buildLowerToNVVMPipeline(OpPassManager &pm,
+                                    const LowerToNVVMOptions &options) {
+  // Device-side dialects that still need memref/vector semantics.
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  ConvertIndexToLLVMPassOptions index;
+  index.indexBitwidth = 64;
+  pm.addPass(createConvertIndexToLLVMPass(index));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Inside each gpu.module: everything to LLVM + NVVM.
+  ConvertGpuOpsToNVVMOpsOptions toNVVM;
+  toNVVM.indexBitwidth = 64;
+  toNVVM.useBarePtrCallConv = options.barePtrCallConv;
+  OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  gpu.addPass(createConvertGpuOpsToNVVMOps(toNVVM));
+  gpu.addPass(createCanonicalizerPass());
+  gpu.addPass(createCSEPass());
+  gpu.addPass(LLVM::createNVVMOptimizeForTargetPass());
+  gpu.addPass(createReconcileUnrealizedCastsPass());
+  gpu.addPass(attn::createExternalizeDynamicSharedMemoryPass());
+}
+
+void attn::registerAttnPipelines() {
+  PassPipelineRegistration<LowerToNVVMOptions>(
+      "attn-lower-to-nvvm",
+      "Lower gpu.modules of upstream dialects to LLVM/NVVM with an "
+      "#nvvm.target (bare-pointer kernel arguments)",
+      buildLowerToNVVMPipeline);
+  PassRegistration<Pass>([] {
+    return attn::createExternalizeDynamicSharedMemoryPass();
+  });
+}

@@ -1,0 +1,247 @@
+//===- CAPI.cpp - C API of the attn runtime -------------------------------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// Thin wrappers over the C++ runtime: convert the C structs, catch everything
+// (no exception crosses the C boundary), and keep the last message per thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-c/Runtime.h"
+
+#include "attn/Runtime/Launcher.h"
+#include "attn/Runtime/Plan.h"
+
+#include <string>
+
+using namespace attn::runtime;
+
+static_assert(sizeof(attnRtTileCandidate) == sizeof(TileCandidate));
+static_assert(int(ATTN_RT_UNSUPPORTED) == int(StatusCode::Unsupported));
+
+static thread_local std::string lastError;
+
+static attnRtStatus report(const Status &s) {
+  lastError = s.ok() ? std::string() : s.message();
+  return static_cast<attnRtStatus>(s.code());
+}
+
+static attnRtStatus invalidArg(const char *msg) {
+  return report(Status(StatusCode::InvalidArgument, msg));
+}
+
+struct attnRtModule {
+  std::unique_ptr<Module> module;
+};
+
+template <typename F> static attnRtStatus guarded(F &&f) {
+  try {
+    return f();
+  } catch (const std::exception &e) {
+    return report(Status(StatusCode::InvalidArgument,
+                         std::string("internal error: ") + e.what()));
+  } catch (...) {
+    return report(Status(StatusCode::InvalidArgument, "internal error"));
+  }
+}
+
+static bool toConfig(const attnRtPlanConfig *c, PlanConfig *out) {
+  if (!c || c->num_candidates < 0 || c->num_candidates > kMaxTileCandidates)
+    return false;
+  out->num_qo_heads = c->num_qo_heads;
+  out->num_kv_heads = c->num_kv_heads;
+  out->head_dim = c->head_dim;
+  out->indexing = static_cast<KVIndexing>(c->indexing);
+  out->block_size = c->block_size;
+  out->causal = c->causal;
+  out->window_left = c->window_left;
+  out->has_custom_mask = c->has_custom_mask;
+  out->num_sms = c->num_sms;
+  out->ctas_per_sm = c->ctas_per_sm;
+  out->graph_mode = c->graph_mode;
+  out->graph_candidate = c->graph_candidate;
+  out->max_batch = c->max_batch;
+  out->max_total_q_rows = c->max_total_q_rows;
+  out->min_chunk_tokens = c->min_chunk_tokens;
+  out->disable_split = c->disable_split;
+  out->num_candidates = c->num_candidates;
+  for (int i = 0; i < c->num_candidates; ++i)
+    out->candidates[i] = {c->candidates[i].q_rows, c->candidates[i].kv_tile,
+                          c->candidates[i].gqa_pack, c->candidates[i].cost_per_item,
+                          c->candidates[i].cost_per_kv_token};
+  return true;
+}
+
+/// Converts C arguments; at most 64 (the launcher's limit).
+static bool toArgs(const attnRtArg *in, int32_t n, KernelArg *out) {
+  if (n < 0 || n > 64 || (n > 0 && !in))
+    return false;
+  for (int32_t i = 0; i < n; ++i) {
+    if (in[i].kind < ATTN_RT_ARG_PTR || in[i].kind > ATTN_RT_ARG_F32)
+      return false;
+    out[i].name = in[i].name;
+    out[i].kind = static_cast<ArgKind>(in[i].kind);
+    out[i].ptr = 0;
+    switch (out[i].kind) {
+    case ArgKind::Ptr: out[i].ptr = in[i].value.ptr; break;
+    case ArgKind::I32: out[i].i32 = in[i].value.i32; break;
+    case ArgKind::I64: out[i].i64 = in[i].value.i64; break;
+    case ArgKind::F32: out[i].f32 = in[i].value.f32; break;
+    }
+  }
+  return true;
+}
+
+extern "C" {
+
+const char *attnRtLastError(void) { return lastError.c_str(); }
+
+const char *attnRtStatusName(attnRtStatus status) {
+  return statusCodeName(static_cast<StatusCode>(status));
+}
+
+attnRtStatus attnRtPlanWorkspaceSize(const attnRtPlanConfig *config,
+                                     size_t *hostBytes, size_t *deviceBytes) {
+  return guarded([&] {
+    PlanConfig c;
+    if (!toConfig(config, &c))
+      return invalidArg("config is null or num_candidates out of range");
+    PlanLayout l;
+    Status s = computePlanLayout(c, &l);
+    if (s.ok()) {
+      if (hostBytes) *hostBytes = l.host_bytes;
+      if (deviceBytes) *deviceBytes = l.device_bytes;
+    }
+    return report(s);
+  });
+}
+
+attnRtStatus attnRtPlan(const attnRtPlanConfig *config,
+                        const attnRtPlanInputs *inputs, void *ws, size_t bytes,
+                        attnRtPlanSummary *summary) {
+  return guarded([&] {
+    PlanConfig c;
+    if (!toConfig(config, &c) || !inputs)
+      return invalidArg("config or inputs is null, or num_candidates out of range");
+    PlanInputs in;
+    in.batch = inputs->batch;
+    in.qo_indptr = inputs->qo_indptr;
+    in.kv_indptr = inputs->kv_indptr;
+    in.kv_last_len = inputs->kv_last_len;
+    in.kv_lens = inputs->kv_lens;
+    in.kv_indices = inputs->kv_indices;
+    in.num_cache_blocks = inputs->num_cache_blocks;
+    Status s = plan(c, in, ws, bytes);
+    if (s.ok() && summary) {
+      PlanView v{static_cast<const int32_t *>(ws)};
+      summary->num_ctas = v.numCtas();
+      summary->num_items = v.numItems();
+      summary->num_merge_units = v.numMergeUnits();
+      summary->num_slots = v.numSlots();
+      summary->candidate = v.candidate();
+      summary->tile_q = v.tileQ();
+      summary->gqa_pack = v.gqaPack();
+      summary->plan_bytes = v.bytes();
+    }
+    return report(s);
+  });
+}
+
+attnRtStatus attnRtModuleLoad(const void *image, size_t bytes, const char *manifest,
+                              attnRtModule_t *module) {
+  return guarded([&] {
+    if (!manifest || !module)
+      return invalidArg("manifest_json and module must not be null");
+    auto m = std::make_unique<attnRtModule>();
+    Status s = Module::load(image, bytes, manifest, &m->module);
+    if (s.ok())
+      *module = m.release();
+    return report(s);
+  });
+}
+
+attnRtStatus attnRtModuleLoadFiles(const char *imagePath, const char *manifestPath,
+                                   attnRtModule_t *module) {
+  return guarded([&] {
+    if (!imagePath || !manifestPath || !module)
+      return invalidArg("paths and module must not be null");
+    auto m = std::make_unique<attnRtModule>();
+    Status s = Module::loadFiles(imagePath, manifestPath, &m->module);
+    if (s.ok())
+      *module = m.release();
+    return report(s);
+  });
+}
+
+void attnRtModuleDestroy(attnRtModule_t module) { delete module; }
+
+attnRtStatus attnRtModuleCandidates(attnRtModule_t module, attnRtTileCandidate *out,
+                                    int32_t capacity, int32_t *count) {
+  return guarded([&] {
+    if (!module || !count || (capacity > 0 && !out))
+      return invalidArg("module, out and count must not be null");
+    int32_t n = 0;
+    for (const KernelManifest &k : module->module->manifest().kernels) {
+      if (k.role != KernelRole::Attention)
+        continue;
+      if (n < capacity) {
+        TileCandidate t = k.candidate();
+        out[n] = {t.q_rows, t.kv_tile, t.gqa_pack, t.cost_per_item,
+                  t.cost_per_kv_token};
+      }
+      ++n;
+    }
+    *count = n;
+    return report(Status::success());
+  });
+}
+
+attnRtStatus attnRtUploadPlan(const void *ws, size_t bytes, uint64_t device,
+                              uint64_t stream) {
+  return guarded([&] {
+    PlanView v;
+    if (Status s = viewPlan(ws, bytes, &v); !s.ok())
+      return report(s);
+    return report(uploadPlan(v, device, stream));
+  });
+}
+
+attnRtStatus attnRtRun(attnRtModule_t module, const char *attentionKernel,
+                       const char *mergeKernel, const void *ws, size_t bytes,
+                       uint64_t device, const attnRtArg *args, int32_t numArgs,
+                       uint64_t stream) {
+  return guarded([&] {
+    if (!module || !attentionKernel)
+      return invalidArg("module and attention_kernel must not be null");
+    KernelArg converted[64];
+    if (!toArgs(args, numArgs, converted))
+      return invalidArg("args: null, more than 64, or an unknown kind");
+    PlanView v;
+    if (Status s = viewPlan(ws, bytes, &v); !s.ok())
+      return report(s);
+    return report(run(*module->module, attentionKernel,
+                      mergeKernel ? mergeKernel : "", v, device, converted,
+                      numArgs, stream));
+  });
+}
+
+attnRtStatus attnRtMerge(attnRtModule_t module, const char *mergeKernel,
+                         const void *ws, size_t bytes, uint64_t device,
+                         const attnRtArg *args, int32_t numArgs, uint64_t stream) {
+  return guarded([&] {
+    if (!module || !mergeKernel)
+      return invalidArg("module and merge_kernel must not be null");
+    KernelArg converted[64];
+    if (!toArgs(args, numArgs, converted))
+      return invalidArg("args: null, more than 64, or an unknown kind");
+    PlanView v;
+    if (Status s = viewPlan(ws, bytes, &v); !s.ok())
+      return report(s);
+    return report(runMerge(*module->module, mergeKernel, v, device, converted,
+                           numArgs, stream));
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,55 @@
+//===- CudaDriver.h - The CUDA driver API loaded with dlopen ----*- C++ -*-===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// The runtime links no CUDA library: it opens libcuda.so.1 at run time and
+// resolves the few driver entry points it uses. Declarations come from the
+// toolkit's cuda.h, so signatures are checked by the compiler. Private to
+// lib/Runtime; compiled only when ATTN_HAVE_CUDA_H is defined.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_RUNTIME_CUDADRIVER_H
+#define ATTN_LIB_RUNTIME_CUDADRIVER_H
+
+#include "attn/Runtime/Status.h"
+
+#include <cuda.h>
+
+namespace attn::runtime {
+
+/// Function table of the driver entry points the runtime needs.
+struct CudaDriver {
+  decltype(&::cuInit) init;
+  decltype(&::cuGetErrorString) getErrorString;
+  decltype(&::cuDeviceGetCount) deviceGetCount;
+  decltype(&::cuDeviceGet) deviceGet;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute;
+  decltype(&::cuDeviceGetName) deviceGetName;
+  decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain;
+  decltype(&::cuCtxGetCurrent) ctxGetCurrent;
+  decltype(&::cuCtxSetCurrent) ctxSetCurrent;
+  decltype(&::cuCtxGetDevice) ctxGetDevice;
+  decltype(&::cuModuleLoadData) moduleLoadData;
+  decltype(&::cuModuleUnload) moduleUnload;
+  decltype(&::cuModuleGetFunction) moduleGetFunction;
+  decltype(&::cuFuncSetAttribute) funcSetAttribute;
+  decltype(&::cuLaunchKernel) launchKernel;
+  decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync;
+};
+
+/// Loads libcuda.so.1 and cuInit()s once; returns the table or nullptr with
+/// the reason in `status`.
+const CudaDriver *cudaDriver(Status *status);
+
+/// Makes sure a context is current (device 0's primary context if none).
+Status ensureContext(const CudaDriver &d);
+
+/// "cuFoo failed: CUDA_ERROR_X (message)" as a CudaError status.
+Status cudaFailure(const CudaDriver &d, const char *call, CUresult r);
+
+} // namespace attn::runtime
+
+#endif // ATTN_LIB_RUNTIME_CUDADRIVER_H

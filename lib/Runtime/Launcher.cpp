@@ -1,0 +1,392 @@
+//===- Launcher.cpp - Module loading and persistent-grid launch -----------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// Binds kernel parameters by the names in the manifest (plan arrays from the
+// device workspace, everything else from the caller) into fixed-size arrays on
+// the stack, so run() never allocates, and launches on the caller's stream.
+// Without CUDA headers at build time every entry point reports CudaUnavailable.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Runtime/Launcher.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#ifdef ATTN_HAVE_CUDA_H
+#include "CudaDriver.h"
+#endif
+
+namespace attn::runtime {
+
+Status checkKernelMatchesPlan(const KernelManifest &k, const PlanConfig &c,
+                              int32_t candidate) {
+  auto mismatch = [&](const std::string &what) {
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" does not match the plan: " + what);
+  };
+  if (k.role != KernelRole::Attention)
+    return mismatch("it is not an attention kernel");
+  if (candidate < 0 || candidate >= c.num_candidates)
+    return Status(StatusCode::InvalidArgument, "candidate index out of range");
+  const TileCandidate &t = c.candidates[candidate];
+  if (k.tile_q != t.q_rows || k.gqa_pack != t.gqa_pack)
+    return mismatch("tile q/gqa_pack " + std::to_string(k.tile_q) + "/" +
+                    std::to_string(k.gqa_pack) + " vs plan " +
+                    std::to_string(t.q_rows) + "/" + std::to_string(t.gqa_pack));
+  if (k.head_dim != c.head_dim || k.num_qo_heads != c.num_qo_heads ||
+      k.num_kv_heads != c.num_kv_heads)
+    return mismatch("head_dim/num_qo_heads/num_kv_heads");
+  if (k.indexing != c.indexing)
+    return mismatch("KV indexing");
+  if (c.indexing == KVIndexing::Paged && k.block_cols != c.block_size)
+    return mismatch("format.block_cols " + std::to_string(k.block_cols) +
+                    " vs block_size " + std::to_string(c.block_size));
+  return Status::success();
+}
+
+/// Checks a kernel against what the plan header records.
+static Status checkAgainstPlanView(const KernelManifest &k, const PlanView &p) {
+  auto mismatch = [&](const std::string &what) {
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" does not match the plan: " + what);
+  };
+  if (k.head_dim != p.header(kHdrHeadDim) ||
+      k.num_qo_heads != p.header(kHdrNumQoHeads) ||
+      k.num_kv_heads != p.header(kHdrNumKvHeads))
+    return mismatch("head_dim " + std::to_string(k.head_dim) + " vs " +
+                    std::to_string(p.header(kHdrHeadDim)) + ", heads " +
+                    std::to_string(k.num_qo_heads) + "/" +
+                    std::to_string(k.num_kv_heads) + " vs " +
+                    std::to_string(p.header(kHdrNumQoHeads)) + "/" +
+                    std::to_string(p.header(kHdrNumKvHeads)));
+  if (k.role == KernelRole::Attention &&
+      (k.tile_q != p.tileQ() || k.gqa_pack != p.gqaPack()))
+    return mismatch("tile q/gqa_pack " + std::to_string(k.tile_q) + "/" +
+                    std::to_string(k.gqa_pack) + " vs plan " +
+                    std::to_string(p.tileQ()) + "/" + std::to_string(p.gqaPack()));
+  return Status::success();
+}
+
+Status Module::loadFiles(const std::string &imagePath,
+                         const std::string &manifestPath,
+                         std::unique_ptr<Module> *out) {
+  auto slurp = [](const std::string &path, std::string *text) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f)
+      return false;
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    *text = ss.str();
+    return true;
+  };
+  std::string image, manifest;
+  if (!slurp(imagePath, &image))
+    return Status(StatusCode::NotFound, "cannot read kernel image " + imagePath);
+  if (!slurp(manifestPath, &manifest))
+    return Status(StatusCode::NotFound, "cannot read manifest " + manifestPath);
+  return load(image.data(), image.size(), manifest, out);
+}
+
+#ifdef ATTN_HAVE_CUDA_H
+
+bool launcherCompiledIn() { return true; }
+
+Status cudaAvailable() {
+  Status s;
+  return cudaDriver(&s) ? Status::success() : s;
+}
+
+Status currentDevice(DeviceInfo *info) {
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  if (Status c = ensureContext(*d); !c.ok())
+    return c;
+  CUdevice dev;
+  if (CUresult r = d->ctxGetDevice(&dev); r != CUDA_SUCCESS)
+    return cudaFailure(*d, "cuCtxGetDevice", r);
+  int major = 0, minor = 0, sms = 0;
+  d->deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  d->deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  d->deviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  char name[256] = {};
+  d->deviceGetName(name, sizeof(name) - 1, dev);
+  info->ordinal = int32_t(dev);
+  info->compute_capability = major * 10 + minor;
+  info->num_sms = sms;
+  info->name = name;
+  return Status::success();
+}
+
+Module::~Module() {
+  if (module_)
+    if (const CudaDriver *d = cudaDriver(nullptr))
+      d->moduleUnload(static_cast<CUmodule>(module_));
+}
+
+void *Module::function(std::string_view name) const {
+  for (size_t i = 0; i < manifest_.kernels.size(); ++i)
+    if (manifest_.kernels[i].name == name)
+      return functions_[i];
+  return nullptr;
+}
+
+Status Module::load(const void *image, size_t bytes, std::string_view manifestJson,
+                    std::unique_ptr<Module> *out) {
+  if (!image || bytes == 0 || !out)
+    return Status(StatusCode::InvalidArgument, "kernel image is empty or null");
+  std::unique_ptr<Module> m(new Module());
+  if (Status s = parseManifest(manifestJson, &m->manifest_); !s.ok())
+    return s;
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  if (Status c = ensureContext(*d); !c.ok())
+    return c;
+  DeviceInfo dev;
+  if (Status c = currentDevice(&dev); !c.ok())
+    return c;
+  const std::string &arch = m->manifest_.arch;
+  int32_t cc = archComputeCapability(arch);
+  bool archSpecific = !arch.empty() && arch.back() == 'a';
+  if (cc > dev.compute_capability ||
+      (archSpecific && cc != dev.compute_capability))
+    return Status(StatusCode::ManifestMismatch,
+                  "module built for " + arch + " cannot run on " + dev.name +
+                      " (sm_" + std::to_string(dev.compute_capability) + ")");
+  // PTX must be NUL-terminated; cubin/fatbin are passed as they are.
+  std::string ptx;
+  const void *data = image;
+  const char *c = static_cast<const char *>(image);
+  bool isElf = bytes >= 4 && std::memcmp(c, "\x7f" "ELF", 4) == 0;
+  bool isFatbin = bytes >= 4 && std::memcmp(c, "\x50\xed\x55\xba", 4) == 0;
+  if (!isElf && !isFatbin) {
+    ptx.assign(c, bytes);
+    data = ptx.c_str();
+  }
+  CUmodule mod;
+  if (CUresult r = d->moduleLoadData(&mod, data); r != CUDA_SUCCESS)
+    return cudaFailure(*d, "cuModuleLoadData", r);
+  m->module_ = mod;
+  for (const KernelManifest &k : m->manifest_.kernels) {
+    CUfunction f;
+    CUresult r = d->moduleGetFunction(&f, mod, k.name.c_str());
+    if (r != CUDA_SUCCESS)
+      return Status(StatusCode::ManifestMismatch,
+                    "kernel \"" + k.name + "\" named in the manifest is not in the module");
+    if (k.shared_bytes > 48 * 1024) {
+      r = d->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              k.shared_bytes);
+      if (r != CUDA_SUCCESS)
+        return cudaFailure(*d, "cuFuncSetAttribute(max dynamic shared)", r);
+    }
+    m->functions_.push_back(f);
+  }
+  *out = std::move(m);
+  return Status::success();
+}
+
+Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream) {
+  if (!plan.words || !deviceWorkspace)
+    return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  CUresult r = d->memcpyHtoDAsync(CUdeviceptr(deviceWorkspace), plan.words,
+                                  plan.bytes(), reinterpret_cast<CUstream>(stream));
+  return r == CUDA_SUCCESS ? Status::success()
+                           : cudaFailure(*d, "cuMemcpyHtoDAsync", r);
+}
+
+namespace {
+/// Kernel parameters on the stack: 64 eight-byte slots.
+struct ParamBlock {
+  uint64_t slots[64];
+  void *params[64];
+};
+} // namespace
+
+/// Fills `pb` for kernel `k` from the plan's device arrays and `args`.
+static Status bindArgs(const KernelManifest &k, const PlanView &plan,
+                       uint64_t ws, const KernelArg *args, int32_t numArgs,
+                       ParamBlock *pb) {
+  const int32_t *w = plan.words;
+  auto planPtr = [&](const std::string &n, uint64_t *v) {
+    if (n == plan_args::kPlan) *v = ws;
+    else if (n == plan_args::kCtaIndptr) *v = ws + 4 * uint64_t(w[kHdrOffCtaIndptr]);
+    else if (n == plan_args::kWorkItems) *v = ws + 4 * uint64_t(w[kHdrOffItems]);
+    else if (n == plan_args::kMergeIndptr) *v = ws + 4 * uint64_t(w[kHdrOffMergeIndptr]);
+    else if (n == plan_args::kMergeUnits) *v = ws + 4 * uint64_t(w[kHdrOffMergeUnits]);
+    else if (n == plan_args::kPartialO) *v = ws + plan.partialOOffset();
+    else if (n == plan_args::kPartialLse) *v = ws + plan.partialLseOffset();
+    else return false;
+    return true;
+  };
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ManifestArg &a = k.args[i];
+    uint64_t v = 0;
+    pb->params[i] = &pb->slots[i];
+    if (a.kind == ArgKind::Ptr && planPtr(a.name, &v)) {
+      pb->slots[i] = v;
+      continue;
+    }
+    if (a.kind == ArgKind::I32 && a.name == plan_args::kSlotRows) {
+      int32_t rows = plan.slotRows();
+      std::memcpy(&pb->slots[i], &rows, 4);
+      continue;
+    }
+    const KernelArg *found = nullptr;
+    for (int32_t j = 0; j < numArgs; ++j)
+      if (args[j].name && a.name == args[j].name) {
+        found = &args[j];
+        break;
+      }
+    if (!found)
+      return Status(StatusCode::ManifestMismatch,
+                    "kernel \"" + k.name + "\" argument \"" + a.name +
+                        "\" is not bound by the caller");
+    if (found->kind != a.kind)
+      return Status(StatusCode::ManifestMismatch,
+                    "kernel \"" + k.name + "\" argument \"" + a.name + "\" is " +
+                        argKindName(a.kind) + ", caller passed " +
+                        argKindName(found->kind));
+    pb->slots[i] = 0;
+    switch (a.kind) {
+    case ArgKind::Ptr: pb->slots[i] = found->ptr; break;
+    case ArgKind::I32: std::memcpy(&pb->slots[i], &found->i32, 4); break;
+    case ArgKind::I64: std::memcpy(&pb->slots[i], &found->i64, 8); break;
+    case ArgKind::F32: std::memcpy(&pb->slots[i], &found->f32, 4); break;
+    }
+  }
+  return Status::success();
+}
+
+static Status launch(const CudaDriver &d, const Module &m, const KernelManifest &k,
+                     uint32_t grid, ParamBlock &pb, uint64_t stream) {
+  CUfunction f = static_cast<CUfunction>(m.function(k.name));
+  CUresult r = d.launchKernel(f, grid, 1, 1, uint32_t(k.threads), 1, 1,
+                              uint32_t(k.shared_bytes),
+                              reinterpret_cast<CUstream>(stream), pb.params, nullptr);
+  return r == CUDA_SUCCESS ? Status::success()
+                           : cudaFailure(d, ("cuLaunchKernel(" + k.name + ")").c_str(), r);
+}
+
+static Status lookup(const Module &m, std::string_view name, KernelRole role,
+                     const KernelManifest **out) {
+  const KernelManifest *k = m.kernel(name);
+  if (!k)
+    return Status(StatusCode::NotFound,
+                  "no kernel \"" + std::string(name) + "\" in the module");
+  if (k->role != role)
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k->name + "\" has role " +
+                      (k->role == KernelRole::Attention ? "attention" : "merge"));
+  *out = k;
+  return Status::success();
+}
+
+Status runMerge(const Module &m, std::string_view mergeKernel, const PlanView &plan,
+                uint64_t ws, const KernelArg *args, int32_t numArgs,
+                uint64_t stream) {
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  if (!plan.words || !ws)
+    return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
+  const KernelManifest *k;
+  if (Status l = lookup(m, mergeKernel, KernelRole::Merge, &k); !l.ok())
+    return l;
+  if (Status c = checkAgainstPlanView(*k, plan); !c.ok())
+    return c;
+  bool graph = plan.header(kHdrGraphMode) != 0;
+  int32_t grid = graph ? plan.header(kHdrMaxCtas)
+                       : std::min(plan.numMergeUnits(), plan.header(kHdrMaxCtas));
+  if (grid == 0)
+    return Status::success();
+  ParamBlock pb;
+  if (Status b = bindArgs(*k, plan, ws, args, numArgs, &pb); !b.ok())
+    return b;
+  return launch(*d, m, *k, uint32_t(grid), pb, stream);
+}
+
+Status run(const Module &m, std::string_view attentionKernel,
+           std::string_view mergeKernel, const PlanView &plan, uint64_t ws,
+           const KernelArg *args, int32_t numArgs, uint64_t stream) {
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  if (!plan.words || !ws)
+    return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
+  const KernelManifest *k;
+  if (Status l = lookup(m, attentionKernel, KernelRole::Attention, &k); !l.ok())
+    return l;
+  if (Status c = checkAgainstPlanView(*k, plan); !c.ok())
+    return c;
+  bool needMerge = plan.header(kHdrGraphMode) != 0 || plan.numMergeUnits() > 0;
+  if (needMerge && mergeKernel.empty())
+    return Status(StatusCode::InvalidArgument,
+                  "the plan splits KV (or is in graph mode) but no merge kernel "
+                  "was given");
+  // Bind both kernels before launching either: bad input launches nothing.
+  ParamBlock pb, pbMerge;
+  if (Status b = bindArgs(*k, plan, ws, args, numArgs, &pb); !b.ok())
+    return b;
+  const KernelManifest *mk = nullptr;
+  if (needMerge) {
+    if (Status l = lookup(m, mergeKernel, KernelRole::Merge, &mk); !l.ok())
+      return l;
+    if (Status c = checkAgainstPlanView(*mk, plan); !c.ok())
+      return c;
+    if (Status b = bindArgs(*mk, plan, ws, args, numArgs, &pbMerge); !b.ok())
+      return b;
+  }
+  if (plan.numCtas() > 0)
+    if (Status l = launch(*d, m, *k, uint32_t(plan.numCtas()), pb, stream); !l.ok())
+      return l;
+  if (!needMerge)
+    return Status::success();
+  bool graph = plan.header(kHdrGraphMode) != 0;
+  int32_t grid = graph ? plan.header(kHdrMaxCtas)
+                       : std::min(plan.numMergeUnits(), plan.header(kHdrMaxCtas));
+  return grid > 0 ? launch(*d, m, *mk, uint32_t(grid), pbMerge, stream)
+                  : Status::success();
+}
+
+#else // !ATTN_HAVE_CUDA_H
+
+static Status noCuda() {
+  return Status(StatusCode::CudaUnavailable,
+                "attn runtime was built without the CUDA headers; the launcher "
+                "is not available");
+}
+bool launcherCompiledIn() { return false; }
+Status cudaAvailable() { return noCuda(); }
+Status currentDevice(DeviceInfo *) { return noCuda(); }
+Module::~Module() = default;
+void *Module::function(std::string_view) const { return nullptr; }
+Status Module::load(const void *, size_t, std::string_view, std::unique_ptr<Module> *) {
+  return noCuda();
+}
+Status uploadPlan(const PlanView &, uint64_t, uint64_t) { return noCuda(); }
+Status run(const Module &, std::string_view, std::string_view, const PlanView &,
+           uint64_t, const KernelArg *, int32_t, uint64_t) {
+  return noCuda();
+}
+Status runMerge(const Module &, std::string_view, const PlanView &, uint64_t,
+                const KernelArg *, int32_t, uint64_t) {
+  return noCuda();
+}
+
+#endif // ATTN_HAVE_CUDA_H
+
+} // namespace attn::runtime

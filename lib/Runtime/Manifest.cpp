@@ -1,0 +1,269 @@
+//===- Manifest.cpp - Kernel manifest parser and validation ---------------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// Reads the JSON manifest the compiler writes next to a cubin (docs/Manifest.md)
+// into KernelManifest records and checks everything the launcher relies on:
+// required fields and their types, enum spellings, and that each kernel takes
+// the plan arguments its role needs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Runtime/Manifest.h"
+
+#include "Json.h"
+
+#include <cmath>
+#include <set>
+
+namespace attn::runtime {
+
+using json::Value;
+
+const char *argKindName(ArgKind k) {
+  switch (k) {
+  case ArgKind::Ptr: return "ptr";
+  case ArgKind::I32: return "i32";
+  case ArgKind::I64: return "i64";
+  case ArgKind::F32: return "f32";
+  }
+  return "?";
+}
+
+int32_t KernelManifest::argIndex(std::string_view n) const {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].name == n)
+      return int32_t(i);
+  return -1;
+}
+
+const KernelManifest *Manifest::find(std::string_view name) const {
+  for (const KernelManifest &k : kernels)
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+
+int32_t archComputeCapability(std::string_view arch) {
+  if (arch.size() < 5 || arch.substr(0, 3) != "sm_")
+    return -1;
+  std::string_view digits = arch.substr(3);
+  if (!digits.empty() && digits.back() == 'a')
+    digits.remove_suffix(1);
+  if (digits.size() < 2 || digits.size() > 3)
+    return -1;
+  int32_t v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9')
+      return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+namespace {
+
+/// Field readers that record the first error with the field's path.
+struct Reader {
+  std::string error;
+
+  bool fail(const std::string &msg) {
+    if (error.empty())
+      error = msg;
+    return false;
+  }
+  bool getInt(const Value &obj, const char *key, const std::string &where,
+              int32_t *out, bool required = true) {
+    const Value *v = obj.get(key);
+    if (!v)
+      return required ? fail(where + ": missing \"" + key + "\"") : true;
+    if (v->kind != Value::Kind::Number || v->number != std::floor(v->number) ||
+        std::fabs(v->number) > 2147483647.0)
+      return fail(where + ": \"" + key + "\" must be an integer");
+    *out = int32_t(v->number);
+    return true;
+  }
+  bool getString(const Value &obj, const char *key, const std::string &where,
+                 std::string *out, bool required = true) {
+    const Value *v = obj.get(key);
+    if (!v)
+      return required ? fail(where + ": missing \"" + key + "\"") : true;
+    if (v->kind != Value::Kind::String)
+      return fail(where + ": \"" + key + "\" must be a string");
+    *out = v->string;
+    return true;
+  }
+  bool kind(const std::string &s, const std::string &where, ArgKind *out) {
+    if (s == "ptr") *out = ArgKind::Ptr;
+    else if (s == "i32") *out = ArgKind::I32;
+    else if (s == "i64") *out = ArgKind::I64;
+    else if (s == "f32") *out = ArgKind::F32;
+    else return fail(where + ": unknown kind \"" + s + "\" (ptr, i32, i64, f32)");
+    return true;
+  }
+};
+
+bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
+  std::string where = "kernels[" + std::to_string(index) + "]";
+  if (k.kind != Value::Kind::Object)
+    return r.fail(where + " must be an object");
+  if (!r.getString(k, "name", where, &out->name))
+    return false;
+  where += " (" + out->name + ")";
+  std::string role;
+  if (!r.getString(k, "role", where, &role))
+    return false;
+  if (role == "attention") out->role = KernelRole::Attention;
+  else if (role == "merge") out->role = KernelRole::Merge;
+  else return r.fail(where + ": role must be \"attention\" or \"merge\"");
+  if (!r.getInt(k, "threads", where, &out->threads) ||
+      !r.getInt(k, "shared_bytes", where, &out->shared_bytes))
+    return false;
+  if (out->threads <= 0 || out->threads > 1024 || out->shared_bytes < 0)
+    return r.fail(where + ": threads must be in [1, 1024], shared_bytes >= 0");
+  if (!r.getString(k, "dtype", where, &out->dtype))
+    return false;
+  if (out->dtype != "bf16" && out->dtype != "f16" && out->dtype != "f32")
+    return r.fail(where + ": dtype must be bf16, f16 or f32");
+  if (!r.getInt(k, "head_dim", where, &out->head_dim) ||
+      !r.getInt(k, "num_qo_heads", where, &out->num_qo_heads) ||
+      !r.getInt(k, "num_kv_heads", where, &out->num_kv_heads))
+    return false;
+  if (out->head_dim <= 0 || out->num_qo_heads <= 0 || out->num_kv_heads <= 0 ||
+      out->num_qo_heads % out->num_kv_heads)
+    return r.fail(where + ": head_dim and head counts must be positive, "
+                          "num_qo_heads a multiple of num_kv_heads");
+  if (out->role == KernelRole::Attention) {
+    const Value *tile = k.get("tile");
+    if (!tile || tile->kind != Value::Kind::Object)
+      return r.fail(where + ": attention kernel needs a \"tile\" object");
+    std::string tw = where + ".tile";
+    if (!r.getInt(*tile, "q", tw, &out->tile_q) ||
+        !r.getInt(*tile, "kv", tw, &out->tile_kv) ||
+        !r.getInt(*tile, "warps", tw, &out->warps, false) ||
+        !r.getInt(*tile, "stages", tw, &out->stages, false) ||
+        !r.getInt(*tile, "gqa_pack", tw, &out->gqa_pack, false))
+      return false;
+    if (out->tile_q <= 0 || out->tile_kv <= 0 || out->gqa_pack <= 0 ||
+        (out->num_qo_heads / out->num_kv_heads) % out->gqa_pack)
+      return r.fail(tw + ": q, kv must be positive and gqa_pack divide the "
+                         "GQA group");
+    const Value *fmt = k.get("format");
+    if (!fmt || fmt->kind != Value::Kind::Object)
+      return r.fail(where + ": attention kernel needs a \"format\" object");
+    std::string fw = where + ".format", layout, indexing;
+    if (!r.getInt(*fmt, "block_rows", fw, &out->block_rows) ||
+        !r.getInt(*fmt, "block_cols", fw, &out->block_cols) ||
+        !r.getString(*fmt, "layout", fw, &layout) ||
+        !r.getString(*fmt, "indexing", fw, &indexing))
+      return false;
+    if (layout == "NHD") out->layout = KVLayout::NHD;
+    else if (layout == "HND") out->layout = KVLayout::HND;
+    else return r.fail(fw + ": layout must be NHD or HND");
+    if (indexing == "paged") out->indexing = KVIndexing::Paged;
+    else if (indexing == "ragged") out->indexing = KVIndexing::Ragged;
+    else return r.fail(fw + ": indexing must be paged or ragged");
+    if (const Value *cost = k.get("cost")) {
+      std::string cw = where + ".cost";
+      if (!r.getInt(*cost, "per_item", cw, &out->cost_per_item) ||
+          !r.getInt(*cost, "per_kv_token", cw, &out->cost_per_kv_token))
+        return false;
+      if (out->cost_per_item < 0 || out->cost_per_kv_token <= 0)
+        return r.fail(cw + ": per_item >= 0 and per_kv_token >= 1");
+    }
+  }
+  if (const Value *vp = k.get("variant_params")) {
+    if (vp->kind != Value::Kind::Array)
+      return r.fail(where + ": variant_params must be an array");
+    for (size_t i = 0; i < vp->array.size(); ++i) {
+      std::string pw = where + ".variant_params[" + std::to_string(i) + "]";
+      ManifestVariantParam p;
+      std::string type;
+      if (!r.getString(vp->array[i], "name", pw, &p.name) ||
+          !r.getString(vp->array[i], "type", pw, &type) || !r.kind(type, pw, &p.type))
+        return false;
+      out->variant_params.push_back(std::move(p));
+    }
+  }
+  const Value *args = k.get("args");
+  if (!args || args->kind != Value::Kind::Array)
+    return r.fail(where + ": missing \"args\" array");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < args->array.size(); ++i) {
+    std::string aw = where + ".args[" + std::to_string(i) + "]";
+    ManifestArg a;
+    std::string kind;
+    if (!r.getString(args->array[i], "name", aw, &a.name) ||
+        !r.getString(args->array[i], "kind", aw, &kind) || !r.kind(kind, aw, &a.kind))
+      return false;
+    if (!seen.insert(a.name).second)
+      return r.fail(aw + ": duplicate argument name \"" + a.name + "\"");
+    out->args.push_back(std::move(a));
+  }
+  // The plan arguments each role cannot work without.
+  std::vector<const char *> required;
+  if (out->role == KernelRole::Attention)
+    required = {plan_args::kCtaIndptr, plan_args::kWorkItems,
+                plan_args::kPartialO, plan_args::kPartialLse};
+  else
+    required = {plan_args::kPlan, plan_args::kMergeIndptr, plan_args::kMergeUnits,
+                plan_args::kPartialO, plan_args::kPartialLse};
+  for (const char *n : required) {
+    int32_t i = out->argIndex(n);
+    if (i < 0)
+      return r.fail(where + ": a " + role + " kernel must take argument \"" + n +
+                    "\"");
+    if (out->args[i].kind != ArgKind::Ptr)
+      return r.fail(where + ": argument \"" + n + "\" must be a ptr");
+  }
+  if (out->args.size() > 64)
+    return r.fail(where + ": more than 64 arguments");
+  return true;
+}
+
+} // namespace
+
+Status parseManifest(std::string_view text, Manifest *out) {
+  if (!out)
+    return Status(StatusCode::InvalidArgument, "manifest output is null");
+  Value doc;
+  std::string err;
+  if (!json::parse(text, &doc, &err))
+    return Status(StatusCode::ManifestParseError, "manifest JSON: " + err);
+  if (doc.kind != Value::Kind::Object)
+    return Status(StatusCode::ManifestParseError, "manifest must be a JSON object");
+  Reader r;
+  Manifest m;
+  if (!r.getInt(doc, "attn_manifest_version", "manifest", &m.version) ||
+      !r.getString(doc, "arch", "manifest", &m.arch) ||
+      !r.getString(doc, "compiler_version", "manifest", &m.compiler_version, false))
+    return Status(StatusCode::ManifestParseError, r.error);
+  if (m.version != kManifestVersion)
+    return Status(StatusCode::ManifestMismatch,
+                  "manifest version " + std::to_string(m.version) +
+                      " is not the supported version " +
+                      std::to_string(kManifestVersion));
+  if (archComputeCapability(m.arch) < 0)
+    return Status(StatusCode::ManifestParseError,
+                  "manifest arch \"" + m.arch + "\" is not of the form sm_XY[a]");
+  const Value *kernels = doc.get("kernels");
+  if (!kernels || kernels->kind != Value::Kind::Array || kernels->array.empty())
+    return Status(StatusCode::ManifestParseError,
+                  "manifest needs a non-empty \"kernels\" array");
+  std::set<std::string> names;
+  for (size_t i = 0; i < kernels->array.size(); ++i) {
+    KernelManifest k;
+    if (!parseKernel(r, kernels->array[i], i, &k))
+      return Status(StatusCode::ManifestParseError, r.error);
+    if (!names.insert(k.name).second)
+      return Status(StatusCode::ManifestParseError,
+                    "duplicate kernel name \"" + k.name + "\"");
+    m.kernels.push_back(std::move(k));
+  }
+  *out = std::move(m);
+  return Status::success();
+}
+
+} // namespace attn::runtime

@@ -1,0 +1,70 @@
+// RUN: attn-opt %s -split-input-file --attn-select-tile | FileCheck %s
+// RUN: attn-opt %s -split-input-file --attn-select-tile=chip=sm_86 | FileCheck %s --check-prefix=SM86
+// RUN: attn-opt %s -split-input-file --attn-select-tile=candidates=true | FileCheck %s --check-prefix=CAND
+// RUN: not attn-opt %s -split-input-file --attn-select-tile=chip=sm_75 2>&1 | FileCheck %s --check-prefix=BADCHIP
+
+// BADCHIP: unknown chip 'sm_75'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a
+
+// Decode, GQA 32/8: one row per request, 4 heads packed -> a 16-row tile.
+// CHECK-LABEL: func.func @decode
+// CHECK: tile = #attn.tile<q = 16, kv = 64, warps = 4, stages = 4>
+// SM86-LABEL: func.func @decode
+// SM86: tile = #attn.tile<q = 16, kv = 64, warps = 4>
+// CAND-LABEL: func.func @decode
+// CAND: tile_candidates = [#attn.tile<q = 16, kv = 64, warps = 4, stages = 4>, #attn.tile<q = 64, kv = 64, warps = 4, stages = 4>, #attn.tile<q = 128, kv = 64, warps = 8, stages = 4>]
+func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
+  %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 1, block_cols = 16>)
+      indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16> -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// Long prefill: a 128-row tile, 8 warps.
+// CHECK-LABEL: func.func @prefill
+// CHECK: tile = #attn.tile<q = 128, kv = 64, warps = 8, stages = 4>
+func.func @prefill(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
+  %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 2048, block_cols = 16>)
+      indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16> -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// Static shapes win over block_rows: 64 rows over 16 requests is 4 rows
+// each; with 4 heads packed, 16 rows.
+// CHECK-LABEL: func.func @static_append
+// CHECK: tile = #attn.tile<q = 16,
+func.func @static_append(%q: tensor<64x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %qo: tensor<17xi32>, %i: tensor<?xi32>) {
+  %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 4096, block_cols = 16>)
+      indices(%qo, %i, %i, %i : tensor<17xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      : tensor<64x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16> -> tensor<64x32x128xbf16>, tensor<64x32xf32>
+  return
+}
+
+// -----
+
+// Head dim 256 halves the KV tile.
+// CHECK-LABEL: func.func @d256
+// CHECK: tile = #attn.tile<q = 128, kv = 32, warps = 8, stages = 4>
+func.func @d256(%q: tensor<?x8x256xbf16>, %k: tensor<?x8x256xbf16>, %i: tensor<?xi32>) {
+  %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 4096, block_cols = 1, indexing = ragged>)
+      indices(%i, %i : tensor<?xi32>, tensor<?xi32>)
+      : tensor<?x8x256xbf16>, tensor<?x8x256xbf16>, tensor<?x8x256xbf16> -> tensor<?x8x256xbf16>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// An existing tile is kept.
+// CHECK-LABEL: func.func @kept
+// CHECK: tile = #attn.tile<q = 64, kv = 32, warps = 4>
+func.func @kept(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
+  %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_cols = 16>)
+      indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      {tile = #attn.tile<q = 64, kv = 32, warps = 4>}
+      : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16> -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return
+}

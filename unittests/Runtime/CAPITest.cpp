@@ -1,0 +1,90 @@
+//===- CAPITest.cpp - The C API: sizing, plan, errors ---------------------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-c/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+attnRtPlanConfig decodeConfig() {
+  attnRtPlanConfig c = {};
+  c.num_qo_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.indexing = ATTN_RT_KV_PAGED;
+  c.block_size = 16;
+  c.window_left = -1;
+  c.num_sms = 132;
+  c.ctas_per_sm = 1;
+  c.max_batch = 8;
+  c.max_total_q_rows = 8;
+  c.num_candidates = 1;
+  c.candidates[0] = {16, 64, 4, 32, 1};
+  return c;
+}
+
+} // namespace
+
+TEST(CAPI, SizesPlansAndSummarizes) {
+  attnRtPlanConfig c = decodeConfig();
+  size_t host = 0, device = 0;
+  ASSERT_EQ(attnRtPlanWorkspaceSize(&c, &host, &device), ATTN_RT_OK);
+  EXPECT_GT(host, 0u);
+  EXPECT_GT(device, host);
+  std::vector<int32_t> qo = {0, 1, 2}, kv = {0, 100, 2100}, last = {16, 16};
+  attnRtPlanInputs in = {};
+  in.batch = 2;
+  in.qo_indptr = qo.data();
+  in.kv_indptr = kv.data();
+  in.kv_last_len = last.data();
+  std::vector<int32_t> ws(host / 4);
+  attnRtPlanSummary sum;
+  ASSERT_EQ(attnRtPlan(&c, &in, ws.data(), host, &sum), ATTN_RT_OK)
+      << attnRtLastError();
+  EXPECT_GT(sum.num_items, 16);
+  EXPECT_GT(sum.num_merge_units, 0);
+  EXPECT_EQ(sum.tile_q, 16);
+  EXPECT_EQ(sum.plan_bytes, host);
+  EXPECT_STREQ(attnRtLastError(), "");
+}
+
+TEST(CAPI, ErrorsCarryCodeAndMessage) {
+  attnRtPlanConfig c = decodeConfig();
+  size_t host = 0;
+  ASSERT_EQ(attnRtPlanWorkspaceSize(&c, &host, nullptr), ATTN_RT_OK);
+  std::vector<int32_t> ws(host / 4);
+  std::vector<int32_t> qo = {0, 1, 0}, kv = {0, 1, 2}, last = {3, 3};
+  attnRtPlanInputs in = {};
+  in.batch = 2;
+  in.qo_indptr = qo.data();
+  in.kv_indptr = kv.data();
+  in.kv_last_len = last.data();
+  EXPECT_EQ(attnRtPlan(&c, &in, ws.data(), host, nullptr),
+            ATTN_RT_NON_MONOTONE_INDPTR);
+  EXPECT_NE(std::string(attnRtLastError()).find("qo_indptr"), std::string::npos);
+  EXPECT_STREQ(attnRtStatusName(ATTN_RT_NON_MONOTONE_INDPTR), "NonMonotoneIndptr");
+  qo = {0, 1, 2};
+  EXPECT_EQ(attnRtPlan(&c, &in, ws.data(), host - 4, nullptr),
+            ATTN_RT_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(attnRtPlan(nullptr, &in, ws.data(), host, nullptr),
+            ATTN_RT_INVALID_ARGUMENT);
+  c.num_candidates = 99;
+  EXPECT_EQ(attnRtPlanWorkspaceSize(&c, &host, nullptr), ATTN_RT_INVALID_ARGUMENT);
+  // Uploading garbage is refused before touching the driver.
+  std::vector<int32_t> junk(64, 0);
+  EXPECT_EQ(attnRtUploadPlan(junk.data(), junk.size() * 4, 0x1000, 0),
+            ATTN_RT_INVALID_ARGUMENT);
+  attnRtModule_t m = nullptr;
+  attnRtStatus s = attnRtModuleLoad("x", 1, "{not json", &m);
+  EXPECT_EQ(s, ATTN_RT_MANIFEST_PARSE_ERROR);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(attnRtModuleLoadFiles("/nonexistent.cubin", "/nonexistent.json", &m),
+            ATTN_RT_NOT_FOUND);
+}

@@ -1,0 +1,196 @@
+//===- ManifestTest.cpp - Kernel manifest parsing and validation ----------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Runtime/Launcher.h"
+#include "attn/Runtime/Manifest.h"
+
+#include <gtest/gtest.h>
+
+using namespace attn::runtime;
+
+namespace {
+
+/// The example of docs/Manifest.md.
+const char *kExample = R"json({
+  "attn_manifest_version": 1,
+  "compiler_version": "attn 0.1.0",
+  "arch": "sm_90a",
+  "kernels": [
+    {
+      "name": "attn_decode_q16_kv64_p4",
+      "role": "attention",
+      "threads": 128,
+      "shared_bytes": 65536,
+      "tile": {"q": 16, "kv": 64, "warps": 4, "stages": 2, "gqa_pack": 4},
+      "format": {"block_rows": 1, "block_cols": 16, "layout": "NHD", "indexing": "paged"},
+      "dtype": "bf16",
+      "head_dim": 128, "num_qo_heads": 32, "num_kv_heads": 8,
+      "cost": {"per_item": 256, "per_kv_token": 1},
+      "variant_params": [{"name": "window_left", "type": "i32"}],
+      "args": [
+        {"name": "plan", "kind": "ptr"},
+        {"name": "cta_indptr", "kind": "ptr"},
+        {"name": "work_items", "kind": "ptr"},
+        {"name": "partial_o", "kind": "ptr"},
+        {"name": "partial_lse", "kind": "ptr"},
+        {"name": "slot_rows", "kind": "i32"},
+        {"name": "q", "kind": "ptr"},
+        {"name": "k_cache", "kind": "ptr"},
+        {"name": "v_cache", "kind": "ptr"},
+        {"name": "o", "kind": "ptr"},
+        {"name": "lse", "kind": "ptr"},
+        {"name": "qo_indptr", "kind": "ptr"},
+        {"name": "kv_indptr", "kind": "ptr"},
+        {"name": "kv_indices", "kind": "ptr"},
+        {"name": "kv_last_len", "kind": "ptr"},
+        {"name": "sm_scale", "kind": "f32"},
+        {"name": "window_left", "kind": "i32"}
+      ]
+    },
+    {
+      "name": "attn_merge_d128",
+      "role": "merge",
+      "threads": 128,
+      "shared_bytes": 0,
+      "dtype": "bf16",
+      "head_dim": 128, "num_qo_heads": 32, "num_kv_heads": 8,
+      "args": [
+        {"name": "plan", "kind": "ptr"},
+        {"name": "merge_indptr", "kind": "ptr"},
+        {"name": "merge_units", "kind": "ptr"},
+        {"name": "partial_o", "kind": "ptr"},
+        {"name": "partial_lse", "kind": "ptr"},
+        {"name": "slot_rows", "kind": "i32"},
+        {"name": "o", "kind": "ptr"},
+        {"name": "lse", "kind": "ptr"},
+        {"name": "qo_indptr", "kind": "ptr"}
+      ]
+    }
+  ]
+})json";
+
+std::string replace(std::string s, const std::string &from, const std::string &to) {
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos)
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+} // namespace
+
+TEST(Manifest, ParsesTheDocumentedExample) {
+  Manifest m;
+  Status s = parseManifest(kExample, &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(m.version, 1);
+  EXPECT_EQ(m.arch, "sm_90a");
+  EXPECT_EQ(archComputeCapability(m.arch), 90);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  const KernelManifest *a = m.find("attn_decode_q16_kv64_p4");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->role, KernelRole::Attention);
+  EXPECT_EQ(a->threads, 128);
+  EXPECT_EQ(a->shared_bytes, 65536);
+  EXPECT_EQ(a->tile_q, 16);
+  EXPECT_EQ(a->gqa_pack, 4);
+  EXPECT_EQ(a->block_cols, 16);
+  EXPECT_EQ(a->layout, KVLayout::NHD);
+  EXPECT_EQ(a->indexing, KVIndexing::Paged);
+  EXPECT_EQ(a->dtype, "bf16");
+  EXPECT_EQ(a->cost_per_item, 256);
+  EXPECT_EQ(a->args.size(), 17u);
+  EXPECT_EQ(a->argIndex("sm_scale"), 15);
+  EXPECT_EQ(a->args[15].kind, ArgKind::F32);
+  ASSERT_EQ(a->variant_params.size(), 1u);
+  EXPECT_EQ(a->variant_params[0].type, ArgKind::I32);
+  TileCandidate t = a->candidate();
+  EXPECT_EQ(t.q_rows, 16);
+  EXPECT_EQ(t.kv_tile, 64);
+  EXPECT_EQ(m.find("attn_merge_d128")->role, KernelRole::Merge);
+  EXPECT_EQ(m.find("nope"), nullptr);
+}
+
+TEST(Manifest, KernelMatchesPlanConfig) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(kExample, &m).ok());
+  PlanConfig c;
+  c.num_qo_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.block_size = 16;
+  c.num_candidates = 1;
+  c.candidates[0] = m.kernels[0].candidate();
+  EXPECT_TRUE(checkKernelMatchesPlan(m.kernels[0], c, 0).ok());
+  c.head_dim = 64;
+  Status s = checkKernelMatchesPlan(m.kernels[0], c, 0);
+  EXPECT_EQ(s.code(), StatusCode::ManifestMismatch);
+  EXPECT_NE(s.message().find("head_dim"), std::string::npos);
+  c.head_dim = 128;
+  c.block_size = 32;
+  EXPECT_EQ(checkKernelMatchesPlan(m.kernels[0], c, 0).code(),
+            StatusCode::ManifestMismatch);
+  c.block_size = 16;
+  c.candidates[0].q_rows = 64;
+  EXPECT_EQ(checkKernelMatchesPlan(m.kernels[0], c, 0).code(),
+            StatusCode::ManifestMismatch);
+  EXPECT_EQ(checkKernelMatchesPlan(m.kernels[1], c, 0).code(),
+            StatusCode::ManifestMismatch);
+}
+
+TEST(Manifest, RefusesBadManifestsWithAMessage) {
+  struct Bad {
+    std::string json;
+    StatusCode code;
+    const char *needle;
+  };
+  std::string ex = kExample;
+  std::vector<Bad> cases = {
+      {"{", StatusCode::ManifestParseError, "byte"},
+      {"[]", StatusCode::ManifestParseError, "object"},
+      {"{\"attn_manifest_version\": 1, \"arch\": \"sm_90\"}",
+       StatusCode::ManifestParseError, "kernels"},
+      {replace(ex, "\"attn_manifest_version\": 1", "\"attn_manifest_version\": 2"),
+       StatusCode::ManifestMismatch, "version"},
+      {replace(ex, "sm_90a", "gfx942"), StatusCode::ManifestParseError, "arch"},
+      {replace(ex, "\"role\": \"merge\"", "\"role\": \"mystery\""),
+       StatusCode::ManifestParseError, "role"},
+      {replace(ex, "\"kind\": \"f32\"", "\"kind\": \"f16\""),
+       StatusCode::ManifestParseError, "f16"},
+      {replace(ex, "{\"name\": \"work_items\", \"kind\": \"ptr\"},", ""),
+       StatusCode::ManifestParseError, "work_items"},
+      {replace(ex, "{\"name\": \"merge_units\", \"kind\": \"ptr\"},", ""),
+       StatusCode::ManifestParseError, "merge_units"},
+      {replace(ex, "\"threads\": 128,", ""), StatusCode::ManifestParseError,
+       "threads"},
+      {replace(ex, "\"gqa_pack\": 4}", "\"gqa_pack\": 3}"),
+       StatusCode::ManifestParseError, "gqa_pack"},
+      {replace(ex, "\"layout\": \"NHD\"", "\"layout\": \"XYZ\""),
+       StatusCode::ManifestParseError, "layout"},
+      {replace(ex, "{\"name\": \"o\", \"kind\": \"ptr\"},", "{\"name\": \"q\", \"kind\": \"ptr\"},"),
+       StatusCode::ManifestParseError, "duplicate"},
+      {replace(ex, "attn_merge_d128", "attn_decode_q16_kv64_p4"),
+       StatusCode::ManifestParseError, "duplicate kernel"},
+      {replace(ex, "\"threads\": 128,", "\"threads\": 12.5,"),
+       StatusCode::ManifestParseError, "integer"},
+      {std::string(200, '[') , StatusCode::ManifestParseError, "nesting"},
+  };
+  for (const Bad &b : cases) {
+    Manifest m;
+    Status s = parseManifest(b.json, &m);
+    EXPECT_EQ(s.code(), b.code) << s.message();
+    EXPECT_NE(s.message().find(b.needle), std::string::npos)
+        << "message: " << s.message() << " lacks " << b.needle;
+  }
+}
+
+TEST(Manifest, JsonEscapesAndNumbers) {
+  std::string ex = kExample;
+  ex = replace(ex, "\"attn 0.1.0\"", "\"attn \\u00e9 \\\"q\\\" \\n\"");
+  Manifest m;
+  ASSERT_TRUE(parseManifest(ex, &m).ok());
+  EXPECT_EQ(m.compiler_version, "attn \xc3\xa9 \"q\" \n");
+}

@@ -1,0 +1,415 @@
+//===- PlanTest.cpp - Planner validation, coverage and balance ------------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// Checks the planner without any attention math: bad input is refused with a
+// message naming it; every query tile's visible KV range is covered exactly once
+// by its chunks (so every KV block of every head is read once); slots and merge
+// units are consistent; skewed batches are balanced within 10%; plans are
+// deterministic; graph mode keeps the grid and layout fixed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+
+using namespace attn::runtime;
+using namespace attn::runtime::test;
+
+namespace {
+
+/// Visible keys of a tile, mirroring the planner's documented clipping.
+std::pair<int32_t, int32_t> visible(const PlanConfig &c, int32_t qo, int32_t kv,
+                                    int32_t t0, int32_t t1) {
+  int64_t b = 0, e = kv, base = int64_t(kv) - qo;
+  if (c.causal && !c.has_custom_mask)
+    e = std::clamp<int64_t>(base + t1 + 1, 0, kv);
+  if (c.window_left >= 0)
+    b = std::clamp<int64_t>(base + t0 - c.window_left, 0, kv);
+  return {int32_t(std::min(b, e)), int32_t(e)};
+}
+
+/// Checks every structural invariant of a plan; returns the number of items.
+void checkPlan(const PlanConfig &c, const Batch &b, const PlanView &v) {
+  const int32_t P = v.gqaPack(), Q = v.tileQ();
+  const int32_t groups = c.num_qo_heads / P;
+  const int32_t granule = v.header(kHdrKvGranule);
+  ASSERT_EQ(v.header(kHdrMagic), kPlanMagic);
+  ASSERT_LE(v.numCtas(), v.header(kHdrMaxCtas));
+  ASSERT_LE(v.numItems(), v.header(kHdrMaxItems));
+  if (c.graph_mode)
+    ASSERT_EQ(v.numCtas(), c.num_sms * c.ctas_per_sm);
+  // CTA ranges partition the item list.
+  const int32_t *ind = v.ctaIndptr();
+  ASSERT_EQ(ind[0], 0);
+  for (int32_t i = 0; i < v.numCtas(); ++i)
+    ASSERT_LE(ind[i], ind[i + 1]);
+  ASSERT_EQ(ind[v.numCtas()], v.numItems());
+  // Pieces per tile.
+  using Key = std::tuple<int32_t, int32_t, int32_t>;
+  std::map<Key, std::vector<const WorkItem *>> tiles;
+  std::vector<int> slotUse(v.numSlots(), 0);
+  for (int32_t i = 0; i < v.numItems(); ++i) {
+    const WorkItem &it = v.items()[i];
+    ASSERT_GE(it.request, 0);
+    ASSERT_LT(it.request, b.size());
+    ASSERT_GE(it.head_group, 0);
+    ASSERT_LT(it.head_group, groups);
+    int32_t rows = (b.qo_indptr[it.request + 1] - b.qo_indptr[it.request]) * P;
+    ASSERT_GE(it.row_begin, 0);
+    ASSERT_GT(it.row_count, 0);
+    ASSERT_LE(it.row_count, Q);
+    ASSERT_LE(it.row_begin + it.row_count, rows);
+    ASSERT_EQ(it.row_begin % Q, 0);
+    ASSERT_LE(it.kv_begin, it.kv_end);
+    if (it.flags & kItemDirect) {
+      ASSERT_EQ(it.slot, -1);
+      ASSERT_EQ(it.flags & (kItemFirstChunk | kItemLastChunk),
+                kItemFirstChunk | kItemLastChunk);
+    } else {
+      ASSERT_GE(it.slot, 0);
+      ASSERT_LT(it.slot, v.numSlots());
+      ++slotUse[it.slot];
+    }
+    tiles[{it.request, it.head_group, it.row_begin}].push_back(&it);
+  }
+  for (int u : slotUse)
+    ASSERT_EQ(u, 1) << "a partial slot is written by more than one item";
+  // Every tile present, its chunks tile its visible range exactly once.
+  int64_t expectTiles = 0;
+  for (int32_t r = 0; r < b.size(); ++r) {
+    int32_t qo = b.qo_indptr[r + 1] - b.qo_indptr[r], kv = b.kv_lens[r];
+    for (int32_t row = 0; row < qo * P; row += Q) {
+      int32_t rc = std::min(Q, qo * P - row);
+      auto [vb, ve] = visible(c, qo, kv, row / P, (row + rc - 1) / P);
+      for (int32_t g = 0; g < groups; ++g) {
+        ++expectTiles;
+        auto found = tiles.find({r, g, row});
+        ASSERT_NE(found, tiles.end()) << "tile missing: request " << r;
+        auto pieces = found->second;
+        std::sort(pieces.begin(), pieces.end(), [](auto *x, auto *y) {
+          return x->kv_begin < y->kv_begin;
+        });
+        int32_t at = vb;
+        for (size_t i = 0; i < pieces.size(); ++i) {
+          const WorkItem &it = *pieces[i];
+          ASSERT_EQ(it.row_count, rc);
+          ASSERT_EQ(it.kv_begin, at) << "gap or overlap in request " << r;
+          if (i + 1 < pieces.size())
+            ASSERT_EQ(it.kv_end % granule, 0) << "split off the granule";
+          ASSERT_EQ((it.flags & kItemFirstChunk) != 0, i == 0);
+          ASSERT_EQ((it.flags & kItemLastChunk) != 0, i + 1 == pieces.size());
+          ASSERT_EQ((it.flags & kItemDirect) != 0, pieces.size() == 1);
+          at = it.kv_end;
+        }
+        ASSERT_EQ(at, ve) << "visible range not fully covered, request " << r;
+      }
+    }
+  }
+  ASSERT_EQ(int64_t(tiles.size()), expectTiles);
+  // Merge units: one per split tile, listing exactly its pieces' slots.
+  int64_t splitTiles = 0;
+  for (auto &[key, pieces] : tiles)
+    splitTiles += pieces.size() > 1;
+  ASSERT_EQ(v.numMergeUnits(), splitTiles);
+  const int32_t *mi = v.mergeIndptr();
+  ASSERT_EQ(mi[0], 0);
+  for (int32_t u = 0; u < v.numMergeUnits(); ++u) {
+    const MergeUnit &mu = v.mergeUnits()[u];
+    auto &pieces = tiles.at({mu.request, mu.head_group, mu.row_begin});
+    ASSERT_EQ(mi[u + 1] - mi[u], int32_t(pieces.size()));
+    for (const WorkItem *it : pieces) {
+      ASSERT_GE(it->slot, mi[u]);
+      ASSERT_LT(it->slot, mi[u + 1]);
+      ASSERT_EQ(it->row_count, mu.row_count);
+    }
+  }
+}
+
+/// Largest over mean CTA cost.
+double imbalance(const PlanConfig &c, const PlanView &v) {
+  std::vector<int64_t> costs(v.numCtas());
+  planCtaCosts(c, v, costs.data());
+  int64_t total = 0, big = 0;
+  for (int64_t x : costs) {
+    total += x;
+    big = std::max(big, x);
+  }
+  return double(big) / (double(total) / v.numCtas());
+}
+
+/// DESIGN.md D3: 64 decode requests, four of 32768 tokens (the positions of
+/// torch.randperm(64, generator seeded 0)[:4]; the planner does not care which),
+/// the rest 512.
+std::vector<std::pair<int32_t, int32_t>> skewedDecode() {
+  std::vector<std::pair<int32_t, int32_t>> lens(64, {1, 512});
+  for (int i : {4, 17, 33, 58})
+    lens[i].second = 32768;
+  return lens;
+}
+
+PlanConfig defaultDecodeConfig(const Batch &b) {
+  // 32 query / 8 KV heads, GQA group 4 packed into a 16-row tile.
+  return makeConfig(32, 8, 128, b.block_size, 132, 16, 64, 4, b);
+}
+
+} // namespace
+
+TEST(PlanLayout, SizingIsAFunctionOfTheConfig) {
+  Batch b = makeBatch({{1, 100}, {3, 40}}, 16, 1);
+  PlanConfig c = defaultDecodeConfig(b);
+  PlanLayout l;
+  ASSERT_TRUE(computePlanLayout(c, &l).ok());
+  EXPECT_EQ(planHostWorkspaceBytes(c), l.host_bytes);
+  EXPECT_EQ(planDeviceWorkspaceBytes(c), l.device_bytes);
+  EXPECT_EQ(l.partial_o_offset % kDeviceAlign, 0u);
+  EXPECT_GE(l.partial_lse_offset,
+            l.partial_o_offset + size_t(l.max_slots) * l.slot_rows * 128 * 4);
+  EXPECT_EQ(l.max_ctas, 132);
+}
+
+TEST(PlanValidation, RefusesBadInputWithAMessageNamingIt) {
+  Batch b = makeBatch({{1, 100}, {3, 40}, {2, 17}}, 16, 2);
+  PlanConfig c = defaultDecodeConfig(b);
+  std::vector<int32_t> ws;
+  auto expectError = [&](const PlanConfig &cc, const PlanInputs &in,
+                         StatusCode code, const char *needle) {
+    Status s = planInto(cc, in, &ws);
+    EXPECT_EQ(s.code(), code) << s.message();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
+  {
+    Batch bad = b;
+    bad.qo_indptr[2] = 0;
+    expectError(c, inputsOf(bad), StatusCode::NonMonotoneIndptr, "qo_indptr");
+  }
+  {
+    Batch bad = b;
+    bad.kv_indptr[1] = bad.kv_indptr[2] + 1;
+    expectError(c, inputsOf(bad), StatusCode::NonMonotoneIndptr, "kv_indptr");
+  }
+  {
+    Batch bad = b;
+    bad.kv_indices[3] = bad.num_blocks;
+    expectError(c, inputsOf(bad), StatusCode::BlockIndexOutOfRange, "kv_indices[3]");
+    bad.kv_indices[3] = -1;
+    expectError(c, inputsOf(bad), StatusCode::BlockIndexOutOfRange, "kv_indices[3]");
+  }
+  for (int32_t last : {0, 17}) {
+    Batch bad = b;
+    bad.kv_last_len[1] = last;
+    expectError(c, inputsOf(bad), StatusCode::LastBlockLenOutOfRange,
+                "kv_last_len[1]");
+  }
+  {
+    PlanInputs in = inputsOf(b);
+    std::vector<int32_t> lens = {100, 40, 33};
+    in.kv_lens = lens.data();
+    expectError(c, in, StatusCode::LastBlockLenOutOfRange, "kv_lens[2]");
+  }
+  {
+    PlanConfig bad = c;
+    bad.num_kv_heads = 5;
+    expectError(bad, inputsOf(b), StatusCode::HeadCountMismatch, "num_kv_heads");
+    bad = c;
+    bad.candidates[0].gqa_pack = 3;
+    expectError(bad, inputsOf(b), StatusCode::HeadCountMismatch, "gqa_pack");
+  }
+  {
+    PlanConfig bad = c;
+    bad.max_batch = 2;
+    bad.graph_mode = 1;
+    expectError(bad, inputsOf(b), StatusCode::GraphMaximaExceeded, "max_batch");
+    bad = c;
+    bad.max_total_q_rows = 5;
+    expectError(bad, inputsOf(b), StatusCode::GraphMaximaExceeded,
+                "max_total_q_rows");
+  }
+  {
+    std::vector<int32_t> small(8);
+    Status s = plan(c, inputsOf(b), small.data(), small.size() * 4);
+    EXPECT_EQ(s.code(), StatusCode::WorkspaceTooSmall);
+    EXPECT_NE(s.message().find("needs"), std::string::npos);
+  }
+  {
+    PlanInputs in = inputsOf(b);
+    in.kv_last_len = nullptr;
+    expectError(c, in, StatusCode::InvalidArgument, "kv_last_len");
+  }
+}
+
+struct CoverageCase {
+  const char *name;
+  std::vector<std::pair<int32_t, int32_t>> lens;
+  int32_t blockSize, hq, hkv, pack, qRows, sms;
+  int32_t causal = 0, window = -1, graph = 0;
+};
+
+void PrintTo(const CoverageCase &c, std::ostream *os) { *os << c.name; }
+
+class PlanCoverage : public ::testing::TestWithParam<CoverageCase> {};
+
+TEST_P(PlanCoverage, EveryKeyOfEveryTileExactlyOnce) {
+  const CoverageCase &k = GetParam();
+  Batch b = makeBatch(k.lens, k.blockSize, 7);
+  PlanConfig c = makeConfig(k.hq, k.hkv, 128, k.blockSize, k.sms, k.qRows, 64,
+                            k.pack, b);
+  c.causal = k.causal;
+  c.window_left = k.window;
+  c.graph_mode = k.graph;
+  std::vector<int32_t> ws;
+  Status s = planInto(c, inputsOf(b), &ws);
+  ASSERT_TRUE(s.ok()) << s.message();
+  PlanView v;
+  ASSERT_TRUE(viewPlan(ws.data(), ws.size() * 4, &v).ok());
+  checkPlan(c, b, v);
+}
+
+static std::vector<std::pair<int32_t, int32_t>> uniform(int n, int qo, int kv) {
+  return std::vector<std::pair<int32_t, int32_t>>(n, {qo, kv});
+}
+
+static std::vector<std::pair<int32_t, int32_t>> randomLens(int n, int maxQo,
+                                                           int maxKv, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::pair<int32_t, int32_t>> v;
+  for (int i = 0; i < n; ++i) {
+    int32_t qo = std::uniform_int_distribution<int32_t>(0, maxQo)(rng);
+    int32_t kv = std::uniform_int_distribution<int32_t>(0, maxKv)(rng);
+    v.push_back({qo, kv});
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Batches, PlanCoverage,
+    ::testing::Values(
+        CoverageCase{"decode_uniform_bs16_gqa4", uniform(64, 1, 2048), 16, 32, 8, 4, 16, 132},
+        CoverageCase{"decode_skewed_bs16_gqa4", skewedDecode(), 16, 32, 8, 4, 16, 132},
+        CoverageCase{"decode_131072_bs16_gqa8", uniform(1, 1, 131072), 16, 64, 8, 8, 16, 132},
+        CoverageCase{"decode_131072_bs1_gqa1", uniform(1, 1, 131072), 1, 8, 8, 1, 16, 132},
+        CoverageCase{"empty_requests_bs64", {{0, 0}, {1, 70}, {0, 300}, {2, 0}, {1, 1}}, 64, 8, 2, 4, 16, 16},
+        CoverageCase{"random_bs1_gqa1", randomLens(40, 9, 900, 3), 1, 4, 4, 1, 16, 20},
+        CoverageCase{"random_bs16_gqa4_causal", randomLens(40, 40, 900, 4), 16, 16, 4, 4, 64, 20, 1},
+        CoverageCase{"random_bs64_gqa8_window", randomLens(40, 40, 2000, 5), 64, 16, 2, 8, 64, 20, 1, 100},
+        CoverageCase{"random_bs16_gqa4_window_nocausal", randomLens(30, 20, 700, 6), 16, 8, 2, 2, 16, 12, 0, 50},
+        CoverageCase{"prefill_causal_longer_than_kv", {{10, 4}, {5, 0}, {300, 300}}, 16, 4, 1, 4, 64, 8, 1},
+        CoverageCase{"graph_mode_skewed", skewedDecode(), 16, 32, 8, 4, 16, 132, 0, -1, 1},
+        CoverageCase{"graph_mode_tiny", {{1, 5}}, 16, 32, 8, 4, 16, 132, 0, -1, 1}),
+    [](const auto &info) { return std::string(info.param.name); });
+
+TEST(PlanBalance, SkewedDecodeWithinTenPercent) {
+  Batch b = makeBatch(skewedDecode(), 16, 11);
+  PlanConfig c = defaultDecodeConfig(b);
+  std::vector<int32_t> ws;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
+  PlanView v{ws.data()};
+  EXPECT_EQ(v.numCtas(), 132);
+  EXPECT_LE(imbalance(c, v), 1.10);
+  c.ctas_per_sm = 2;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
+  EXPECT_LE(imbalance(c, PlanView{ws.data()}), 1.10);
+}
+
+TEST(PlanBalance, WorkloadsD1D2D4AndPrefillWithinTenPercent) {
+  struct W {
+    const char *name;
+    std::vector<std::pair<int32_t, int32_t>> lens;
+    int32_t causal, qRows, pack;
+  };
+  std::vector<std::pair<int32_t, int32_t>> p2;
+  for (int n : {1024, 256, 3840, 2048, 512, 3072, 1536, 4096, 768, 2816, 1280,
+                3584, 1792, 2304, 3328, 2560})
+    p2.push_back({n, n});
+  std::vector<W> ws = {{"D1", uniform(64, 1, 2048), 0, 16, 4},
+                       {"D2", uniform(16, 1, 32768), 0, 16, 4},
+                       {"D4", uniform(1, 1, 131072), 0, 16, 4},
+                       {"P2", p2, 1, 128, 1}};
+  for (const W &w : ws) {
+    Batch b = makeBatch(w.lens, 16, 5);
+    PlanConfig c = makeConfig(32, 8, 128, 16, 132, w.qRows, 64, w.pack, b);
+    c.causal = w.causal;
+    std::vector<int32_t> buf;
+    ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok()) << w.name;
+    PlanView v{buf.data()};
+    checkPlan(c, b, v);
+    EXPECT_LE(imbalance(c, v), 1.10) << w.name;
+  }
+}
+
+TEST(PlanDeterminism, SameInputsSameBytes) {
+  Batch b = makeBatch(randomLens(100, 5, 5000, 9), 16, 3);
+  PlanConfig c = defaultDecodeConfig(b);
+  std::vector<int32_t> a, d;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &a).ok());
+  ASSERT_TRUE(planInto(c, inputsOf(b), &d).ok());
+  size_t words = PlanView{a.data()}.bytes() / 4;
+  ASSERT_TRUE(std::equal(a.begin(), a.begin() + words, d.begin()));
+}
+
+TEST(PlanGraphMode, GridAndLayoutFixedAcrossPlans) {
+  Batch small = makeBatch({{1, 10}, {1, 20}}, 16, 1);
+  Batch big = makeBatch(skewedDecode(), 16, 2);
+  PlanConfig c = defaultDecodeConfig(big);
+  c.graph_mode = 1;
+  c.candidates[1] = {64, 64, 4, 32, 4};
+  c.num_candidates = 2;
+  std::vector<int32_t> a, d;
+  ASSERT_TRUE(planInto(c, inputsOf(small), &a).ok());
+  ASSERT_TRUE(planInto(c, inputsOf(big), &d).ok());
+  PlanView va{a.data()}, vd{d.data()};
+  EXPECT_EQ(va.numCtas(), vd.numCtas());
+  EXPECT_EQ(va.candidate(), 0);
+  EXPECT_EQ(vd.candidate(), 0);
+  for (int f = kHdrMaxCtas; f <= kHdrSlotRows; ++f)
+    EXPECT_EQ(va.header(PlanHeaderField(f)), vd.header(PlanHeaderField(f))) << f;
+  EXPECT_EQ(va.partialOOffset(), vd.partialOOffset());
+}
+
+TEST(PlanCandidates, PicksTheTileWithTheSmallerEstimate) {
+  // Decode with group 4: a 16-row tile holds 4 tokens' worth of packed heads, a
+  // 64-row tile costs four times as much per key (cost_per_kv_token) for the
+  // same rows. Prefill rows fill the big tile, so it wins there.
+  Batch decode = makeBatch(uniform(32, 1, 1000), 16, 1);
+  Batch prefill = makeBatch(uniform(4, 512, 512), 16, 1);
+  for (auto [batch, expect] : {std::pair{&decode, 0}, std::pair{&prefill, 1}}) {
+    PlanConfig c = makeConfig(32, 8, 128, 16, 132, 16, 64, 4, *batch);
+    c.num_candidates = 2;
+    c.candidates[0] = {16, 64, 4, 64, 1};
+    c.candidates[1] = {128, 64, 4, 64, 3};
+    std::vector<int32_t> ws;
+    ASSERT_TRUE(planInto(c, inputsOf(*batch), &ws).ok());
+    EXPECT_EQ(PlanView{ws.data()}.candidate(), expect);
+  }
+}
+
+TEST(PlanTrim, SmallBatchUsesFewCtasOutsideGraphMode) {
+  Batch b = makeBatch({{1, 40}}, 16, 1);
+  PlanConfig c = makeConfig(8, 8, 128, 16, 132, 16, 64, 1, b);
+  std::vector<int32_t> ws;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
+  PlanView v{ws.data()};
+  EXPECT_EQ(v.numItems(), 8);
+  EXPECT_LE(v.numCtas(), 8);
+  EXPECT_EQ(v.numMergeUnits(), 0);
+}
+
+TEST(PlanEmpty, NoRequests) {
+  Batch b = makeBatch({}, 16, 1);
+  PlanConfig c = makeConfig(8, 8, 128, 16, 4, 16, 64, 1, b);
+  std::vector<int32_t> ws;
+  Status s = planInto(c, inputsOf(b), &ws);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(PlanView{ws.data()}.numItems(), 0);
+  EXPECT_EQ(PlanView{ws.data()}.numCtas(), 0);
+  c.graph_mode = 1;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
+  EXPECT_EQ(PlanView{ws.data()}.numCtas(), 4);
+}
