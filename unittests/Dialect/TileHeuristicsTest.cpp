@@ -37,11 +37,21 @@ TEST(TileHeuristics, TilesFitTheChip) {
       for (int64_t d : {64, 128, 256}) {
         TileAttr tile = chooseTile(&ctx, q, d, *chip);
         EXPECT_EQ(tile.getQ(), q);
-        EXPECT_LE(getTileSharedMemory(q, tile.getKv(), tile.getStages(), d),
-                  chip->sharedMemoryPerBlock)
+        EXPECT_LE(getTileSharedMemory(tile, d), chip->sharedMemoryPerBlock)
             << chipName.str() << " q " << q << " d " << d;
         EXPECT_GE(tile.getStages(), 1);
       }
   }
   EXPECT_FALSE(lookupChip("sm_75"));
+}
+
+TEST(TileHeuristics, DecodeTileIsTheMeasuredOne) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect>();
+  TileAttr tile = chooseTile(&ctx, 16, 128, *lookupChip("sm_90"));
+  EXPECT_EQ(tile.getKv(), 16);
+  EXPECT_EQ(tile.getWarps(), 3);
+  EXPECT_EQ(tile.getStages(), 2);
+  // 3 warps x 2 stages x (K + V) x 16 tokens x 128 x 2 bytes: 4 CTAs per SM.
+  EXPECT_EQ(getTileSharedMemory(tile, 128), 49152);
 }

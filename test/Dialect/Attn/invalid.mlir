@@ -55,8 +55,8 @@ func.func private @f() attributes {t = #attn.tile<q = 16, kv = 48, warps = 4>}
 
 // -----
 
-// expected-error @+1 {{warps must be 1, 2, 4, 8 or 16, got 3}}
-func.func private @f() attributes {t = #attn.tile<q = 16, kv = 64, warps = 3>}
+// expected-error @+1 {{warps must be in [1, 16], got 17}}
+func.func private @f() attributes {t = #attn.tile<q = 16, kv = 64, warps = 17>}
 
 // -----
 

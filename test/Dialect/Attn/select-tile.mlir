@@ -5,13 +5,14 @@
 
 // BADCHIP: unknown chip 'sm_75'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a
 
-// Decode, GQA 32/8: one row per request, 4 heads packed -> a 16-row tile.
+// Decode, GQA 32/8: one row per request, 4 heads packed -> a 16-row tile;
+// 3 warps, each with its own 2-stage pipeline of 16-token KV tiles.
 // CHECK-LABEL: func.func @decode
-// CHECK: tile = #attn.tile<q = 16, kv = 64, warps = 4, stages = 4>
+// CHECK: tile = #attn.tile<q = 16, kv = 16, warps = 3>
 // SM86-LABEL: func.func @decode
-// SM86: tile = #attn.tile<q = 16, kv = 64, warps = 4>
+// SM86: tile = #attn.tile<q = 16, kv = 16, warps = 3>
 // CAND-LABEL: func.func @decode
-// CAND: tile_candidates = [#attn.tile<q = 16, kv = 64, warps = 4, stages = 4>, #attn.tile<q = 64, kv = 64, warps = 4, stages = 4>, #attn.tile<q = 128, kv = 64, warps = 8, stages = 4>]
+// CAND: tile_candidates = [#attn.tile<q = 16, kv = 16, warps = 3>, #attn.tile<q = 64, kv = 64, warps = 4, stages = 4>, #attn.tile<q = 128, kv = 64, warps = 8, stages = 4>]
 func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 1, block_cols = 16>)
       indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
@@ -36,7 +37,7 @@ func.func @prefill(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: t
 // Static shapes win over block_rows: 64 rows over 16 requests is 4 rows
 // each; with 4 heads packed, 16 rows.
 // CHECK-LABEL: func.func @static_append
-// CHECK: tile = #attn.tile<q = 16,
+// CHECK: tile = #attn.tile<q = 16, kv = 16, warps = 3>
 func.func @static_append(%q: tensor<64x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %qo: tensor<17xi32>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 4096, block_cols = 16>)
       indices(%qo, %i, %i, %i : tensor<17xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)

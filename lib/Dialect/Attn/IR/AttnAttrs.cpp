@@ -140,8 +140,8 @@ LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kv < 16 || kv > 256 || !llvm::isPowerOf2_64(kv))
     return emitError() << "KV tile kv must be a power of two in [16, 256], got "
                        << kv;
-  if (!llvm::is_contained({1, 2, 4, 8, 16}, warps))
-    return emitError() << "warps must be 1, 2, 4, 8 or 16, got " << warps;
+  if (warps < 1 || warps > 16)
+    return emitError() << "warps must be in [1, 16], got " << warps;
   if (stages < 1 || stages > 8)
     return emitError() << "stages must be in [1, 8], got " << stages;
   if (gqaPack < 1 || !llvm::isPowerOf2_64(gqaPack))

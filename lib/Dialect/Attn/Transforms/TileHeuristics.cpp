@@ -47,24 +47,47 @@ int64_t mlir::attn::chooseQueryTile(int64_t packedRows) {
   return 128;
 }
 
-int64_t mlir::attn::getTileSharedMemory(int64_t q, int64_t kv, int64_t stages,
-                                        int64_t headDim) {
+static int64_t sharedMemory(int64_t q, int64_t kv, int64_t warps,
+                            int64_t stages, int64_t headDim) {
   constexpr int64_t elementBytes = 2;
+  if (q == 16)
+    return warps * stages * 2 * kv * headDim * elementBytes;
   return (q * headDim + stages * 2 * kv * headDim) * elementBytes;
+}
+
+int64_t mlir::attn::getTileSharedMemory(TileAttr tile, int64_t headDim) {
+  return sharedMemory(tile.getQ(), tile.getKv(), tile.getWarps(),
+                      tile.getStages(), headDim);
 }
 
 TileAttr mlir::attn::chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
                                 const ChipInfo &chip) {
-  // Keep K and V tiles near 16-32 KB each: wide enough for full-width loads,
-  // small enough for several stages in flight.
+  if (q == 16) {
+    // Decode is bound by DRAM: what matters is every CTA resident in one wave
+    // and ~8 KB of loads in flight per warp. Measured on the H200 (bench/
+    // results/2026-11-30-h200-decode-kernel.md): 3 warps x 2 stages of
+    // 16-token tiles fit 4 CTAs per SM for head_dim 128 (99% of copy
+    // bandwidth); 4 warps fit only 3 CTAs (94%).
+    int64_t warps = headDim <= 128 ? 3 : 4, stages = 2;
+    while (sharedMemory(q, 16, warps, stages, headDim) >
+           chip.sharedMemoryPerBlock) {
+      if (stages > 1)
+        --stages;
+      else
+        --warps;
+    }
+    return TileAttr::get(ctx, q, /*kv=*/16, warps, stages, /*gqa_pack=*/1);
+  }
+  // Prefill is bound by the tensor cores: K and V tiles near 16-32 KB each,
+  // as many stages as fit.
   int64_t kv = std::clamp<int64_t>(8192 / headDim, 16, q >= 128 ? 128 : 64);
-  int64_t warps = q >= 128 ? 8 : 4;
+  int64_t warps = q / 16;
   int64_t stages = 4;
   while (stages > 1 &&
-         getTileSharedMemory(q, kv, stages, headDim) > chip.sharedMemoryPerBlock)
+         sharedMemory(q, kv, warps, stages, headDim) > chip.sharedMemoryPerBlock)
     --stages;
   while (kv > 16 &&
-         getTileSharedMemory(q, kv, stages, headDim) > chip.sharedMemoryPerBlock)
+         sharedMemory(q, kv, warps, stages, headDim) > chip.sharedMemoryPerBlock)
     kv /= 2;
   return TileAttr::get(ctx, q, kv, warps, stages, /*gqa_pack=*/1);
 }

@@ -170,14 +170,17 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
 
     * `q`: query rows per tile: 1 (CUDA-core decode), 16, 64 or 128 (tensor
       cores). With GQA packing the rows are (query, head) pairs.
-    * `kv`: KV tokens per main-loop step (a power of two, 16..256).
-    * `warps`: warps per CTA (1, 2, 4, 8 or 16).
-    * `stages`: depth of the cp.async pipeline that gathers KV (1..8).
+    * `kv`: KV tokens per main-loop step (a power of two, 16..256). Decode
+      tiles (`q = 16`) step each warp through its own `kv` tokens with its
+      own online softmax; larger tiles share one KV tile among all warps.
+    * `warps`: warps per CTA (1..16).
+    * `stages`: depth of the cp.async pipeline that gathers KV (1..8), per
+      warp for decode tiles.
     * `gqa_pack`: query heads sharing a KV head that are packed as rows of
       one tile (1 = no packing; at most `q`).
 
     ```mlir
-    #decode = #attn.tile<q = 16, kv = 64, warps = 4, stages = 2, gqa_pack = 4>
+    #decode = #attn.tile<q = 16, kv = 16, warps = 3, stages = 2, gqa_pack = 4>
     ```
   }];
   let parameters = (ins

@@ -43,9 +43,10 @@ TileAttr chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
 /// with rows * pack <= q (1 when nothing packs).
 int64_t chooseGqaPack(int64_t group, int64_t rows, int64_t q);
 
-/// Shared memory a tile needs: the query tile plus `stages` K and V tiles.
-int64_t getTileSharedMemory(int64_t q, int64_t kv, int64_t stages,
-                            int64_t headDim);
+/// Shared memory a tile's KV pipeline needs with 2-byte elements: decode
+/// tiles (q = 16) give every warp its own `stages` K and V tiles; larger
+/// tiles hold the query tile plus `stages` K and V tiles shared by all warps.
+int64_t getTileSharedMemory(TileAttr tile, int64_t headDim);
 
 } // namespace mlir::attn
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every test suite of attn against a build directory: lit (check-attn),
+# GoogleTest (through ctest) and pytest. Each runner prints its own summary;
+# every suite runs even when an earlier one fails, and the exit status is
+# non-zero if any failed.
+set -uo pipefail
+build=${1:-build}
+python=${PYTHON:-/usr/bin/python3}
+status=0
+
+echo "=== lit (check-attn) ==="
+ninja -C "$build" check-attn || status=1
+
+echo "=== GoogleTest (ctest) ==="
+ctest --test-dir "$build" --output-on-failure -j2 || status=1
+
+echo "=== pytest ==="
+ATTN_BUILD_DIR="$(cd "$build" && pwd)" "$python" -m pytest -q python/tests
+rc=$?
+# Exit 5 means pytest collected nothing: that is a failure of the suite.
+[ $rc -eq 0 ] || status=1
+
+exit $status
