@@ -27,19 +27,23 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+static llvm::cl::OptionCategory attnCategory("attn-compile options");
+
 static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
                                             llvm::cl::desc("<input .mlir>"),
-                                            llvm::cl::init("-"));
+                                            llvm::cl::init("-"),
+                                            llvm::cl::cat(attnCategory));
 static llvm::cl::opt<std::string>
     outputFile("o", llvm::cl::desc("write the prepared IR here"),
-               llvm::cl::value_desc("file"), llvm::cl::init(""));
+               llvm::cl::value_desc("file"), llvm::cl::init(""),
+               llvm::cl::cat(attnCategory));
 static llvm::cl::opt<std::string>
     chip("chip", llvm::cl::desc("target GPU (sm_80, sm_86, sm_89, sm_90, sm_90a)"),
-         llvm::cl::init("sm_90"));
+         llvm::cl::init("sm_90"), llvm::cl::cat(attnCategory));
 static llvm::cl::opt<bool> candidates(
     "candidates",
     llvm::cl::desc("keep every fitting tile for the runtime planner"),
-    llvm::cl::init(false));
+    llvm::cl::init(false), llvm::cl::cat(attnCategory));
 
 namespace {
 /// Wall time of one stage, for the report.
@@ -106,6 +110,7 @@ void reportAttention(AttentionOp op, const ChipInfo &chipInfo,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(attnCategory);
   llvm::cl::ParseCommandLineOptions(argc, argv, "attn compile driver\n");
 
   std::optional<ChipInfo> chipInfo = lookupChip(chip);
