@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""The attn benchmark: one command on the GPU machine.
+
+    python3 bench/harness/run_bench.py --out $OUT [--smoke] [--only D1,P1]
+
+Measures in one run: the ceilings (a device-to-device copy counting bytes
+read + written; an 8192^3 bf16 matmul on random data), then every workload
+of DESIGN.md §6 with attn and with PyTorch's peers (SDPA backends on gathered
+KV, FlexAttention over the page pool). Every system's output is checked
+against a float32 reference in the same run; a wrong result is reported as
+wrong, never timed as a win. Writes results.json and results.md under --out,
+and plots when matplotlib is there."""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import torch
+import triton.testing
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import attn_system  # noqa: E402
+import peers  # noqa: E402
+import report  # noqa: E402
+import workloads  # noqa: E402
+from reference import reference, rel_error  # noqa: E402
+
+TOLERANCE = 2e-2  # bf16 inputs, relative Frobenius error
+
+
+def bench(fn):
+    """Median milliseconds, CUDA events, L2 flushed between runs."""
+    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def bench_graph(fn):
+    """Median milliseconds of replaying fn captured in a CUDA graph."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return bench(graph.replay)
+
+
+def ceilings():
+    n = 1 << 30  # 2 GiB of bf16 each way
+    src = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    copy_ms = bench(lambda: dst.copy_(src))
+    copy_gbs = 2 * src.numel() * 2 / copy_ms / 1e6
+    del src, dst
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    mm_ms = bench(lambda: a @ b)
+    mm_tflops = 2 * 8192 ** 3 / mm_ms / 1e9
+    return {"copy_GBps": copy_gbs, "matmul_TFLOPs": mm_tflops}
+
+
+def measure(w, name, fn, ref, graph):
+    row = {"workload": w["name"], "system": name}
+    try:
+        torch.cuda.synchronize()
+        out = fn()
+        torch.cuda.synchronize()
+        row["rel_err"] = rel_error(out, ref)
+        row["correct"] = row["rel_err"] <= TOLERANCE
+        row["ms"] = bench(fn)
+        if graph:
+            try:
+                row["graph_ms"] = bench_graph(fn)
+            except Exception as e:  # not capturable
+                row["graph_note"] = f"{type(e).__name__}: {e}"[:200]
+    except Exception as e:
+        row["error"] = f"{type(e).__name__}: {e}"[:300]
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    ap.add_argument("--smoke", action="store_true", help="tiny shapes, to test the harness")
+    ap.add_argument("--only", default="", help="comma-separated workload ids")
+    ap.add_argument("--no-peers", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    meta = {
+        "device": torch.cuda.get_device_name(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "commit": os.environ.get("ATTN_COMMIT", "unknown"),
+        "host": platform.node(),
+    }
+    meta.update(ceilings())
+    print(f"ceilings: copy {meta['copy_GBps']:.0f} GB/s, "
+          f"bf16 matmul {meta['matmul_TFLOPs']:.0f} TFLOP/s", flush=True)
+    meta["attn"] = attn_system.describe()
+
+    only = set(filter(None, args.only.split(",")))
+    rows = []
+    for wid, build in workloads.all_workloads(args.smoke):
+        if only and wid not in only:
+            continue
+        w = build()
+        ref = reference(w)
+        systems = attn_system.systems_for(w)
+        if not args.no_peers:
+            systems += peers.peers_for(w)
+        for name, fn in systems:
+            if isinstance(fn, Exception) or fn is None:
+                rows.append({"workload": w["name"], "system": name,
+                             "error": f"n/a: {fn}"[:300]})
+                continue
+            row = measure(w, name, fn, ref, graph=w["kind"] == "decode")
+            if "ms" in row:
+                if w["kind"] == "decode":
+                    row["GBps"] = w["bytes"] / row["ms"] / 1e6
+                    row["pct_ceiling"] = 100 * row["GBps"] / meta["copy_GBps"]
+                else:
+                    row["TFLOPs"] = w["flops"] / row["ms"] / 1e9
+                    row["pct_ceiling"] = 100 * row["TFLOPs"] / meta["matmul_TFLOPs"]
+            rows.append(row)
+            print(report.one_line(row), flush=True)
+        del w, ref
+        torch.cuda.empty_cache()
+
+    result = {"meta": meta, "rows": rows}
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    md = report.markdown(result)
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(md)
+    report.plots(result, args.out)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
