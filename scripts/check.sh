@@ -12,10 +12,12 @@ echo "=== lit (check-attn) ==="
 ninja -C "$build" check-attn || status=1
 
 echo "=== GoogleTest (ctest) ==="
-ctest --test-dir "$build" --output-on-failure -j2 || status=1
+ctest --test-dir "$build" --output-on-failure -j2 --progress || status=1
 
 echo "=== pytest ==="
-ATTN_BUILD_DIR="$(cd "$build" && pwd)" "$python" -m pytest -q python/tests
+# The compiler finds ptxas and libdevice through CUDA_HOME.
+[ -n "${CUDA_HOME:-}" ] || [ ! -d /usr/local/cuda ] || export CUDA_HOME=/usr/local/cuda
+ATTN_BUILD_DIR="$(cd "$build" && pwd)" "$python" -m pytest -q -rs python/tests
 rc=$?
 # Exit 5 means pytest collected nothing: that is a failure of the suite.
 [ $rc -eq 0 ] || status=1

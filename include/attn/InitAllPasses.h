@@ -7,6 +7,7 @@
 #ifndef ATTN_INITALLPASSES_H
 #define ATTN_INITALLPASSES_H
 
+#include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 
 namespace mlir::attn {
@@ -14,6 +15,7 @@ namespace mlir::attn {
 inline void registerAllPasses() {
   registerAttnPasses();
   registerAttnPreparePipeline();
+  registerAttnConversionPasses();
 }
 
 } // namespace mlir::attn

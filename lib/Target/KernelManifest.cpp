@@ -4,10 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Field names follow the runtime's parser (lib/Runtime/Manifest.cpp). The
-// decode kernel of one CTA per (KV head, request) is launched on a grid, not
-// on the planner's work list: its entry says so under "launch" and names the
-// grid, so a launcher never has to guess.
+// Field names follow the runtime's parser (lib/Runtime/Manifest.cpp) and
+// docs/Manifest.md: role, threads, shared_bytes, tile, format, cost,
+// variant_params and the arguments in order, plus what ptxas reported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,9 +15,8 @@
 using namespace attn;
 namespace json = llvm::json;
 
-json::Object attn::getDecodeKernelManifest(const DecodeKernelSpec &spec,
-                                           const KernelResourceUsage *usage) {
-  KernelLaunchInfo info = getDecodeLaunchInfo(spec);
+/// The "args" array of a launch contract.
+static json::Array getArgs(const KernelLaunchInfo &info) {
   json::Array args;
   for (const KernelArg &arg : info.args) {
     json::Object entry{{"name", arg.name}, {"kind", arg.kind}};
@@ -28,30 +26,11 @@ json::Object attn::getDecodeKernelManifest(const DecodeKernelSpec &spec,
       entry["shape"] = arg.shape;
     args.push_back(std::move(entry));
   }
-  json::Object kernel{
-      {"name", info.kernelName},
-      {"role", "attention"},
-      {"launch",
-       json::Object{{"mode", "grid"},
-                    {"grid", json::Array{info.gridX, info.gridY, "1"}}}},
-      {"threads", info.blockDimX},
-      {"shared_bytes", info.dynamicSharedMemBytes},
-      {"dtype", stringifyDType(spec.dtype)},
-      {"head_dim", spec.headDim},
-      {"num_qo_heads", spec.numQoHeads},
-      {"num_kv_heads", spec.numKVHeads},
-      {"tile", json::Object{{"q", 1},
-                            {"kv", DecodeKernelSpec::kTileTokens},
-                            {"warps", spec.numWarps},
-                            {"stages", spec.numStages},
-                            {"gqa_pack", spec.groupSize()}}},
-      {"format", json::Object{{"block_rows", 1},
-                              {"block_cols", spec.pageSize},
-                              {"layout", stringifyLayout(spec.layout)},
-                              {"indexing", "paged"}}},
-      {"lse_base", 2},
-      {"args", std::move(args)},
-  };
+  return args;
+}
+
+static void addResources(json::Object &kernel,
+                         const KernelResourceUsage *usage) {
   if (usage)
     kernel["resources"] =
         json::Object{{"registers", usage->registers},
@@ -59,7 +38,78 @@ json::Object attn::getDecodeKernelManifest(const DecodeKernelSpec &spec,
                      {"spill_load_bytes", usage->spillLoadBytes},
                      {"stack_frame_bytes", usage->stackFrameBytes},
                      {"static_shared_bytes", usage->sharedMemBytes}};
+}
+
+json::Object attn::getDecodeKernelManifest(
+    const DecodeKernelSpec &spec,
+    llvm::ArrayRef<std::pair<std::string, std::string>> params,
+    const KernelResourceUsage *usage) {
+  KernelLaunchInfo info = getDecodeLaunchInfo(spec, params);
+  bool ragged = spec.indexing == KVIndexingKind::Ragged;
+  json::Array variantParams;
+  for (const auto &[name, kind] : params)
+    variantParams.push_back(json::Object{{"name", name}, {"type", kind}});
+  json::Array variants;
+  for (const std::string &name : spec.variantNames)
+    variants.push_back(name);
+  json::Object kernel{
+      {"name", info.kernelName},
+      {"role", "attention"},
+      {"threads", info.blockDimX},
+      {"shared_bytes", info.dynamicSharedMemBytes},
+      {"dtype", stringifyDType(spec.dtype)},
+      {"head_dim", spec.headDim},
+      {"num_qo_heads", spec.numQoHeads},
+      {"num_kv_heads", spec.numKVHeads},
+      {"tile", json::Object{{"q", DecodeKernelSpec::kTileRows},
+                            {"kv", spec.kvTile},
+                            {"warps", spec.numWarps},
+                            {"stages", spec.numStages},
+                            {"gqa_pack", spec.getGqaPack()}}},
+      {"format", json::Object{{"block_rows", 1},
+                              {"block_cols", ragged ? 1 : spec.pageSize},
+                              {"layout", stringifyLayout(spec.layout)},
+                              {"indexing", ragged ? "ragged" : "paged"}}},
+      {"cost", json::Object{{"per_item", spec.costPerItem},
+                            {"per_kv_token", spec.costPerKVToken}}},
+      {"variants", std::move(variants)},
+      {"variant_params", std::move(variantParams)},
+      {"lse_base", 2},
+      {"args", getArgs(info)},
+  };
+  addResources(kernel, usage);
   return kernel;
+}
+
+json::Object attn::getMergeKernelManifest(const MergeKernelSpec &spec,
+                                          int64_t numQoHeads,
+                                          int64_t numKVHeads,
+                                          const KernelResourceUsage *usage) {
+  KernelLaunchInfo info = getMergeLaunchInfo(spec);
+  json::Object kernel{
+      {"name", info.kernelName},
+      {"role", "merge"},
+      {"threads", info.blockDimX},
+      {"shared_bytes", info.dynamicSharedMemBytes},
+      {"dtype", stringifyDType(spec.dtype)},
+      {"head_dim", spec.headDim},
+      {"num_qo_heads", numQoHeads},
+      {"num_kv_heads", numKVHeads},
+      {"lse_base", 2},
+      {"args", getArgs(info)},
+  };
+  addResources(kernel, usage);
+  return kernel;
+}
+
+/// The ptxas report of `kernelName` in `usage`, or null.
+const KernelResourceUsage *
+attn::findResourceUsage(llvm::ArrayRef<KernelResourceUsage> usage,
+                        llvm::StringRef kernelName) {
+  for (const KernelResourceUsage &k : usage)
+    if (k.kernelName == kernelName)
+      return &k;
+  return nullptr;
 }
 
 json::Object attn::getManifest(const NVPTXOptions &options,

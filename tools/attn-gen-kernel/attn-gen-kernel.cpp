@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // A test and bring-up driver for the kernel generator and the target back
-// end, independent of the attn dialect: builds a decode kernel from flags and
-// prints or writes it at the stage asked for.
+// end: builds the persistent split-KV decode kernel (with built-in variants
+// named by --variants) and the LSE merge kernel from flags, and prints or
+// writes them at the stage asked for.
 //
 //   attn-gen-kernel --head-dim=128 --qo-heads=32 --kv-heads=8 --page-size=16
 //                   --dtype=bf16 --chip=sm_90 --emit=cubin -o decode.cubin
@@ -18,7 +19,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GenPrefill.h"
 #include "attn/Conversion/AttnToGPU/DecodeKernel.h"
+#include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Target/KernelManifest.h"
 #include "attn/Target/Serialization.h"
 
@@ -54,6 +57,19 @@ static cl::opt<std::string> dtype("dtype", cl::init("bf16"), cl::cat(category),
 static cl::opt<std::string> layout("layout", cl::init("NHD"),
                                    cl::cat(category),
                                    cl::desc("KV page layout: NHD or HND"));
+static cl::opt<int64_t> gqaPack("gqa-pack", cl::init(0), cl::cat(category),
+                                cl::desc("Query heads packed per KV head "
+                                         "(0: the whole group)"));
+static cl::opt<int64_t> kvTile("kv-tile", cl::init(64), cl::cat(category),
+                               cl::desc("Planner granule (manifest tile.kv)"));
+static cl::opt<bool> ragged("ragged", cl::init(false), cl::cat(category),
+                            cl::desc("Ragged (contiguous) KV instead of pages"));
+static cl::list<std::string>
+    variants("variants", cl::CommaSeparated, cl::cat(category),
+             cl::desc("Built-in variants to inline, in order "
+                      "(causal, sliding_window, soft_cap, alibi, rope, ...)"));
+static cl::opt<bool> withMerge("merge", cl::init(true), cl::cat(category),
+                               cl::desc("Also generate the LSE merge kernel"));
 static cl::opt<int64_t> warps("warps", cl::init(3), cl::cat(category),
                               cl::desc("Warps per CTA"));
 static cl::opt<int64_t> stages("stages", cl::init(2), cl::cat(category),
@@ -95,33 +111,70 @@ static int writeFile(llvm::StringRef path, llvm::StringRef bytes) {
   return 0;
 }
 
+static cl::opt<std::string> kind("kind", cl::init("decode"), cl::cat(category),
+                                 cl::desc("decode | prefill"));
+static cl::opt<int64_t> tileQ("tile-q", cl::init(128), cl::cat(category),
+                              cl::desc("Prefill: packed rows per tile (64, 128)"));
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "attn kernel generator\n");
+  if (kind == "prefill") {
+    ::attn::PrefillKernelSpec pf;
+    pf.headDim = headDim, pf.numQoHeads = qoHeads, pf.numKVHeads = kvHeads;
+    pf.pageSize = pageSize, pf.tileQ = tileQ, pf.tileKV = kvTile;
+    pf.numStages = stages, pf.gqaPack = gqaPack > 0 ? gqaPack : 1;
+    pf.kernelName = kernelName, pf.chip = chip;
+    pf.minCTAsPerSM = minCTAs.getNumOccurrences() ? minCTAs : 0;
+    pf.indexing = ragged ? ::attn::KVIndexingKind::Ragged
+                         : ::attn::KVIndexingKind::Paged;
+    auto pdt = ::attn::parseDType(dtype);
+    auto play = ::attn::parseLayout(layout);
+    if (!pdt || !play) {
+      llvm::consumeError(pdt.takeError()), llvm::consumeError(play.takeError());
+      return fail("bad --dtype or --layout");
+    }
+    pf.dtype = *pdt, pf.layout = *play;
+    ::attn::NVPTXOptions pt;
+    pt.chip = chip, pt.features = features, pt.optLevel = optLevel;
+    pt.cudaPath = cudaPath;
+    std::vector<std::string> names(variants.begin(), variants.end());
+    return ::attn::genPrefillKernel(pf, names, pt, emit, output, timing);
+  }
 
-  attn::DecodeKernelSpec spec;
+  ::attn::DecodeKernelSpec spec;
   spec.headDim = headDim;
   spec.numQoHeads = qoHeads;
   spec.numKVHeads = kvHeads;
   spec.pageSize = pageSize;
+  spec.gqaPack = gqaPack;
+  spec.kvTile = kvTile;
   spec.numWarps = warps;
   spec.numStages = stages;
   spec.minCTAsPerSM = minCTAs;
   spec.kernelName = kernelName;
   spec.chip = chip;
-  auto dt = attn::parseDType(dtype);
+  spec.indexing = ragged ? ::attn::KVIndexingKind::Ragged
+                         : ::attn::KVIndexingKind::Paged;
+  auto dt = ::attn::parseDType(dtype);
   if (!dt)
     return fail(llvm::toString(dt.takeError()));
   spec.dtype = *dt;
-  auto kvLayout = attn::parseLayout(layout);
+  auto kvLayout = ::attn::parseLayout(layout);
   if (!kvLayout)
     return fail(llvm::toString(kvLayout.takeError()));
   spec.layout = *kvLayout;
+  for (const std::string &v : variants)
+    spec.variantNames.push_back(v);
   if (llvm::Error err = spec.validate())
     return fail(llvm::toString(std::move(err)));
+  ::attn::MergeKernelSpec mergeSpec;
+  mergeSpec.headDim = headDim;
+  mergeSpec.dtype = *dt;
+  mergeSpec.chip = chip;
 
-  attn::NVPTXOptions target;
+  ::attn::NVPTXOptions target;
   target.chip = chip;
   target.features = features;
   target.optLevel = optLevel;
@@ -131,19 +184,42 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(err)));
 
   DialectRegistry registry;
-  attn::registerKernelGenDialects(registry);
-  attn::registerTargetDialectsAndInterfaces(registry);
+  ::attn::registerKernelGenDialects(registry);
+  ::attn::registerTargetDialectsAndInterfaces(registry);
   MLIRContext context(registry);
+  context.loadDialect<mlir::attn::AttnDialect>();
+  auto *attnDialect = context.getLoadedDialect<mlir::attn::AttnDialect>();
+  SmallVector<mlir::attn::VariantOp> variantOps;
+  for (const std::string &v : variants) {
+    auto op = dyn_cast_or_null<mlir::attn::VariantOp>(
+        attnDialect->lookupBuiltinVariant(v));
+    if (!op)
+      return fail("unknown built-in variant '" + v + "'");
+    variantOps.push_back(op);
+  }
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(UnknownLoc::get(&context));
-  if (failed(attn::buildDecodeKernel(*module, spec)))
+  FailureOr<std::string> decodeName =
+      ::attn::buildDecodeKernel(*module, spec, variantOps);
+  if (failed(decodeName))
+    return 1;
+  FailureOr<std::string> mergeName = std::string();
+  if (withMerge)
+    mergeName = ::attn::buildMergeKernel(*module, mergeSpec);
+  if (failed(mergeName))
     return 1;
   if (failed(verify(*module)))
     return fail("generated IR does not verify");
+  auto params = ::attn::getVariantParamArgs(variantOps);
+  if (failed(params))
+    return 1;
+  SmallVector<std::pair<std::string, std::string>> paramKinds;
+  for (const ::attn::VariantParamArg &p : *params)
+    paramKinds.push_back({p.name, p.kind});
 
   if (emit == "mlir" || emit == "nvvm") {
     if (emit == "nvvm")
-      if (llvm::Error err = attn::lowerToNVVM(*module, target))
+      if (llvm::Error err = ::attn::lowerToNVVM(*module, target))
         return fail(llvm::toString(std::move(err)));
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -153,15 +229,15 @@ int main(int argc, char **argv) {
   if (emit != "ptx" && emit != "cubin")
     return fail("unknown --emit '" + emit + "' (mlir, nvvm, ptx, cubin)");
 
-  auto compiled = attn::compileGPUModules(*module, target, emit == "cubin");
+  auto compiled = ::attn::compileGPUModules(*module, target, emit == "cubin");
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
-  attn::CompiledModule &result = compiled->front();
+  ::attn::CompiledModule &result = compiled->front();
   if (timing) {
-    for (const attn::StageTime &stage : result.stages)
+    for (const ::attn::StageTime &stage : result.stages)
       llvm::errs() << llvm::format("%-14s %8.1f ms\n", stage.stage.c_str(),
                                    stage.milliseconds);
-    for (const attn::KernelResourceUsage &k : result.kernels)
+    for (const ::attn::KernelResourceUsage &k : result.kernels)
       llvm::errs() << k.kernelName << ": " << k.registers << " registers, "
                    << k.spillStoreBytes << "+" << k.spillLoadBytes
                    << " bytes spilled, " << k.sharedMemBytes
@@ -175,11 +251,14 @@ int main(int argc, char **argv) {
   if (int rc = writeFile(output, llvm::StringRef(result.cubin.data(),
                                                  result.cubin.size())))
     return rc;
-  const attn::KernelResourceUsage *usage =
-      result.kernels.empty() ? nullptr : &result.kernels.front();
   llvm::json::Array kernels;
-  kernels.push_back(attn::getDecodeKernelManifest(spec, usage));
-  llvm::json::Object manifest = attn::getManifest(
+  kernels.push_back(::attn::getDecodeKernelManifest(
+      spec, paramKinds, ::attn::findResourceUsage(result.kernels, *decodeName)));
+  if (withMerge)
+    kernels.push_back(::attn::getMergeKernelManifest(
+        mergeSpec, spec.numQoHeads, spec.numKVHeads,
+        ::attn::findResourceUsage(result.kernels, *mergeName)));
+  llvm::json::Object manifest = ::attn::getManifest(
       target, std::move(kernels), llvm::sys::path::filename(output), "");
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -22,9 +22,32 @@
 
 namespace attn {
 
-/// The manifest entry of one generated decode kernel; `usage` may be null.
-llvm::json::Object getDecodeKernelManifest(const DecodeKernelSpec &spec,
-                                           const KernelResourceUsage *usage);
+/// The manifest entry of one generated decode kernel; `params` are the
+/// variant parameters (name, kind) in argument order; `usage` may be null.
+llvm::json::Object getDecodeKernelManifest(
+    const DecodeKernelSpec &spec,
+    llvm::ArrayRef<std::pair<std::string, std::string>> params,
+    const KernelResourceUsage *usage);
+
+/// The same, for a kernel without variant parameters.
+inline llvm::json::Object
+getDecodeKernelManifest(const DecodeKernelSpec &spec,
+                        const KernelResourceUsage *usage) {
+  return getDecodeKernelManifest(spec, {}, usage);
+}
+
+/// The manifest entry of a merge kernel. Its code reads the head counts from
+/// the plan; the manifest records those of the attention kernels it serves
+/// (the runtime checks them against the plan).
+llvm::json::Object getMergeKernelManifest(const MergeKernelSpec &spec,
+                                          int64_t numQoHeads,
+                                          int64_t numKVHeads,
+                                          const KernelResourceUsage *usage);
+
+/// The ptxas report of `kernelName` in `usage`, or null.
+const KernelResourceUsage *
+findResourceUsage(llvm::ArrayRef<KernelResourceUsage> usage,
+                  llvm::StringRef kernelName);
 
 /// The whole document: version, arch, compiler version, kernels, and the file
 /// names of the binaries it describes.

@@ -1,30 +1,28 @@
-//===- DecodeKernel.cpp - Generated paged-KV decode attention -------------===//
+//===- DecodeKernel.cpp - Persistent split-KV decode attention ------------===//
 //
 // Part of the attn project.
 //
 //===----------------------------------------------------------------------===//
 //
-// The decode kernel body. One CTA per (KV head, request); the G = Hq / Hkv
-// query heads of the GQA group are the rows of a 16-row mma tile (rows >= G
-// are zero). The algorithm, per CTA:
+// The persistent decode kernel on the planner's work list: its entry point,
+// arguments, and the parts of the body that move data. One CTA walks the work
+// items cta_indptr[c] .. cta_indptr[c+1]-1 (WorkList.cpp); per item:
 //
-//  1. Read the request's page range from kv_indptr / kv_last_page_len, and
-//     load the query rows as mma A fragments once (kept in registers).
-//  2. Split the request's keys into tiles of 16 tokens. Warp w takes tiles
-//     w, w + W, w + 2W, ... and pipelines them through its own shared-memory
-//     ring of `numStages` slots with 16-byte cp.async copies gathered by page
-//     index (tokens past the end are zero-filled, so stale or NaN data in a
-//     last page's tail never reaches the math). Page indices are loaded one
-//     tile ahead of the copies that need them.
-//  3. Per tile: S = Q Kᵀ (ldmatrix + mma.sync m16n8k16, f32 accumulate),
-//     scaled by sm_scale * log2(e), masked past kv_len; online softmax in
-//     base 2 (running max m, running sum l per row); the probabilities are
-//     already laid out as the A operand of P V (the C fragment of two n-tiles
-//     is the A fragment of one k16 step), V comes in with ldmatrix.trans.
-//  4. Each warp leaves m, l and its unnormalised output in shared memory; after
-//     one CTA barrier all threads merge the warps' states, normalise, and
-//     write out[b, h, :] and lse[b, h] = m + log2(l) (or 0 and -inf for a
-//     request with no keys).
+//  1. Load the item's up to 16 packed query rows (token * P + head % P) as
+//     mma A fragments once, applying the variants' query transform (e.g.
+//     RoPE at the row's position p = kv_len - qo_len + token).
+//  2. Split the item's keys [kv_begin, kv_end) into 16-token tiles aligned
+//     to absolute multiples of 16 (so a tile never straddles a page of 16 or
+//     more tokens). Warp w takes tiles w, w + W, ... and pipelines them
+//     through its own shared-memory ring of `numStages` slots with 16-byte
+//     cp.async copies gathered by page index; tokens outside the item's
+//     range are zero-filled, so stale or NaN data never reaches the math.
+//     Page indices are loaded one tile ahead of the copies that need them.
+//  3. Per landed tile, the key transform (if any) rewrites K in shared
+//     memory at each key's position, then OnlineSoftmax.cpp runs S = Q Kᵀ,
+//     the logits hooks, the online softmax and O += P V.
+//  4. The warps merge once (OnlineSoftmax.cpp) and write o/lse (Direct
+//     items) or the item's partial slot (split items).
 //
 // Shared memory is XOR-swizzled in 16-byte chunks (chunk ^ (token % 8)) so the
 // cp.async stores and the ldmatrix loads are free of bank conflicts.
@@ -32,7 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Conversion/AttnToGPU/DecodeKernel.h"
-#include "KernelBuilder.h"
+#include "DecodeEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -43,119 +41,65 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
-
+#include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "attn-decode-kernel"
 
 using namespace mlir;
-using namespace attn;
-using namespace attn::detail;
+using namespace ::attn;
+using namespace ::attn::detail;
 
-/// Static extent of the flat 1-D memrefs standing for device buffers: the
-/// bare-pointer convention needs static shapes, and kernels index by hand.
-static constexpr int64_t kFlatExtent = int64_t(1) << 40;
-
-namespace {
-
-/// The per-warp online-softmax state, carried through the main loop.
-struct SoftmaxState {
-  /// Running max and sum (per thread partial) of rows g and g + 8.
-  Value m[2], l[2];
-  /// Output accumulator: headDim / 8 mma n-tiles of 4 f32 each.
-  SmallVector<SmallVector<Value, 4>> acc;
-};
-
-/// Emits the body of one decode kernel into a gpu.func.
-class DecodeKernelEmitter {
-public:
-  DecodeKernelEmitter(ImplicitLocOpBuilder &b, const DecodeKernelSpec &spec)
-      : b(b), kb(b), spec(spec), smem(getDecodeSmemLayout(spec)),
-        D(spec.headDim), G(spec.groupSize()), W(spec.numWarps),
-        S(spec.numStages), PS(spec.pageSize) {
-    eltType = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                              : Type(b.getF16Type());
-  }
-
-  void emit(gpu::GPUFuncOp func);
-
-private:
-  static constexpr int64_t T = DecodeKernelSpec::kTileTokens;
-  /// 16-byte copies per lane per tile, for K (and again for V).
-  int64_t copiesPerLane() const { return T * D / 8 / 32; }
-  /// Page ids each lane needs per tile: one when a tile lies in one page.
-  int64_t idsPerLane() const { return PS >= T ? 1 : copiesPerLane(); }
-  bool hasUpperRows() const { return G > 8; }
-
-  void emitSetup(gpu::GPUFuncOp func);
-  void loadQueryFragments();
-  SmallVector<Value> loadPageIds(Value tile);
-  void issueTile(Value tile, Value stage, ValueRange ids);
-  void computeTile(Value tile, Value stage, SoftmaxState &st);
-  SoftmaxState emitMainLoop();
-  void emitMerge(SoftmaxState &st);
-
-  SmallVector<Value> flatten(const SoftmaxState &st) const;
-  SoftmaxState unflatten(ValueRange values) const;
-
-  ImplicitLocOpBuilder &b;
-  KernelBuilder kb;
-  const DecodeKernelSpec &spec;
-  DecodeSmemLayout smem;
-  const int64_t D, G, W, S, PS;
-  Type eltType;
-
-  // Arguments.
-  Value q, kCache, vCache, indptr, indices, lastLen, out, lse, smScale;
-  // Shared-memory views.
-  Value tiles, merge, stats;
-  // Thread coordinates and per-request values (all index unless noted).
-  Value kvHead, batch, tid, lane, warp, g, t;
-  Value pageBegin, numPages, kvLen, numIters, scaleLog2 /*f32*/;
-  // Lane-constant parts of the copy addresses.
-  Value copyToken0, copyChunk;
-  /// Query A fragments: headDim / 16 k-steps of 4 packed i32.
-  SmallVector<SmallVector<Value, 4>> qFrag;
-};
-
-} // namespace
+DecodeKernelEmitter::DecodeKernelEmitter(ImplicitLocOpBuilder &b,
+                                         const DecodeKernelSpec &spec)
+    : b(b), kb(b), spec(spec), smem(getDecodeSmemLayout(spec)),
+      D(spec.headDim), G(spec.groupSize()), P(spec.getGqaPack()),
+      W(spec.numWarps), S(spec.numStages), PS(spec.pageSize),
+      ragged(spec.indexing == KVIndexingKind::Ragged) {
+  eltType = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
+                                            : Type(b.getF16Type());
+}
 
 //===----------------------------------------------------------------------===//
 // Setup
 //===----------------------------------------------------------------------===//
 
-void DecodeKernelEmitter::emitSetup(gpu::GPUFuncOp func) {
+void DecodeKernelEmitter::emitSetup(gpu::GPUFuncOp func,
+                                    ArrayRef<mlir::attn::VariantOp> variants) {
   auto args = func.getArguments();
-  q = args[0], kCache = args[1], vCache = args[2], indptr = args[3];
-  indices = args[4], lastLen = args[5], out = args[6], lse = args[7];
-  smScale = args[8];
+  unsigned next = 0;
+  ctaIndptr = args[next++], workItems = args[next++];
+  partialO = args[next++], partialLse = args[next++];
+  slotRows = args[next++], q = args[next++];
+  kCache = args[next++], vCache = args[next++];
+  out = args[next++], lse = args[next++];
+  qoIndptr = args[next++], kvIndptr = args[next++];
+  if (!ragged)
+    kvIndices = args[next++], kvLastLen = args[next++];
+  smScale = args[next++];
 
-  kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  batch = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  // The variants' parameters: i1 travels as i32 (a kernel ABI has no bool).
+  SmallVector<Value> params;
+  for (BlockArgument arg : args.drop_front(next)) {
+    if (auto boolType = func.getArgAttrOfType<TypeAttr>(
+            arg.getArgNumber(), "attn.param_type");
+        boolType && boolType.getValue().isInteger(1))
+      params.push_back(
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, arg, kb.i32(0)));
+    else
+      params.push_back(arg);
+  }
+  hooks = mlir::attn::VariantHooks(
+      variants, params, {spec.headDim, spec.numQoHeads, spec.numKVHeads});
+
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   lane = kb.remu(tid, 32);
   warp = kb.divu(tid, 32);
   g = kb.divu(lane, 4);
   t = kb.remu(lane, 4);
-
-  // Page range and length of this request.
-  auto loadIndex = [&](Value memref, Value i) {
-    return kb.toIndex(memref::LoadOp::create(b, memref, ValueRange{i}));
-  };
-  pageBegin = loadIndex(indptr, batch);
-  Value pageEnd = loadIndex(indptr, kb.add(batch, 1));
-  numPages = kb.sub(pageEnd, pageBegin);
-  Value last = loadIndex(lastLen, batch);
-  Value zero = kb.idx(0);
-  kvLen = kb.select(kb.sgt(numPages, zero),
-                    kb.add(kb.mul(kb.sub(numPages, kb.idx(1)), PS), last),
-                    zero);
-  Value numTiles = kb.divu(kb.add(kvLen, T - 1), T);
-  numIters = kb.select(kb.sgt(numTiles, warp),
-                       kb.divu(kb.add(kb.sub(numTiles, warp), W - 1), W),
-                       zero);
   scaleLog2 = kb.fmul(smScale, kb.f32(1.4426950408889634f /* log2(e) */));
 
   // Shared-memory views over the dynamic shared memory.
+  Value zero = kb.idx(0);
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
                                        gpu::AddressSpace::Workgroup);
   auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
@@ -178,70 +122,112 @@ void DecodeKernelEmitter::emitSetup(gpu::GPUFuncOp func) {
   copyChunk = kb.remu(lane, D / 8);
 }
 
-void DecodeKernelEmitter::loadQueryFragments() {
+/// Loads `memref[index], memref[index + 1]` (bf16/f16) as two f32.
+static std::pair<Value, Value> loadPairF32(ImplicitLocOpBuilder &b,
+                                           Value memref, Value index,
+                                           Type eltType) {
+  auto load = vector::LoadOp::create(b, VectorType::get({2}, eltType), memref,
+                                     ValueRange{index});
+  load.setAlignment(4);
+  Value wide = arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()),
+                                     load.getResult());
+  return {vector::ExtractOp::create(b, wide, ArrayRef<int64_t>{0}),
+          vector::ExtractOp::create(b, wide, ArrayRef<int64_t>{1})};
+}
+
+void DecodeKernelEmitter::loadQueryFragments(const WorkItemValues &item) {
+  using mlir::attn::HookKind;
+  bool transform = hooks.has(HookKind::query_transform);
   Value zeroI32 = kb.i32(0);
-  auto rowFragment = [&](int64_t rowOffset, int64_t kStep, int64_t half) {
-    // Row g + rowOffset of the group; rows past G read row G - 1 and are
-    // zeroed, so no address leaves the query tensor.
-    Value row = kb.add(g, rowOffset);
-    Value valid = kb.slt(row, kb.idx(G));
-    Value clamped = kb.mins(row, kb.idx(G - 1));
-    Value head = kb.add(kb.mul(kvHead, G), clamped);
-    Value base = kb.mul(kb.add(kb.mul(batch, spec.numQoHeads), head), D);
-    Value col = kb.add(kb.mul(t, 2), kStep * 16 + half * 8);
-    Value pair = loadPackedPair(b, q, kb.add(base, col), eltType);
-    return kb.select(valid, pair, zeroI32);
+  auto rowFragment = [&](int64_t r, int64_t kStep, int64_t half) {
+    // Rows past row_count read the item's last row and are zeroed, so no
+    // address leaves the query tensor.
+    Value base = kb.mul(kb.add(kb.mul(item.qRow[r], spec.numQoHeads),
+                               item.head[r]),
+                        D);
+    int64_t col = kStep * 16 + half * 8;
+    Value colValue = kb.add(kb.mul(t, 2), col);
+    Value pair;
+    if (!transform) {
+      pair = loadPackedPair(b, q, kb.add(base, colValue), eltType);
+    } else {
+      // RoPE-like transforms pair element d with d +- D/2.
+      Value pairCol = kb.add(kb.mul(t, 2), (col + D / 2) % D);
+      auto [x0, x1] = loadPairF32(b, q, kb.add(base, colValue), eltType);
+      auto [p0, p1] = loadPairF32(b, q, kb.add(base, pairCol), eltType);
+      Value y0 = hooks.emitQueryTransform(b, b.getLoc(), x0, p0, colValue,
+                                          item.qPos[r], item.head[r]);
+      Value y1 = hooks.emitQueryTransform(b, b.getLoc(), x1, p1,
+                                          kb.add(colValue, 1), item.qPos[r],
+                                          item.head[r]);
+      pair = packPair(b, y0, y1, eltType);
+    }
+    return kb.select(item.rowValid[r], pair, zeroI32);
   };
-  for (int64_t ks = 0; ks < D / 16; ++ks) {
-    SmallVector<Value, 4> frag;
-    frag.push_back(rowFragment(0, ks, 0));
-    frag.push_back(hasUpperRows() ? rowFragment(8, ks, 0) : zeroI32);
-    frag.push_back(rowFragment(0, ks, 1));
-    frag.push_back(hasUpperRows() ? rowFragment(8, ks, 1) : zeroI32);
-    qFrag.push_back(frag);
-  }
+  qFrag.clear();
+  for (int64_t ks = 0; ks < D / 16; ++ks)
+    qFrag.push_back({rowFragment(0, ks, 0), rowFragment(1, ks, 0),
+                     rowFragment(0, ks, 1), rowFragment(1, ks, 1)});
 }
 
 //===----------------------------------------------------------------------===//
 // Gathering tiles
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value> DecodeKernelEmitter::loadPageIds(Value tile) {
+Value DecodeKernelEmitter::tileStart(const WorkItemValues &item, Value tile) {
+  return kb.mul(kb.add(item.tileBase, tile), T);
+}
+
+SmallVector<Value> DecodeKernelEmitter::loadPageIds(const WorkItemValues &item,
+                                                    Value tile) {
   SmallVector<Value> ids;
-  Value lastPage = kb.sub(numPages, kb.idx(1));
-  Value tileStart = kb.mul(tile, T);
+  Value lastPage = kb.sub(item.numPages, kb.idx(1));
+  Value start = tileStart(item, tile);
   for (int64_t i = 0; i < idsPerLane(); ++i) {
-    Value token = tileStart;
+    Value token = start;
     if (PS < T)
-      token = kb.add(tileStart, kb.add(copyToken0, i * (32 / (D / 8))));
+      token = kb.add(start, kb.add(copyToken0, i * (32 / (D / 8))));
     // Tiles past the end read the last page's index; their copies are
     // zero-filled and their keys masked.
     Value page = kb.mins(kb.divu(token, PS), lastPage);
-    ids.push_back(memref::LoadOp::create(b, indices,
-                                         ValueRange{kb.add(pageBegin, page)}));
+    ids.push_back(memref::LoadOp::create(
+        b, kvIndices, ValueRange{kb.add(item.pageBegin, page)}));
   }
   return ids;
 }
 
-void DecodeKernelEmitter::issueTile(Value tile, Value stage, ValueRange ids) {
+void DecodeKernelEmitter::issueTile(const WorkItemValues &item, Value tile,
+                                    Value stage, ValueRange ids) {
   const int64_t tokensPerCopyRow = 32 / (D / 8);
-  Value tileStart = kb.mul(tile, T);
+  Value start = tileStart(item, tile);
   Value slotRow = kb.mul(kb.add(kb.mul(warp, S), stage), 2 * T);
   Value eight = kb.idx(8), zero = kb.idx(0);
   const int64_t numKVHeads = spec.numKVHeads;
   for (int64_t i = 0; i < copiesPerLane(); ++i) {
     Value token = kb.add(copyToken0, i * tokensPerCopyRow);
-    Value pos = kb.add(tileStart, token);
-    Value valid = kb.slt(pos, kvLen);
-    Value offset = kb.remu(pos, PS);
-    Value page = kb.toIndex(ids[PS >= T ? 0 : i]);
+    Value pos = kb.add(start, token);
+    Value valid = arith::AndIOp::create(
+        b, kb.slt(pos, item.kvEnd),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, pos,
+                              item.kvBegin));
     Value headRow;
-    if (spec.layout == KVLayout::NHD)
-      headRow = kb.add(kb.mul(kb.add(kb.mul(page, PS), offset), numKVHeads),
-                       kvHead);
-    else
-      headRow = kb.add(kb.mul(kb.add(kb.mul(page, numKVHeads), kvHead), PS),
-                       offset);
+    if (ragged) {
+      // Zero-filled copies still name an address: keep it inside the
+      // request's rows.
+      Value clamped =
+          kb.maxs(kb.mins(pos, kb.sub(item.kvLen, kb.idx(1))), zero);
+      headRow = kb.add(kb.mul(kb.add(item.pageBegin, clamped), numKVHeads),
+                       item.kvHead);
+    } else {
+      Value offset = kb.remu(pos, PS);
+      Value page = kb.toIndex(ids[PS >= T ? 0 : i]);
+      if (spec.layout == KVLayout::NHD)
+        headRow = kb.add(
+            kb.mul(kb.add(kb.mul(page, PS), offset), numKVHeads), item.kvHead);
+      else
+        headRow = kb.add(
+            kb.mul(kb.add(kb.mul(page, numKVHeads), item.kvHead), PS), offset);
+    }
     Value src = kb.add(kb.mul(headRow, D), kb.mul(copyChunk, 8));
     Value col = kb.mul(kb.xori(copyChunk, kb.andi(token, kb.idx(7))), 8);
     Value count = kb.select(valid, eight, zero);
@@ -254,141 +240,77 @@ void DecodeKernelEmitter::issueTile(Value tile, Value stage, ValueRange ids) {
   }
 }
 
-//===----------------------------------------------------------------------===//
-// One tile: S = Q Kᵀ, online softmax, O += P V
-//===----------------------------------------------------------------------===//
-
-void DecodeKernelEmitter::computeTile(Value tile, Value stage,
-                                      SoftmaxState &st) {
+void DecodeKernelEmitter::transformKeys(const WorkItemValues &item, Value tile,
+                                        Value stage) {
+  using mlir::attn::HookKind;
+  if (!hooks.has(HookKind::key_transform))
+    return;
+  // Each lane rewrites pairs (d, d + D/2) of K in place: the element and the
+  // one a rotate-half transform pairs it with, at the key's own position.
   Value kRow0 = kb.mul(kb.add(kb.mul(warp, S), stage), 2 * T);
-  Value vRow0 = kb.add(kRow0, kb.idx(T));
-  Value zeroF = kb.f32(0.0f);
-  Value seven = kb.idx(7);
-
-  // S = Q Kᵀ: two n-tiles of 8 tokens. Lane l addresses row l % 8 of matrix
-  // l / 8 = (token half, d half): (0,lo) (0,hi) (1,lo) (1,hi).
-  SmallVector<SmallVector<Value, 4>> s(2, SmallVector<Value, 4>(4, zeroF));
-  Value kToken = kb.add(kb.mul(kb.divu(lane, 16), 8), kb.remu(lane, 8));
-  Value kHalf = kb.remu(kb.divu(lane, 8), 2);
-  Value kSwz = kb.andi(kToken, seven);
-  for (int64_t ks = 0; ks < D / 16; ++ks) {
-    Value chunk = kb.add(kHalf, kb.idx(ks * 2));
-    Value col = kb.mul(kb.xori(chunk, kSwz), 8);
-    auto regs = ldmatrixX4(b, tiles, kb.add(kRow0, kToken), col,
-                           /*transpose=*/false);
-    s[0] = mmaM16N8K16(b, spec.dtype, qFrag[ks], {regs[0], regs[1]}, s[0]);
-    s[1] = mmaM16N8K16(b, spec.dtype, qFrag[ks], {regs[2], regs[3]}, s[1]);
-  }
-
-  // Scale to base 2 and mask keys past the end.
-  Value tileStart = kb.mul(tile, T);
-  Value negInf = kb.negInf();
-  for (int64_t nt = 0; nt < 2; ++nt)
-    for (int64_t i = 0; i < 4; ++i) {
-      Value token = kb.add(kb.mul(t, 2), kb.idx(nt * 8 + (i & 1)));
-      Value valid = kb.slt(kb.add(tileStart, token), kvLen);
-      s[nt][i] = kb.select(valid, kb.fmul(s[nt][i], scaleLog2), negInf);
-    }
-
-  // Online softmax per row (row g: elements 0,1; row g + 8: elements 2,3).
-  for (int64_t r = 0; r < (hasUpperRows() ? 2 : 1); ++r) {
-    Value rowMax = kb.fmax(kb.fmax(s[0][2 * r], s[0][2 * r + 1]),
-                           kb.fmax(s[1][2 * r], s[1][2 * r + 1]));
-    Value mNew = kb.fmax(st.m[r], kb.quadMax(rowMax));
-    // A row that has seen only masked keys keeps m = -inf; subtract 0 then.
-    Value mUse = kb.select(kb.foeq(mNew, negInf), zeroF, mNew);
-    Value alpha = kb.exp2(kb.fsub(st.m[r], mUse));
-    Value sum = zeroF;
-    for (int64_t nt = 0; nt < 2; ++nt)
-      for (int64_t j = 0; j < 2; ++j) {
-        s[nt][2 * r + j] = kb.exp2(kb.fsub(s[nt][2 * r + j], mUse));
-        sum = kb.fadd(sum, s[nt][2 * r + j]);
-      }
-    st.l[r] = kb.fadd(kb.fmul(st.l[r], alpha), sum);
-    st.m[r] = mNew;
-    for (auto &frag : st.acc) {
-      frag[2 * r] = kb.fmul(frag[2 * r], alpha);
-      frag[2 * r + 1] = kb.fmul(frag[2 * r + 1], alpha);
-    }
-  }
-
-  // P as the A operand of one k16 step: a0 = row g tokens 2t.., a1 = row g+8,
-  // a2 = row g tokens 2t+8.., a3 = row g+8.
-  Value zeroI32 = kb.i32(0);
-  SmallVector<Value, 4> p = {
-      packPair(b, s[0][0], s[0][1], eltType),
-      hasUpperRows() ? packPair(b, s[0][2], s[0][3], eltType) : zeroI32,
-      packPair(b, s[1][0], s[1][1], eltType),
-      hasUpperRows() ? packPair(b, s[1][2], s[1][3], eltType) : zeroI32};
-
-  // O += P V. V fragments through ldmatrix.trans; lane l addresses row l % 8
-  // of matrix l / 8 = (token half, d n-tile): (0,2j) (1,2j) (0,2j+1) (1,2j+1).
-  Value vToken = kb.add(kb.mul(kb.remu(kb.divu(lane, 8), 2), 8),
-                        kb.remu(lane, 8));
-  Value vTile = kb.divu(lane, 16);
-  Value vSwz = kb.andi(vToken, seven);
-  for (int64_t dp = 0; dp < D / 16; ++dp) {
-    Value chunk = kb.add(vTile, kb.idx(2 * dp));
-    Value col = kb.mul(kb.xori(chunk, vSwz), 8);
-    auto regs = ldmatrixX4(b, tiles, kb.add(vRow0, vToken), col,
-                           /*transpose=*/true);
-    st.acc[2 * dp] =
-        mmaM16N8K16(b, spec.dtype, p, {regs[0], regs[1]}, st.acc[2 * dp]);
-    st.acc[2 * dp + 1] = mmaM16N8K16(b, spec.dtype, p, {regs[2], regs[3]},
-                                     st.acc[2 * dp + 1]);
-  }
+  Value start = tileStart(item, tile);
+  const int64_t half = D / 2, perLane = T * half / 32;
+  auto loop = scf::ForOp::create(b, kb.idx(0), kb.idx(perLane), kb.idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value pairIndex = kb.add(lane, kb.mul(loop.getInductionVar(), 32));
+  Value token = kb.divu(pairIndex, half);
+  Value d0 = kb.remu(pairIndex, half);
+  Value d1 = kb.add(d0, half);
+  Value swz = kb.andi(token, kb.idx(7));
+  auto column = [&](Value d) {
+    return kb.add(kb.mul(kb.xori(kb.divu(d, 8), swz), 8), kb.remu(d, 8));
+  };
+  Value row = kb.add(kRow0, token);
+  Value c0 = column(d0), c1 = column(d1);
+  Type f32 = b.getF32Type();
+  Value x0 = arith::ExtFOp::create(
+      b, f32, memref::LoadOp::create(b, tiles, ValueRange{row, c0}).getResult());
+  Value x1 = arith::ExtFOp::create(
+      b, f32, memref::LoadOp::create(b, tiles, ValueRange{row, c1}).getResult());
+  Value pos = kb.add(start, token);
+  Value y0 = hooks.emitKeyTransform(b, b.getLoc(), x0, x1, d0, pos,
+                                    item.kvHead);
+  Value y1 = hooks.emitKeyTransform(b, b.getLoc(), x1, x0, d1, pos,
+                                    item.kvHead);
+  memref::StoreOp::create(b, arith::TruncFOp::create(b, eltType, y0), tiles,
+                          ValueRange{row, c0});
+  memref::StoreOp::create(b, arith::TruncFOp::create(b, eltType, y1), tiles,
+                          ValueRange{row, c1});
 }
 
 //===----------------------------------------------------------------------===//
 // Main loop
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value> DecodeKernelEmitter::flatten(const SoftmaxState &st) const {
-  SmallVector<Value> values = {st.m[0], st.m[1], st.l[0], st.l[1]};
-  for (const auto &frag : st.acc)
-    values.append(frag.begin(), frag.end());
-  return values;
-}
-
-SoftmaxState DecodeKernelEmitter::unflatten(ValueRange values) const {
-  SoftmaxState st;
-  st.m[0] = values[0], st.m[1] = values[1];
-  st.l[0] = values[2], st.l[1] = values[3];
-  for (int64_t nt = 0; nt < D / 8; ++nt)
-    st.acc.push_back(SmallVector<Value, 4>(values.slice(4 + 4 * nt, 4)));
-  return st;
-}
-
-SoftmaxState DecodeKernelEmitter::emitMainLoop() {
-  SoftmaxState init;
-  init.m[0] = init.m[1] = kb.negInf();
-  init.l[0] = init.l[1] = kb.f32(0.0f);
-  for (int64_t nt = 0; nt < D / 8; ++nt)
-    init.acc.push_back(SmallVector<Value, 4>(4, init.l[0]));
-  SmallVector<Value> initValues = flatten(init);
+SoftmaxState DecodeKernelEmitter::emitMainLoop(const WorkItemValues &item) {
+  SmallVector<Value> initValues = flatten(initialState());
   SmallVector<Type> stateTypes(initValues.size(), b.getF32Type());
 
-  // Warps without tiles (and requests without pages) skip the pipeline, so
-  // no page index is read for an empty request.
-  auto ifOp = scf::IfOp::create(b, stateTypes, kb.sgt(numIters, kb.idx(0)),
-                                /*withElseRegion=*/true);
+  // Warps without tiles (and empty items) skip the pipeline, so no page
+  // index is read for an empty request.
+  auto ifOp =
+      scf::IfOp::create(b, stateTypes, kb.sgt(item.numIters, kb.idx(0)),
+                        /*withElseRegion=*/true);
   b.setInsertionPointToStart(&ifOp.getElseRegion().front());
   scf::YieldOp::create(b, initValues);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
   {
     // Prologue: fill numStages - 1 slots.
     auto tileOf = [&](Value iter) { return kb.add(warp, kb.mul(iter, W)); };
-    SmallVector<Value> ids = loadPageIds(warp);
+    SmallVector<Value> ids = ragged ? SmallVector<Value>{}
+                                    : loadPageIds(item, warp);
     for (int64_t s = 0; s + 1 < S; ++s) {
-      issueTile(tileOf(kb.idx(s)), kb.idx(s), ids);
+      issueTile(item, tileOf(kb.idx(s)), kb.idx(s), ids);
       cpAsyncCommit(b);
-      ids = loadPageIds(tileOf(kb.idx(s + 1)));
+      if (!ragged)
+        ids = loadPageIds(item, tileOf(kb.idx(s + 1)));
     }
 
     SmallVector<Value> loopInit = initValues;
     loopInit.append(ids);
-    auto loop = scf::ForOp::create(b, kb.idx(0), numIters, kb.idx(1),
-                                   loopInit);
+    auto loop =
+        scf::ForOp::create(b, kb.idx(0), item.numIters, kb.idx(1), loopInit);
     b.setInsertionPointToStart(loop.getBody());
     Value it = loop.getInductionVar();
     ValueRange carried = loop.getRegionIterArgs();
@@ -398,13 +320,19 @@ SoftmaxState DecodeKernelEmitter::emitMainLoop() {
     // Refill the slot freed one iteration ago, then fetch the page indices
     // of the tile after it.
     Value ahead = kb.add(it, kb.idx(S - 1));
-    issueTile(tileOf(ahead), kb.remu(ahead, S), carriedIds);
+    issueTile(item, tileOf(ahead), kb.remu(ahead, S), carriedIds);
     cpAsyncCommit(b);
-    SmallVector<Value> nextIds = loadPageIds(tileOf(kb.add(it, kb.idx(S))));
+    SmallVector<Value> nextIds;
+    if (!ragged)
+      nextIds = loadPageIds(item, tileOf(kb.add(it, kb.idx(S))));
 
     cpAsyncWait(b, S - 1);
     syncWarp(b);
-    computeTile(tileOf(it), kb.remu(it, S), st);
+    if (hooks.has(mlir::attn::HookKind::key_transform)) {
+      transformKeys(item, tileOf(it), kb.remu(it, S));
+      syncWarp(b);
+    }
+    computeTile(item, tileOf(it), kb.remu(it, S), st);
     syncWarp(b);
 
     SmallVector<Value> yielded = flatten(st);
@@ -422,104 +350,11 @@ SoftmaxState DecodeKernelEmitter::emitMainLoop() {
   return unflatten(ifOp.getResults());
 }
 
-//===----------------------------------------------------------------------===//
-// Merging the warps
-//===----------------------------------------------------------------------===//
-
-void DecodeKernelEmitter::emitMerge(SoftmaxState &st) {
-  const int64_t rows = hasUpperRows() ? 2 : 1;
-  for (int64_t r = 0; r < rows; ++r)
-    st.l[r] = kb.quadSum(st.l[r]);
-
-  // Every warp is past its main loop before the tiles become merge buffers.
-  gpu::BarrierOp::create(b);
-  auto f32x2 = VectorType::get({2}, b.getF32Type());
-  for (int64_t r = 0; r < rows; ++r) {
-    Value row = kb.add(kb.mul(warp, smem.mergeRows), kb.add(g, r * 8));
-    for (int64_t nt = 0; nt < D / 8; ++nt) {
-      Value pair = vector::FromElementsOp::create(
-          b, f32x2, ValueRange{st.acc[nt][2 * r], st.acc[nt][2 * r + 1]});
-      Value col = kb.add(kb.mul(t, 2), kb.idx(nt * 8));
-      auto store = vector::StoreOp::create(b, pair, merge, ValueRange{row, col});
-      store.setAlignment(8);
-    }
-  }
-  auto leader = scf::IfOp::create(b, kb.eq(t, kb.idx(0)), /*withElse=*/false);
-  b.setInsertionPointToStart(&leader.getThenRegion().front());
-  for (int64_t r = 0; r < rows; ++r) {
-    Value slot = kb.add(kb.mul(warp, 32), kb.add(g, r * 8));
-    memref::StoreOp::create(b, st.m[r], stats, ValueRange{slot});
-    memref::StoreOp::create(b, st.l[r], stats, ValueRange{kb.add(slot, 16)});
-  }
-  b.setInsertionPointAfter(leader);
-  gpu::BarrierOp::create(b);
-
-  // Thread i merges 8 consecutive output elements of item i (row, chunk).
-  const int64_t items = G * (D / 8), threads = W * 32;
-  auto f32x8 = VectorType::get({8}, b.getF32Type());
-  Value negInf = kb.negInf(), zeroF = kb.f32(0.0f);
-  for (int64_t base = 0; base < items; base += threads) {
-    Value item = kb.add(tid, kb.idx(base));
-    scf::IfOp guard;
-    if (base + threads > items) {
-      guard = scf::IfOp::create(b, kb.slt(item, kb.idx(items)), false);
-      b.setInsertionPointToStart(&guard.getThenRegion().front());
-    }
-    Value row = kb.divu(item, D / 8);
-    Value chunk = kb.remu(item, D / 8);
-    SmallVector<Value> mw, lw;
-    Value mMax = negInf;
-    for (int64_t w = 0; w < W; ++w) {
-      Value slot = kb.add(row, kb.idx(w * 32));
-      mw.push_back(memref::LoadOp::create(b, stats, ValueRange{slot}));
-      lw.push_back(memref::LoadOp::create(b, stats,
-                                          ValueRange{kb.add(slot, 16)}));
-      mMax = kb.fmax(mMax, mw.back());
-    }
-    Value mUse = kb.select(kb.foeq(mMax, negInf), zeroF, mMax);
-    Value sum = zeroF;
-    Value acc = arith::ConstantOp::create(
-        b, f32x8, DenseElementsAttr::get(f32x8, b.getF32FloatAttr(0.0f)));
-    for (int64_t w = 0; w < W; ++w) {
-      Value factor = kb.exp2(kb.fsub(mw[w], mUse));
-      sum = kb.fadd(sum, kb.fmul(lw[w], factor));
-      Value mrow = kb.add(row, kb.idx(w * smem.mergeRows));
-      auto part = vector::LoadOp::create(b, f32x8, merge,
-                                         ValueRange{mrow, kb.mul(chunk, 8)});
-      part.setAlignment(16);
-      Value splat = vector::BroadcastOp::create(b, f32x8, factor);
-      acc = arith::AddFOp::create(b, acc,
-                                  arith::MulFOp::create(b, part, splat));
-    }
-    Value nonEmpty = kb.fogt(sum, zeroF);
-    Value inv = kb.select(nonEmpty, kb.fdiv(kb.f32(1.0f), sum), zeroF);
-    acc = arith::MulFOp::create(b, acc,
-                                vector::BroadcastOp::create(b, f32x8, inv));
-    Value narrow = arith::TruncFOp::create(
-        b, VectorType::get({8}, eltType), acc);
-    Value head = kb.add(kb.mul(batch, spec.numQoHeads),
-                        kb.add(kb.mul(kvHead, G), row));
-    Value outIndex = kb.add(kb.mul(head, D), kb.mul(chunk, 8));
-    auto store = vector::StoreOp::create(b, narrow, out, ValueRange{outIndex});
-    store.setAlignment(16);
-
-    auto first = scf::IfOp::create(b, kb.eq(chunk, kb.idx(0)), false);
-    b.setInsertionPointToStart(&first.getThenRegion().front());
-    Value lseValue =
-        kb.select(nonEmpty, kb.fadd(mMax, kb.log2(sum)), negInf);
-    memref::StoreOp::create(b, lseValue, lse, ValueRange{head});
-    b.setInsertionPointAfter(first);
-    if (guard)
-      b.setInsertionPointAfter(guard);
-  }
-}
-
-void DecodeKernelEmitter::emit(gpu::GPUFuncOp func) {
+void DecodeKernelEmitter::emit(gpu::GPUFuncOp func,
+                               ArrayRef<mlir::attn::VariantOp> variants) {
   b.setInsertionPointToStart(&func.getBody().front());
-  emitSetup(func);
-  loadQueryFragments();
-  SoftmaxState st = emitMainLoop();
-  emitMerge(st);
+  emitSetup(func, variants);
+  emitWorkLoop();
   gpu::ReturnOp::create(b);
 }
 
@@ -527,60 +362,181 @@ void DecodeKernelEmitter::emit(gpu::GPUFuncOp func) {
 // Entry points
 //===----------------------------------------------------------------------===//
 
-LogicalResult attn::buildDecodeKernel(ModuleOp module,
-                                      const DecodeKernelSpec &spec,
-                                      StringRef gpuModuleName) {
-  if (llvm::Error err = spec.validate())
-    return module.emitError("invalid decode kernel spec: ")
-           << llvm::toString(std::move(err));
-  MLIRContext *ctx = module.getContext();
+/// Kernel-argument kind of a variant parameter type ("f32", "i32", "ptr").
+static FailureOr<std::string> getParamKind(Type type) {
+  if (type.isF32())
+    return std::string("f32");
+  if (type.isInteger(32) || type.isInteger(1))
+    return std::string("i32");
+  if (auto memref = dyn_cast<MemRefType>(type);
+      memref && memref.getRank() == 1 && memref.getElementType().isF32())
+    return std::string("ptr");
+  return failure();
+}
+
+static FailureOr<SmallVector<VariantParamArg>>
+getVariantParamArgsImpl(ArrayRef<mlir::attn::VariantOp> variants) {
+  SmallVector<VariantParamArg> result;
+  llvm::StringSet<> seen;
+  for (mlir::attn::VariantOp variant : variants) {
+    for (auto param :
+         variant.getParams().getAsRange<mlir::attn::ParamAttr>()) {
+      FailureOr<std::string> kind = getParamKind(param.getType());
+      if (failed(kind))
+        return variant.emitOpError()
+               << "parameter '" << param.getName()
+               << "' has a type no kernel argument carries: "
+               << param.getType();
+      // Two variants may name a parameter alike; the second is qualified.
+      std::string name = param.getName().str();
+      if (!seen.insert(name).second)
+        name = (variant.getSymName() + "_" + name).str();
+      seen.insert(name);
+      result.push_back({name, *kind, param.getType()});
+    }
+  }
+  return result;
+}
+
+/// The flat global memref standing for a device buffer of `type`.
+static MemRefType getFlatBuffer(MLIRContext *ctx, Type type) {
+  auto global = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Global);
+  return MemRefType::get({kFlatExtent}, type, MemRefLayoutAttrInterface{},
+                         global);
+}
+
+/// Finds or creates `gpu.module @name` in `module`.
+static gpu::GPUModuleOp getOrCreateGPUModule(ModuleOp module, OpBuilder &b,
+                                             StringRef name) {
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  return gpu::GPUModuleOp::create(b, module.getLoc(), name);
+}
+
+static void loadKernelDialects(MLIRContext *ctx) {
   ctx->loadDialect<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
                    math::MathDialect, memref::MemRefDialect,
                    nvgpu::NVGPUDialect, scf::SCFDialect,
                    vector::VectorDialect>();
   loadNVVMDialect(ctx);
-  ImplicitLocOpBuilder b(module.getLoc(), ctx);
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-
-  auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(gpuModuleName);
-  if (!gpuModule) {
-    b.setInsertionPointToEnd(module.getBody());
-    gpuModule = gpu::GPUModuleOp::create(b, gpuModuleName);
-  }
-  std::string name = spec.getKernelName();
-  if (gpuModule.lookupSymbol(name))
-    return module.emitError("kernel '") << name << "' already exists";
-
-  Type elt = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                             : Type(b.getF16Type());
-  auto global = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Global);
-  auto flat = [&](Type type) {
-    return MemRefType::get({kFlatExtent}, type, MemRefLayoutAttrInterface{},
-                           global);
-  };
-  Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  SmallVector<Type> argTypes = {flat(elt), flat(elt), flat(elt), flat(i32),
-                                flat(i32), flat(i32), flat(elt), flat(f32),
-                                f32};
-  b.setInsertionPointToEnd(gpuModule.getBody());
-  auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(spec.numWarps * 32), 1, 1}));
-  setOccupancyHints(func, spec.minCTAsPerSM);
-  KernelLaunchInfo info = getDecodeLaunchInfo(spec);
-  for (auto [i, arg] : llvm::enumerate(info.args))
-    func.setArgAttr(i, "attn.name", b.getStringAttr(arg.name));
-
-  DecodeKernelEmitter(b, spec).emit(func);
-  return success();
 }
 
-void attn::registerKernelGenDialects(DialectRegistry &registry) {
+/// Creates the kernel function `info` describes; argument types follow the
+/// kinds and element types of its arguments.
+static gpu::GPUFuncOp createKernelFunc(ImplicitLocOpBuilder &b,
+                                       gpu::GPUModuleOp gpuModule,
+                                       const KernelLaunchInfo &info,
+                                       Type eltType, int64_t minCTAsPerSM) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Type> argTypes;
+  for (const KernelArg &arg : info.args) {
+    if (arg.kind == "ptr") {
+      Type elt = arg.elementType == "i32"   ? Type(b.getI32Type())
+                 : arg.elementType == "f32" ? Type(b.getF32Type())
+                                            : eltType;
+      argTypes.push_back(getFlatBuffer(ctx, elt));
+    } else {
+      argTypes.push_back(arg.kind == "f32" ? Type(b.getF32Type())
+                                           : Type(b.getI32Type()));
+    }
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  auto func = gpu::GPUFuncOp::create(b, info.kernelName,
+                                     b.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(info.blockDimX), 1, 1}));
+  setOccupancyHints(func, minCTAsPerSM);
+  for (auto [i, arg] : llvm::enumerate(info.args))
+    func.setArgAttr(i, "attn.name", b.getStringAttr(arg.name));
+  return func;
+}
+
+static FailureOr<std::string>
+buildDecodeKernelImpl(ModuleOp module, const DecodeKernelSpec &spec,
+                        ArrayRef<mlir::attn::VariantOp> variants,
+                        StringRef gpuModuleName) {
+  if (llvm::Error err = spec.validate())
+    return module.emitError("invalid decode kernel spec: ")
+           << llvm::toString(std::move(err));
+  MLIRContext *ctx = module.getContext();
+  loadKernelDialects(ctx);
+  FailureOr<SmallVector<VariantParamArg>> params =
+      getVariantParamArgsImpl(variants);
+  if (failed(params))
+    return failure();
+
+  ImplicitLocOpBuilder b(module.getLoc(), ctx);
+  gpu::GPUModuleOp gpuModule = getOrCreateGPUModule(module, b, gpuModuleName);
+  std::string name = spec.getKernelName();
+  if (gpuModule.lookupSymbol(name))
+    return name; // Identical specs generate identical kernels.
+
+  SmallVector<std::pair<std::string, std::string>> paramKinds;
+  for (const VariantParamArg &p : *params)
+    paramKinds.push_back({p.name, p.kind});
+  KernelLaunchInfo info = getDecodeLaunchInfo(spec, paramKinds);
+  Type elt = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
+                                             : Type(b.getF16Type());
+  gpu::GPUFuncOp func =
+      createKernelFunc(b, gpuModule, info, elt, spec.minCTAsPerSM);
+  // The declared type of each parameter argument (an i1 travels as i32, a
+  // memref<?xf32> table as a flat f32 buffer the cloned hook loads from).
+  size_t firstParam = info.args.size() - params->size();
+  for (auto [i, p] : llvm::enumerate(*params))
+    func.setArgAttr(firstParam + i, "attn.param_type", TypeAttr::get(p.type));
+  DecodeKernelEmitter(b, spec).emit(func, variants);
+  return name;
+}
+
+static FailureOr<std::string> buildMergeKernelImpl(ModuleOp module,
+                                              const MergeKernelSpec &spec,
+                                              StringRef gpuModuleName) {
+  if (llvm::Error err = spec.validate())
+    return module.emitError("invalid merge kernel spec: ")
+           << llvm::toString(std::move(err));
+  MLIRContext *ctx = module.getContext();
+  loadKernelDialects(ctx);
+  ImplicitLocOpBuilder b(module.getLoc(), ctx);
+  gpu::GPUModuleOp gpuModule = getOrCreateGPUModule(module, b, gpuModuleName);
+  std::string name = spec.getKernelName();
+  if (gpuModule.lookupSymbol(name))
+    return name;
+  KernelLaunchInfo info = getMergeLaunchInfo(spec);
+  Type elt = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
+                                             : Type(b.getF16Type());
+  gpu::GPUFuncOp func = createKernelFunc(b, gpuModule, info, elt, 0);
+  emitMergeKernelBody(b, func, spec);
+  return name;
+}
+
+void ::attn::registerKernelGenDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
                   math::MathDialect, memref::MemRefDialect,
                   nvgpu::NVGPUDialect, scf::SCFDialect,
-                  vector::VectorDialect>();
+                  vector::VectorDialect, mlir::attn::AttnDialect>();
   insertNVVMDialect(registry);
 }
+
+namespace attn {
+FailureOr<SmallVector<VariantParamArg>>
+getVariantParamArgs(ArrayRef<mlir::attn::VariantOp> variants) {
+  return getVariantParamArgsImpl(variants);
+}
+FailureOr<std::string> buildDecodeKernel(ModuleOp module,
+                                         const DecodeKernelSpec &spec,
+                                         ArrayRef<mlir::attn::VariantOp> variants,
+                                         StringRef gpuModuleName) {
+  return buildDecodeKernelImpl(module, spec, variants, gpuModuleName);
+}
+FailureOr<std::string> buildMergeKernel(ModuleOp module,
+                                        const MergeKernelSpec &spec,
+                                        StringRef gpuModuleName) {
+  return buildMergeKernelImpl(module, spec, gpuModuleName);
+}
+} // namespace attn

@@ -47,13 +47,36 @@ llvm::Expected<KVLayout> attn::parseLayout(llvm::StringRef text) {
                            text.str().c_str());
 }
 
+int64_t DecodeKernelSpec::getGqaPack() const {
+  if (gqaPack > 0)
+    return gqaPack;
+  int64_t pack = 1;
+  while (groupSize() % (pack * 2) == 0 && pack * 2 <= kTileRows)
+    pack *= 2;
+  return pack;
+}
+
 std::string DecodeKernelSpec::getKernelName() const {
   if (!kernelName.empty())
     return kernelName;
-  return formatv("attn_decode_{0}_d{1}_g{2}_p{3}_{4}_w{5}_s{6}",
-                 stringifyDType(dtype), headDim, groupSize(), pageSize,
-                 stringifyLayout(layout).lower(), numWarps, numStages)
-      .str();
+  std::string kv = indexing == KVIndexingKind::Ragged
+                       ? std::string("ragged")
+                       : formatv("p{0}", pageSize).str();
+  std::string name =
+      formatv("attn_decode_{0}_d{1}_h{2}x{3}_{4}_{5}_k{6}_w{7}_s{8}",
+              stringifyDType(dtype), headDim, numQoHeads, numKVHeads, kv,
+              stringifyLayout(layout).lower(), getGqaPack(), numWarps,
+              numStages)
+          .str();
+  for (const std::string &variant : variantNames)
+    name += "_" + variant;
+  return name;
+}
+
+std::string MergeKernelSpec::getKernelName() const {
+  if (!kernelName.empty())
+    return kernelName;
+  return formatv("attn_merge_{0}_d{1}", stringifyDType(dtype), headDim).str();
 }
 
 /// Parses the number of "sm_NN[a]"; returns 0 when malformed.
@@ -78,10 +101,17 @@ llvm::Error DecodeKernelSpec::validate() const {
     return createStringError(
         "num_qo_heads (%lld) must be a multiple of num_kv_heads (%lld)",
         (long long)numQoHeads, (long long)numKVHeads);
-  if (groupSize() > 16)
-    return createStringError("GQA group size %lld is above 16, the rows of "
-                             "one tensor-core tile",
-                             (long long)groupSize());
+  int64_t pack = getGqaPack();
+  if (pack < 1 || pack > kTileRows || groupSize() % pack != 0)
+    return createStringError("gqa_pack (%lld) must divide the GQA group size "
+                             "(%lld) and be at most %lld",
+                             (long long)pack, (long long)groupSize(),
+                             (long long)kTileRows);
+  if (indexing == KVIndexingKind::Ragged && layout != KVLayout::NHD)
+    return createStringError("ragged KV is supported in the NHD layout only");
+  if (kvTile < 1 || costPerItem < 0 || costPerKVToken < 1)
+    return createStringError("kv_tile and cost_per_kv_token must be >= 1, "
+                             "cost_per_item >= 0");
   bool pow2 = pageSize > 0 && (pageSize & (pageSize - 1)) == 0;
   if (!pow2 || pageSize > 1024)
     return createStringError("page_size must be a power of two in [1, 1024], "
@@ -115,7 +145,7 @@ DecodeSmemLayout attn::getDecodeSmemLayout(const DecodeKernelSpec &spec) {
   const int64_t eltBytes = 2;
   layout.kvBytes = spec.numWarps * spec.numStages * 2 *
                    DecodeKernelSpec::kTileTokens * spec.headDim * eltBytes;
-  layout.mergeRows = spec.groupSize() <= 8 ? 8 : 16;
+  layout.mergeRows = DecodeKernelSpec::kTileRows;
   // Four floats of padding make the fragment stores bank-conflict free.
   layout.mergeRowStride = spec.headDim + 4;
   layout.mergeBytes =
@@ -125,27 +155,79 @@ DecodeSmemLayout attn::getDecodeSmemLayout(const DecodeKernelSpec &spec) {
   return layout;
 }
 
-KernelLaunchInfo attn::getDecodeLaunchInfo(const DecodeKernelSpec &spec) {
+llvm::Error MergeKernelSpec::validate() const {
+  if (headDim != 64 && headDim != 128 && headDim != 256)
+    return createStringError("head_dim must be 64, 128 or 256, got %lld",
+                             (long long)headDim);
+  if (numWarps < 1 || numWarps > 32)
+    return createStringError("num_warps must be in [1, 32], got %lld",
+                             (long long)numWarps);
+  if (getSMNumber(chip) < 80)
+    return createStringError("the merge kernel needs sm_80 or newer, got %s",
+                             chip.c_str());
+  return llvm::Error::success();
+}
+
+KernelLaunchInfo
+attn::getDecodeLaunchInfo(const DecodeKernelSpec &spec,
+                          llvm::ArrayRef<std::pair<std::string, std::string>>
+                              params) {
   KernelLaunchInfo info;
   info.kernelName = spec.getKernelName();
   info.blockDimX = spec.numWarps * 32;
-  info.gridX = "num_kv_heads";
-  info.gridY = "batch";
+  info.gridX = "num_ctas";
+  info.gridY = "1";
   info.dynamicSharedMemBytes = getDecodeSmemLayout(spec).totalBytes;
   std::string dt = stringifyDType(spec.dtype).str();
-  std::string cache = spec.layout == KVLayout::NHD
-                          ? "[num_pages, page_size, num_kv_heads, head_dim]"
-                          : "[num_pages, num_kv_heads, page_size, head_dim]";
+  bool ragged = spec.indexing == KVIndexingKind::Ragged;
+  std::string cache =
+      ragged ? "[tokens, num_kv_heads, head_dim]"
+      : spec.layout == KVLayout::NHD
+          ? "[num_pages, page_size, num_kv_heads, head_dim]"
+          : "[num_pages, num_kv_heads, page_size, head_dim]";
   info.args = {
-      {"q", "ptr", dt, "[batch, num_qo_heads, head_dim]"},
+      {"cta_indptr", "ptr", "i32", "[max_ctas + 1]"},
+      {"work_items", "ptr", "i32", "[max_items, 8]"},
+      {"partial_o", "ptr", "f32", "[max_slots, slot_rows, head_dim]"},
+      {"partial_lse", "ptr", "f32", "[max_slots, slot_rows]"},
+      {"slot_rows", "i32", "", ""},
+      {"q", "ptr", dt, "[total_q_rows, num_qo_heads, head_dim]"},
       {"k_cache", "ptr", dt, cache},
       {"v_cache", "ptr", dt, cache},
+      {"o", "ptr", dt, "[total_q_rows, num_qo_heads, head_dim]"},
+      {"lse", "ptr", "f32", "[total_q_rows, num_qo_heads]"},
+      {"qo_indptr", "ptr", "i32", "[batch + 1]"},
       {"kv_indptr", "ptr", "i32", "[batch + 1]"},
-      {"kv_indices", "ptr", "i32", "[kv_indptr[batch]]"},
-      {"kv_last_page_len", "ptr", "i32", "[batch]"},
-      {"out", "ptr", dt, "[batch, num_qo_heads, head_dim]"},
-      {"lse", "ptr", "f32", "[batch, num_qo_heads]"},
-      {"sm_scale", "f32", "", ""},
+  };
+  if (!ragged) {
+    info.args.push_back({"kv_indices", "ptr", "i32", "[kv_indptr[batch]]"});
+    info.args.push_back({"kv_last_len", "ptr", "i32", "[batch]"});
+  }
+  info.args.push_back({"sm_scale", "f32", "", ""});
+  for (const auto &[name, kind] : params)
+    info.args.push_back(
+        {name, kind, kind == "ptr" ? "f32" : "", kind == "ptr" ? "[num_qo_heads]" : ""});
+  return info;
+}
+
+KernelLaunchInfo attn::getMergeLaunchInfo(const MergeKernelSpec &spec) {
+  KernelLaunchInfo info;
+  info.kernelName = spec.getKernelName();
+  info.blockDimX = spec.numWarps * 32;
+  info.gridX = "merge_ctas";
+  info.gridY = "1";
+  info.dynamicSharedMemBytes = 0;
+  std::string dt = stringifyDType(spec.dtype).str();
+  info.args = {
+      {"plan", "ptr", "i32", "[plan words]"},
+      {"merge_indptr", "ptr", "i32", "[max_merge_units + 1]"},
+      {"merge_units", "ptr", "i32", "[max_merge_units, 4]"},
+      {"partial_o", "ptr", "f32", "[max_slots, slot_rows, head_dim]"},
+      {"partial_lse", "ptr", "f32", "[max_slots, slot_rows]"},
+      {"slot_rows", "i32", "", ""},
+      {"o", "ptr", dt, "[total_q_rows, num_qo_heads, head_dim]"},
+      {"lse", "ptr", "f32", "[total_q_rows, num_qo_heads]"},
+      {"qo_indptr", "ptr", "i32", "[batch + 1]"},
   };
   return info;
 }

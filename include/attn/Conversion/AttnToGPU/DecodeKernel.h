@@ -1,20 +1,25 @@
-//===- DecodeKernel.h - Generated paged-KV decode attention -----*- C++ -*-===//
+//===- DecodeKernel.h - Generated split-KV decode attention -----*- C++ -*-===//
 //
 // Part of the attn project.
 //
 //===----------------------------------------------------------------------===//
 //
 // Builds, with MLIR builders and upstream dialects only (gpu, nvgpu, nvvm,
-// vector, scf, arith, memref, math), a gpu.module holding a paged-KV batch
-// decode attention kernel for a DecodeKernelSpec. The kernel's arguments and
-// launch shape are those of getDecodeLaunchInfo (KernelSpec.h):
+// vector, scf, arith, memref, math), the kernels of decode attention on the
+// planner's work list (attn/Runtime/Plan.h, docs/Manifest.md):
 //
-//   kernel(q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len,
-//          out, lse, sm_scale)         grid (num_kv_heads, batch)
+//   attention  persistent, grid = plan.num_ctas, one CTA walks its work
+//              items; arguments as getDecodeLaunchInfo lists them:
+//              cta_indptr, work_items, partial_o, partial_lse, slot_rows,
+//              q, k_cache, v_cache, o, lse, qo_indptr, kv_indptr,
+//              [kv_indices, kv_last_len,] sm_scale, <variant parameters>
+//   merge      grid-strided over the plan's merge units: plan,
+//              merge_indptr, merge_units, partial_o, partial_lse,
+//              slot_rows, o, lse, qo_indptr
 //
 // Every buffer is a bare device pointer (lowered with the bare-pointer memref
-// calling convention); sm_scale is an f32. LSE is base 2; a request with no
-// keys yields output 0 and LSE -inf.
+// calling convention); scalars are i32/f32. LSE is base 2; a row with no
+// visible key yields output 0 and LSE -inf (or the sink's LSE).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,27 +27,44 @@
 #define ATTN_CONVERSION_ATTNTOGPU_DECODEKERNEL_H
 
 #include "attn/Conversion/AttnToGPU/KernelSpec.h"
+#include "attn/Dialect/Attn/IR/Attn.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
 namespace mlir {
 class DialectRegistry;
-namespace gpu {
-class GPUModuleOp;
-} // namespace gpu
 } // namespace mlir
 
 namespace attn {
 
-/// Appends `gpu.module @<gpuModuleName>` with the decode kernel for `spec` to
-/// `module` (creating the gpu.module if absent, so several kernels can share
-/// one) and marks `module` as a GPU container. An invalid spec is reported
-/// as an error at `module`'s location and nothing is built.
-mlir::LogicalResult buildDecodeKernel(mlir::ModuleOp module,
-                                      const DecodeKernelSpec &spec,
-                                      llvm::StringRef gpuModuleName =
-                                          "attn_kernels");
+/// A variant parameter as a kernel argument: its (unique) argument name,
+/// kind ("f32", "i32" or "ptr" for a memref<?xf32> table) and declared type.
+struct VariantParamArg {
+  std::string name;
+  std::string kind;
+  mlir::Type type;
+};
+
+/// The kernel arguments `variants`' parameters become, in order. Fails,
+/// with a diagnostic on the variant, on a type no argument can carry.
+mlir::FailureOr<llvm::SmallVector<VariantParamArg>>
+getVariantParamArgs(llvm::ArrayRef<mlir::attn::VariantOp> variants);
+
+/// Appends the decode kernel for `spec`, with the hooks of `variants`
+/// inlined, to `gpu.module @<gpuModuleName>` in `module` (created if absent;
+/// `module` becomes a GPU container). Returns the kernel's symbol; a kernel
+/// of that name already there is reused (identical specs, identical
+/// kernels). An invalid spec is reported at `module` and nothing is built.
+mlir::FailureOr<std::string>
+buildDecodeKernel(mlir::ModuleOp module, const DecodeKernelSpec &spec,
+                  llvm::ArrayRef<mlir::attn::VariantOp> variants = {},
+                  llvm::StringRef gpuModuleName = "attn_kernels");
+
+/// Appends the LSE merge kernel for `spec` (deduplicated by name likewise).
+mlir::FailureOr<std::string>
+buildMergeKernel(mlir::ModuleOp module, const MergeKernelSpec &spec,
+                 llvm::StringRef gpuModuleName = "attn_kernels");
 
 /// Registers every dialect the generated kernels are built from.
 void registerKernelGenDialects(mlir::DialectRegistry &registry);

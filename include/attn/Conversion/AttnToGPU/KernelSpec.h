@@ -38,12 +38,19 @@ llvm::StringRef stringifyLayout(KVLayout layout);
 llvm::Expected<KernelDType> parseDType(llvm::StringRef text);
 llvm::Expected<KVLayout> parseLayout(llvm::StringRef text);
 
-/// A paged-KV batch decode kernel: one query token per request, all query
-/// heads of a GQA group packed as the rows of one tensor-core tile.
+/// How the generated kernels find a request's keys (the `#attn.bsr`
+/// indexing).
+enum class KVIndexingKind { Paged, Ragged };
+
+/// A persistent split-KV decode attention kernel on the planner's work list
+/// (attn/Runtime/Plan.h): grid = plan.num_ctas, each CTA walks its work items;
+/// an item is up to 16 packed rows (token * gqaPack + head % gqaPack) of one
+/// (request, head group) against one KV range of the request.
 ///
 /// The KV cache is a block-sparse-row matrix with block_cols = pageSize: the
 /// pages of request b are kv_indices[kv_indptr[b] .. kv_indptr[b+1]), and the
-/// last one holds kv_last_page_len[b] tokens (1..pageSize).
+/// last one holds kv_last_len[b] tokens (1..pageSize). Ragged KV (NHD only)
+/// is token rows kv_indptr[b] .. kv_indptr[b+1] of [tokens, Hkv, D].
 struct DecodeKernelSpec {
   int64_t headDim = 128;
   int64_t numQoHeads = 32;
@@ -51,13 +58,25 @@ struct DecodeKernelSpec {
   int64_t pageSize = 16;
   KernelDType dtype = KernelDType::BF16;
   KVLayout layout = KVLayout::NHD;
+  KVIndexingKind indexing = KVIndexingKind::Paged;
+  /// Query heads packed as rows per KV head (P, divides the group size);
+  /// 0 packs the whole group when it fits the 16 rows of a tile.
+  int64_t gqaPack = 0;
+  /// Keys per planner granule (manifest `tile.kv`): KV chunks split on
+  /// multiples of it. The kernel itself steps 16 keys per warp.
+  int64_t kvTile = 64;
+  /// Planner cost model (manifest `cost`): an item over n keys costs
+  /// costPerItem + n * costPerKVToken.
+  int64_t costPerItem = 128;
+  int64_t costPerKVToken = 1;
   /// Target SM ("sm_80", "sm_90", "sm_90a", ...); the kernel needs sm_80+
   /// (bf16 mma.sync, cp.async). Tile choices may depend on it later.
   std::string chip = "sm_90";
 
   /// Warps per CTA (3 measured best for D1 on the H200: 4 CTAs/SM fit in
-  /// shared memory with 2 stages, 168 registers, no spills); each warp walks its own share of the request's KV tiles
-  /// with its own online softmax, and the warps merge once at the end.
+  /// shared memory with 2 stages); each warp walks its own share of the
+  /// item's KV tiles with its own online softmax, and the warps merge once
+  /// at the end of the item.
   int64_t numWarps = 3;
   /// cp.async pipeline depth per warp (tiles of 16 tokens in shared memory).
   int64_t numStages = 2;
@@ -65,18 +84,43 @@ struct DecodeKernelSpec {
   /// allocator must allow (`.minnctapersm`); 0 leaves it to ptxas.
   int64_t minCTAsPerSM = 4;
 
+  /// Names of the variants whose hooks the kernel inlines, in application
+  /// order (part of the kernel's identity; the hooks themselves are passed
+  /// to buildDecodeKernel as attn.variant ops).
+  llvm::SmallVector<std::string> variantNames;
+
   /// Symbol of the gpu.func; empty derives one from the parameters.
   std::string kernelName;
 
   /// Tokens per tensor-core tile: the unit a warp loads and computes.
   static constexpr int64_t kTileTokens = 16;
+  /// Packed query rows per work item (the planner's q_rows).
+  static constexpr int64_t kTileRows = 16;
 
   /// Number of query heads per KV head.
   int64_t groupSize() const { return numQoHeads / numKVHeads; }
+  /// gqaPack, or the default (the whole group, if it fits 16 rows).
+  int64_t getGqaPack() const;
   /// The kernel's name (kernelName, or a derived one such as
-  /// `attn_decode_bf16_d128_g4_p16_nhd_w4_s2`).
+  /// `attn_decode_bf16_d128_g4_p16_nhd_w3_s2`).
   std::string getKernelName() const;
   /// Checks every field; the message names the offending one.
+  llvm::Error validate() const;
+};
+
+/// The LSE merge kernel of split KV (manifest role "merge"): grid-strided
+/// over the plan's merge units, it combines partial outputs (f32) and LSEs
+/// into o/lse of `dtype`. Head counts and gqa_pack are read from the plan
+/// header, so one kernel serves every head configuration of its head_dim.
+struct MergeKernelSpec {
+  int64_t headDim = 128;
+  KernelDType dtype = KernelDType::BF16;
+  int64_t numWarps = 4;
+  std::string chip = "sm_90";
+  std::string kernelName;
+
+  /// `attn_merge_bf16_d128` unless kernelName is set.
+  std::string getKernelName() const;
   llvm::Error validate() const;
 };
 
@@ -97,8 +141,8 @@ struct KernelLaunchInfo {
   std::string kernelName;
   /// Threads per CTA (x only).
   int64_t blockDimX = 0;
-  /// Grid as a function of the problem: grid.x = gridX, grid.y = gridY, each
-  /// one of "num_kv_heads", "batch" or a number.
+  /// Grid as a function of the plan: "num_ctas" (attention) or
+  /// "merge_ctas" (merge), and "1".
   std::string gridX, gridY;
   /// Dynamic shared memory in bytes (set cuFuncSetAttribute's
   /// MAX_DYNAMIC_SHARED_SIZE_BYTES when above 48 KiB).
@@ -106,15 +150,21 @@ struct KernelLaunchInfo {
   llvm::SmallVector<KernelArg> args;
 };
 
-/// The launch contract of the decode kernel generated for `spec`.
-KernelLaunchInfo getDecodeLaunchInfo(const DecodeKernelSpec &spec);
+/// The launch contract of the decode kernel generated for `spec`: grid
+/// "num_ctas", the work-list arguments of docs/Manifest.md, then the
+/// variants' runtime parameters (`params`: name and kind, in order).
+KernelLaunchInfo getDecodeLaunchInfo(
+    const DecodeKernelSpec &spec,
+    llvm::ArrayRef<std::pair<std::string, std::string>> params = {});
+/// The launch contract of the merge kernel.
+KernelLaunchInfo getMergeLaunchInfo(const MergeKernelSpec &spec);
 
 /// Shared-memory plan of the decode kernel, in bytes from the start of the
 /// dynamic shared memory.
 struct DecodeSmemLayout {
   /// K/V tiles: [warp][stage][K|V][16 tokens][head_dim] elements, XOR-swizzled
   /// in 16-byte chunks. Reused after the main loop for the per-warp outputs
-  /// [warp][mergeRows][head_dim + 4] f32.
+  /// [warp][16][head_dim + 4] f32.
   int64_t kvBytes = 0, mergeBytes = 0;
   int64_t mergeRows = 0, mergeRowStride = 0;
   /// Per-warp running max and sum: [warp][2][16] f32, after the tiles.

@@ -1,0 +1,489 @@
+//===- Compiler.cpp - C API of the attn compiler ---------------------------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// attn IR text in, PTX / cubin + manifest out, with every diagnostic captured
+// as text. The stages, each timed:
+//
+//   1. parse      the text in a fresh MLIRContext (attn + upstream dialects);
+//                 diagnostics print as `attn.mlir:LINE:COL: error: ...`
+//   2. verify     the dialect's verifiers (hook signatures, heads, formats)
+//   3. prepare    buildAttnPreparePipeline: variant expansion, cascade
+//                 decomposition, tile selection, GQA packing
+//   4. codegen    the kernel generator. convert-attn-to-gpu once it is built
+//                 (ATTN_CAPI_HAVE_ATTN_TO_GPU); until then the stop-gap is
+//                 the decode generator (buildDecodeKernel: persistent
+//                 split-KV decode with the variants' hooks inlined, plus
+//                 buildMergeKernel), which covers paged decode (one view,
+//                 block_rows = 1, no custom mask) and reports anything else
+//                 as Unsupported.
+//   5. target     compileGPUModules: NVVM, PTX, ptxas (lower-to-nvvm,
+//                 llvm-to-ptx, ptxas)
+//
+// Nothing here throws across the C boundary or lets LLVM abort on user
+// input: target options are validated first, and exceptions (none expected,
+// LLVM is built without them) are caught defensively.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-c/Compiler.h"
+
+#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
+#include "attn/Conversion/AttnToGPU/VariantHooks.h"
+#include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/InitAllDialects.h"
+#include "attn/Target/KernelManifest.h"
+#include "attn/Target/Serialization.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+
+/// Bumped whenever generated code can change for the same input; it is part
+/// of every kernel-cache key (python/attn/cache.py).
+#define ATTN_COMPILER_VERSION_NUMBER "0.1.0"
+
+struct attnCompilerResult {
+  attnCompilerStatus status = ATTN_COMPILER_OK;
+  std::string diagnostics, ir, ptx, manifest, generator;
+  std::vector<char> cubin;
+  std::vector<std::pair<std::string, double>> stages;
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
+
+/// One compilation: a context whose diagnostics go into `result`.
+class Session {
+public:
+  explicit Session(attnCompilerResult &result)
+      : result(result), os(result.diagnostics) {
+    DialectRegistry registry;
+    mlir::attn::registerAllDialects(registry);
+    ::attn::registerKernelGenDialects(registry);
+    ::attn::registerTargetDialectsAndInterfaces(registry);
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+    context.printOpOnDiagnostic(false);
+    handler = std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr,
+                                                           &context, os);
+  }
+
+  attnCompilerStatus fail(attnCompilerStatus status,
+                          const llvm::Twine &message = "") {
+    if (!message.isTriviallyEmpty())
+      os << "error: " << message << "\n";
+    return result.status = status;
+  }
+
+  /// Stages 1 and 2.
+  OwningOpRef<ModuleOp> parse(const char *text, attnCompilerStatus &status) {
+    auto start = Clock::now();
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(text, "attn.mlir"), llvm::SMLoc());
+    ParserConfig config(&context, /*verifyAfterParse=*/false);
+    OwningOpRef<ModuleOp> module =
+        parseSourceFile<ModuleOp>(sourceMgr, config);
+    result.stages.push_back({"parse", msSince(start)});
+    if (!module) {
+      status = fail(ATTN_COMPILER_PARSE_ERROR);
+      return nullptr;
+    }
+    start = Clock::now();
+    if (failed(verify(*module))) {
+      status = fail(ATTN_COMPILER_VERIFY_ERROR);
+      return nullptr;
+    }
+    result.stages.push_back({"verify", msSince(start)});
+    status = ATTN_COMPILER_OK;
+    return module;
+  }
+
+  MLIRContext context{MLIRContext::Threading::DISABLED};
+  llvm::SourceMgr sourceMgr;
+  attnCompilerResult &result;
+  llvm::raw_string_ostream os;
+  std::unique_ptr<SourceMgrDiagnosticHandler> handler;
+};
+
+/// The stop-gap generator: a DecodeKernelSpec for each prepared decode
+/// attention, or Unsupported naming what the stop-gap cannot do.
+attnCompilerStatus stopGapDecode(Session &s, ModuleOp module,
+                                 const ::attn::NVPTXOptions &target,
+                                 ModuleOp kernels, llvm::json::Array &entries) {
+  SmallVector<mlir::attn::AttentionOp> ops;
+  module.walk([&](mlir::attn::AttentionOp op) { ops.push_back(op); });
+  if (ops.empty())
+    return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
+                  "the module holds no attn.attention to compile");
+  bool hasMerge = false;
+  module.walk([&](mlir::attn::MergeStatesOp) { hasMerge = true; });
+  if (hasMerge)
+    return s.fail(ATTN_COMPILER_UNSUPPORTED,
+                  "attn.merge_states (cascade) needs convert-attn-to-gpu, "
+                  "which is not built into this compiler yet");
+  for (mlir::attn::AttentionOp op : ops) {
+    auto unsupported = [&](const llvm::Twine &what) {
+      op.emitError() << "not supported by the stop-gap decode generator "
+                        "(convert-attn-to-gpu is not built into this "
+                        "compiler yet): "
+                     << what;
+      return s.fail(ATTN_COMPILER_UNSUPPORTED);
+    };
+    SmallVector<mlir::attn::BsrAttr> views = op.getViews();
+    if (views.size() != 1 || !views[0].isPaged() ||
+        views[0].getBlockRows() != 1 || views[0].getBlockCols() == 1)
+      return unsupported("only paged decode (one #attn.bsr view, block_rows "
+                         "= 1, block_cols = page size > 1); prefill and "
+                         "ragged KV need convert-attn-to-gpu");
+    if (op.getMask())
+      return unsupported("custom masks");
+    SmallVector<mlir::attn::VariantOp> variants;
+    if (failed(mlir::attn::VariantHooks::resolve(op, variants)))
+      return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
+    auto params = ::attn::getVariantParamArgs(variants);
+    if (failed(params))
+      return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
+    ::attn::DecodeKernelSpec spec;
+    spec.headDim = op.getHeadDim();
+    spec.numQoHeads = op.getNumQoHeads();
+    spec.numKVHeads = op.getNumKVHeads();
+    spec.pageSize = views[0].getBlockCols();
+    spec.chip = target.chip;
+    Type et = op.getQuery().getType().getElementType();
+    spec.dtype = et.isBF16() ? ::attn::KernelDType::BF16
+                             : ::attn::KernelDType::F16;
+    spec.layout = views[0].getLayout() == mlir::attn::KVLayout::HND
+                      ? ::attn::KVLayout::HND
+                      : ::attn::KVLayout::NHD;
+    for (StringRef n : op.getVariantNames())
+      spec.variantNames.push_back(n.str());
+    if (llvm::Error err = spec.validate()) {
+      op.emitError() << llvm::toString(std::move(err));
+      return s.fail(ATTN_COMPILER_UNSUPPORTED);
+    }
+    // Kernels of several attentions with one spec are one kernel.
+    FailureOr<std::string> name =
+        ::attn::buildDecodeKernel(kernels, spec, variants);
+    if (failed(name))
+      return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
+    auto known = [&](StringRef n) {
+      return llvm::any_of(entries, [&](const llvm::json::Value &v) {
+        return v.getAsObject()->getString("name") == n;
+      });
+    };
+    if (!known(*name)) {
+      SmallVector<std::pair<std::string, std::string>> kinds;
+      for (const ::attn::VariantParamArg &p : *params)
+        kinds.push_back({p.name, p.kind});
+      entries.push_back(::attn::getDecodeKernelManifest(spec, kinds, nullptr));
+    }
+    // The split-KV merge kernel of this head_dim and dtype.
+    ::attn::MergeKernelSpec merge;
+    merge.headDim = spec.headDim;
+    merge.dtype = spec.dtype;
+    merge.chip = spec.chip;
+    FailureOr<std::string> mergeName = ::attn::buildMergeKernel(kernels, merge);
+    if (failed(mergeName))
+      return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
+    if (!known(*mergeName))
+      entries.push_back(::attn::getMergeKernelManifest(
+          merge, spec.numQoHeads, spec.numKVHeads, nullptr));
+  }
+  return ATTN_COMPILER_OK;
+}
+
+/// Fills the ptxas resources of each manifest entry.
+void addResources(llvm::json::Array &entries,
+                  llvm::ArrayRef<::attn::KernelResourceUsage> usage) {
+  for (llvm::json::Value &v : entries) {
+    llvm::json::Object *k = v.getAsObject();
+    for (const ::attn::KernelResourceUsage &u : usage)
+      if (k->getString("name") == u.kernelName)
+        (*k)["resources"] =
+            llvm::json::Object{{"registers", u.registers},
+                               {"spill_store_bytes", u.spillStoreBytes},
+                               {"spill_load_bytes", u.spillLoadBytes},
+                               {"stack_frame_bytes", u.stackFrameBytes},
+                               {"static_shared_bytes", u.sharedMemBytes}};
+  }
+}
+
+attnCompilerStatus compile(attnCompilerResult &result, const char *text,
+                           const attnCompilerOptions *options) {
+  Session s(result);
+  if (!text)
+    return s.fail(ATTN_COMPILER_INVALID_ARGUMENT, "attn_ir is NULL");
+  attnCompilerOptions defaults;
+  attnCompilerOptionsInit(&defaults);
+  const attnCompilerOptions &o = options ? *options : defaults;
+
+  ::attn::NVPTXOptions target;
+  target.chip = o.chip && *o.chip ? o.chip : "sm_90";
+  target.features = o.features ? o.features : "";
+  target.cudaPath = o.cuda_path ? o.cuda_path : "";
+  if (o.opt_level < 0 || o.opt_level > 3)
+    return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
+                  llvm::formatv("opt_level {0} is not in 0..3", o.opt_level));
+  target.optLevel = unsigned(o.opt_level);
+  if (llvm::Error err = target.validate())
+    return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
+                  llvm::toString(std::move(err)));
+
+  attnCompilerStatus status;
+  OwningOpRef<ModuleOp> module = s.parse(text, status);
+  if (!module)
+    return status;
+
+  auto start = Clock::now();
+  PassManager pm(&s.context);
+  mlir::attn::AttnPrepareOptions prepare;
+  prepare.chip = target.chip;
+  mlir::attn::buildAttnPreparePipeline(pm, prepare);
+  if (failed(pm.run(*module)))
+    return s.fail(ATTN_COMPILER_PIPELINE_ERROR);
+  result.stages.push_back({"prepare", msSince(start)});
+  {
+    llvm::raw_string_ostream irOs(result.ir);
+    module->print(irOs);
+  }
+
+  start = Clock::now();
+  OwningOpRef<ModuleOp> kernels =
+      ModuleOp::create(UnknownLoc::get(&s.context));
+  llvm::json::Array entries;
+  result.generator = "decode-kernel (stop-gap)";
+  if (attnCompilerStatus st =
+          stopGapDecode(s, *module, target, *kernels, entries))
+    return st;
+  if (failed(verify(*kernels)))
+    return s.fail(ATTN_COMPILER_CODEGEN_ERROR,
+                  "the generated kernels do not verify");
+  result.stages.push_back({"codegen", msSince(start)});
+
+  auto compiled =
+      ::attn::compileGPUModules(*kernels, target, o.emit_cubin != 0);
+  if (!compiled)
+    return s.fail(ATTN_COMPILER_TARGET_ERROR,
+                  llvm::toString(compiled.takeError()));
+  if (compiled->size() != 1)
+    return s.fail(ATTN_COMPILER_INTERNAL_ERROR,
+                  "expected one gpu.module of kernels");
+  ::attn::CompiledModule &cm = compiled->front();
+  for (const ::attn::StageTime &st : cm.stages)
+    result.stages.push_back({st.stage, st.milliseconds});
+  result.ptx = std::move(cm.ptx);
+  result.cubin = std::move(cm.cubin);
+  addResources(entries, cm.kernels);
+  llvm::json::Object doc =
+      ::attn::getManifest(target, std::move(entries), "", "");
+  doc["compiler_version"] = attnCompilerVersion();
+  doc["generator"] = result.generator;
+  result.manifest =
+      llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str();
+  return result.status = ATTN_COMPILER_OK;
+}
+
+/// attn IR for a description: one func.func holding one attn.attention.
+std::string describeAttention(const attnCompilerAttentionDesc &d,
+                              std::string &error) {
+  std::string dtype = d.dtype ? d.dtype : "bf16";
+  std::string layout = d.layout ? d.layout : "NHD";
+  if (dtype != "bf16" && dtype != "f16")
+    error = "dtype must be \"bf16\" or \"f16\", got \"" + dtype + "\"";
+  else if (layout != "NHD" && layout != "HND")
+    error = "layout must be \"NHD\" or \"HND\", got \"" + layout + "\"";
+  else if (d.head_dim <= 0 || d.num_qo_heads <= 0 || d.num_kv_heads <= 0 ||
+           d.page_size <= 0 || d.query_rows <= 0)
+    error = "head_dim, num_qo_heads, num_kv_heads, page_size and query_rows "
+            "must be positive";
+  if (!error.empty())
+    return "";
+  std::string q = llvm::formatv("tensor<?x{0}x{1}x{2}>", d.num_qo_heads,
+                                d.head_dim, dtype);
+  std::string kv =
+      layout == "NHD"
+          ? llvm::formatv("tensor<?x{0}x{1}x{2}x{3}>", d.page_size,
+                          d.num_kv_heads, d.head_dim, dtype)
+                .str()
+          : llvm::formatv("tensor<?x{0}x{1}x{2}x{3}>", d.num_kv_heads,
+                          d.page_size, d.head_dim, dtype)
+                .str();
+  std::string lse = llvm::formatv("tensor<?x{0}xf32>", d.num_qo_heads);
+  std::string variants;
+  if (d.variants && *d.variants) {
+    llvm::SmallVector<llvm::StringRef> names;
+    llvm::StringRef(d.variants).split(names, ',', -1, false);
+    for (llvm::StringRef n : names)
+      variants += (variants.empty() ? "@" : ", @") + n.trim().str();
+  }
+  std::string text = d.variant_defs ? std::string(d.variant_defs) + "\n" : "";
+  text += llvm::formatv(
+      "func.func @attention(%q: {0}, %k: {1}, %v: {1}, %qo: tensor<?xi32>, "
+      "%kp: tensor<?xi32>, %ki: tensor<?xi32>, %kl: tensor<?xi32>) -> ({0}, "
+      "{2}) {{\n"
+      "  %o, %lse = attn.attention %q, %k, %v format(#attn.bsr<block_rows = "
+      "{3}, block_cols = {4}, layout = {5}>) indices(%qo, %kp, %ki, %kl : "
+      "tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>){6} : {0}, "
+      "{1}, {1} -> {0}, {2}\n"
+      "  return %o, %lse : {0}, {2}\n}\n",
+      q, kv, lse, d.query_rows, d.page_size, layout,
+      variants.empty() ? std::string() : " variants [" + variants + "]");
+  return text;
+}
+
+template <typename F>
+attnCompilerStatus guarded(attnCompilerResult_t *out, F &&f) {
+  auto *r = new attnCompilerResult();
+  try {
+    f(*r);
+  } catch (const std::exception &e) {
+    r->status = ATTN_COMPILER_INTERNAL_ERROR;
+    r->diagnostics += std::string("error: internal error: ") + e.what() + "\n";
+  } catch (...) {
+    r->status = ATTN_COMPILER_INTERNAL_ERROR;
+    r->diagnostics += "error: internal error\n";
+  }
+  attnCompilerStatus status = r->status;
+  if (out)
+    *out = r;
+  else
+    delete r;
+  return status;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// C entry points
+//===----------------------------------------------------------------------===//
+
+const char *attnCompilerVersion(void) {
+  return "attn " ATTN_COMPILER_VERSION_NUMBER " (decode-kernel stop-gap, llvm " LLVM_VERSION_STRING ")";
+}
+
+const char *attnCompilerStatusName(attnCompilerStatus status) {
+  switch (status) {
+  case ATTN_COMPILER_OK: return "Ok";
+  case ATTN_COMPILER_INVALID_ARGUMENT: return "InvalidArgument";
+  case ATTN_COMPILER_PARSE_ERROR: return "ParseError";
+  case ATTN_COMPILER_VERIFY_ERROR: return "VerifyError";
+  case ATTN_COMPILER_PIPELINE_ERROR: return "PipelineError";
+  case ATTN_COMPILER_UNSUPPORTED: return "Unsupported";
+  case ATTN_COMPILER_CODEGEN_ERROR: return "CodegenError";
+  case ATTN_COMPILER_TARGET_ERROR: return "TargetError";
+  case ATTN_COMPILER_INTERNAL_ERROR: return "InternalError";
+  }
+  return "Unknown";
+}
+
+void attnCompilerOptionsInit(attnCompilerOptions *options) {
+  if (!options)
+    return;
+  options->chip = "sm_90";
+  options->features = nullptr;
+  options->cuda_path = nullptr;
+  options->opt_level = 3;
+  options->emit_cubin = 1;
+}
+
+attnCompilerStatus attnCompilerVerifyVariant(const char *text,
+                                             attnCompilerResult_t *result) {
+  return guarded(result, [&](attnCompilerResult &r) {
+    Session s(r);
+    if (!text) {
+      s.fail(ATTN_COMPILER_INVALID_ARGUMENT, "text is NULL");
+      return;
+    }
+    attnCompilerStatus status;
+    OwningOpRef<ModuleOp> module = s.parse(text, status);
+    if (module) {
+      llvm::raw_string_ostream irOs(r.ir);
+      module->print(irOs);
+    }
+    r.status = status;
+  });
+}
+
+attnCompilerStatus attnCompilerCompile(const char *attn_ir,
+                                       const attnCompilerOptions *options,
+                                       attnCompilerResult_t *result) {
+  return guarded(result, [&](attnCompilerResult &r) {
+    compile(r, attn_ir, options);
+  });
+}
+
+attnCompilerStatus
+attnCompilerCompileAttention(const attnCompilerAttentionDesc *desc,
+                             const attnCompilerOptions *options,
+                             attnCompilerResult_t *result) {
+  return guarded(result, [&](attnCompilerResult &r) {
+    std::string error = desc ? "" : "desc is NULL";
+    std::string text = desc ? describeAttention(*desc, error) : "";
+    if (!error.empty()) {
+      r.status = ATTN_COMPILER_INVALID_ARGUMENT;
+      r.diagnostics = "error: " + error + "\n";
+      return;
+    }
+    compile(r, text.c_str(), options);
+  });
+}
+
+attnCompilerStatus attnCompilerResultStatus(attnCompilerResult_t r) {
+  return r ? r->status : ATTN_COMPILER_INVALID_ARGUMENT;
+}
+const char *attnCompilerResultDiagnostics(attnCompilerResult_t r) {
+  return r ? r->diagnostics.c_str() : "";
+}
+const char *attnCompilerResultIR(attnCompilerResult_t r) {
+  return r ? r->ir.c_str() : "";
+}
+const char *attnCompilerResultPtx(attnCompilerResult_t r) {
+  return r ? r->ptx.c_str() : "";
+}
+const void *attnCompilerResultCubin(attnCompilerResult_t r, size_t *bytes) {
+  if (bytes)
+    *bytes = r ? r->cubin.size() : 0;
+  return r && !r->cubin.empty() ? r->cubin.data() : nullptr;
+}
+const char *attnCompilerResultManifest(attnCompilerResult_t r) {
+  return r ? r->manifest.c_str() : "";
+}
+const char *attnCompilerResultGenerator(attnCompilerResult_t r) {
+  return r ? r->generator.c_str() : "";
+}
+int32_t attnCompilerResultNumStages(attnCompilerResult_t r) {
+  return r ? int32_t(r->stages.size()) : 0;
+}
+const char *attnCompilerResultStageName(attnCompilerResult_t r, int32_t i) {
+  return r && i >= 0 && size_t(i) < r->stages.size()
+             ? r->stages[i].first.c_str()
+             : "";
+}
+double attnCompilerResultStageMilliseconds(attnCompilerResult_t r, int32_t i) {
+  return r && i >= 0 && size_t(i) < r->stages.size() ? r->stages[i].second
+                                                      : 0.0;
+}
+void attnCompilerResultDestroy(attnCompilerResult_t r) { delete r; }

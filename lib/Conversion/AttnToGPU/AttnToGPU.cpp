@@ -1,0 +1,202 @@
+//===- AttnToGPU.cpp - convert-attn-to-gpu ---------------------------------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Reads each tiled attn.attention into a plain kernel spec and hands it to a
+// generator: decode tiles (q = 16) to the persistent split-KV decode kernel
+// (DecodeKernel.cpp), larger tiles to the prefill kernel (PrefillKernel.cpp),
+// plus one LSE merge kernel per (head_dim, dtype). The generators dedupe by
+// kernel name, which encodes every field of a spec, so identical attentions
+// share one kernel. Nothing here builds kernel IR itself.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/AttnToGPU/AttnToGPU.h"
+#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
+#include "attn/Conversion/AttnToGPU/PrefillKernel.h"
+#include "attn/Conversion/AttnToGPU/VariantHooks.h"
+#include "attn/Conversion/Passes.h"
+#include "attn/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/DialectRegistry.h"
+
+#define DEBUG_TYPE "convert-attn-to-gpu"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_CONVERTATTNTOGPUPASS
+#include "attn/Conversion/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+namespace gen = ::attn;
+
+namespace {
+
+/// What every generator needs to know about one attention.
+struct AttentionShape {
+  gen::KernelDType dtype;
+  gen::KVLayout layout;
+  gen::KVIndexingKind indexing;
+  int64_t pageSize;
+  TileAttr tile;
+  SmallVector<VariantOp> variants;
+  SmallVector<std::string> variantNames;
+};
+
+/// Reads `op` into an AttentionShape, or fails with a diagnostic on `op`.
+FailureOr<AttentionShape> getShape(AttentionOp op) {
+  AttentionShape shape;
+  shape.tile = *op.getTile();
+  SmallVector<BsrAttr> views = op.getViews();
+  if (views.size() != 1)
+    return op.emitOpError("has a composed format; run "
+                          "attn-decompose-composed before convert-attn-to-gpu");
+  if (op.getMask())
+    return op.emitOpError("uses a custom mask, which the generated kernels "
+                          "do not support yet");
+  BsrAttr view = views.front();
+  Type elt = op.getQuery().getType().getElementType();
+  shape.dtype = elt.isBF16() ? gen::KernelDType::BF16 : gen::KernelDType::F16;
+  shape.layout = view.getLayout() == KVLayout::NHD ? gen::KVLayout::NHD
+                                                   : gen::KVLayout::HND;
+  shape.indexing = view.isRagged() ? gen::KVIndexingKind::Ragged
+                                   : gen::KVIndexingKind::Paged;
+  shape.pageSize = view.isRagged() ? 1 : view.getBlockCols();
+  if (failed(VariantHooks::resolve(op, shape.variants)))
+    return failure();
+  for (VariantOp variant : shape.variants)
+    shape.variantNames.push_back(variant.getSymName().str());
+  return shape;
+}
+
+/// Minimum CTAs per SM for a decode kernel of `warps` warps: 12 resident
+/// warps per SM is what kept D1 at the copy bandwidth on the H200.
+int64_t getDecodeOccupancy(int64_t warps) {
+  return std::clamp<int64_t>(12 / warps, 1, 8);
+}
+
+/// Generates the decode kernel of `op`; returns its symbol.
+FailureOr<std::string> convertDecode(ModuleOp module, AttentionOp op,
+                                     const AttentionShape &shape,
+                                     const ConvertAttnToGPUOptions &options) {
+  gen::DecodeKernelSpec spec;
+  spec.headDim = op.getHeadDim();
+  spec.numQoHeads = op.getNumQoHeads();
+  spec.numKVHeads = op.getNumKVHeads();
+  spec.pageSize = shape.pageSize;
+  spec.dtype = shape.dtype;
+  spec.layout = shape.layout;
+  spec.indexing = shape.indexing;
+  spec.gqaPack = shape.tile.getGqaPack();
+  spec.kvTile = shape.tile.getKv();
+  spec.numWarps = shape.tile.getWarps();
+  spec.numStages = shape.tile.getStages();
+  spec.minCTAsPerSM = getDecodeOccupancy(spec.numWarps);
+  spec.chip = options.chip;
+  spec.variantNames = shape.variantNames;
+  if (llvm::Error err = spec.validate())
+    return op.emitOpError("cannot generate its decode kernel: ")
+           << llvm::toString(std::move(err));
+  return gen::buildDecodeKernel(module, spec, shape.variants,
+                                options.gpuModuleName);
+}
+
+/// Generates the prefill kernel of `op`; returns its symbol.
+FailureOr<std::string> convertPrefill(ModuleOp module, AttentionOp op,
+                                      const AttentionShape &shape,
+                                      const ConvertAttnToGPUOptions &options) {
+  gen::PrefillKernelSpec spec;
+  spec.headDim = op.getHeadDim();
+  spec.numQoHeads = op.getNumQoHeads();
+  spec.numKVHeads = op.getNumKVHeads();
+  spec.dtype = shape.dtype;
+  spec.indexing = shape.indexing;
+  spec.pageSize = shape.pageSize;
+  spec.layout = shape.layout;
+  spec.tileQ = shape.tile.getQ();
+  spec.tileKV = shape.tile.getKv();
+  spec.numStages = shape.tile.getStages();
+  spec.gqaPack = shape.tile.getGqaPack();
+  spec.chip = options.chip;
+  // Masks other than @causal's run on every tile.
+  spec.maskEveryTile = llvm::any_of(shape.variants, [](VariantOp v) {
+    return v.getSymName() != "causal" && v.getHook(HookKind::logits_mask);
+  });
+  // The prefill generator appends the variant names itself; the expected
+  // symbol is the spec's name with them.
+  gen::PrefillKernelSpec named = spec;
+  named.variantNames.append(shape.variantNames.begin(),
+                            shape.variantNames.end());
+  std::string name = named.getKernelName();
+  auto gpuModule =
+      module.lookupSymbol<gpu::GPUModuleOp>(options.gpuModuleName);
+  if (gpuModule && gpuModule.lookupSymbol(name))
+    return name;
+  if (failed(gen::buildPrefillKernelForVariants(module, spec, shape.variants,
+                                                options.gpuModuleName)))
+    return failure();
+  return name;
+}
+
+/// `@<gpuModule>::@<kernel>`.
+SymbolRefAttr getKernelRef(MLIRContext *ctx, StringRef gpuModule,
+                           StringRef kernel) {
+  return SymbolRefAttr::get(ctx, gpuModule,
+                            {FlatSymbolRefAttr::get(ctx, kernel)});
+}
+
+struct ConvertAttnToGPUPass
+    : public mlir::attn::impl::ConvertAttnToGPUPassBase<ConvertAttnToGPUPass> {
+  using ConvertAttnToGPUPassBase::ConvertAttnToGPUPassBase;
+  void getDependentDialects(DialectRegistry &registry) const override {
+    gen::registerKernelGenDialects(registry);
+  }
+  void runOnOperation() override {
+    ConvertAttnToGPUOptions options;
+    options.chip = chip;
+    options.gpuModuleName = gpuModuleName;
+    if (failed(convertAttnToGPU(getOperation(), options)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+LogicalResult
+mlir::attn::convertAttnToGPU(ModuleOp module,
+                             const ConvertAttnToGPUOptions &options) {
+  SmallVector<AttentionOp> ops;
+  module.walk([&](AttentionOp op) {
+    if (op.getTile())
+      ops.push_back(op);
+  });
+  MLIRContext *ctx = module.getContext();
+  for (AttentionOp op : ops) {
+    FailureOr<AttentionShape> shape = getShape(op);
+    if (failed(shape))
+      return failure();
+    FailureOr<std::string> kernel =
+        shape->tile.getQ() == gen::DecodeKernelSpec::kTileRows
+            ? convertDecode(module, op, *shape, options)
+            : convertPrefill(module, op, *shape, options);
+    if (failed(kernel))
+      return failure();
+    gen::MergeKernelSpec merge;
+    merge.headDim = op.getHeadDim();
+    merge.dtype = shape->dtype;
+    merge.chip = options.chip;
+    FailureOr<std::string> mergeKernel =
+        gen::buildMergeKernel(module, merge, options.gpuModuleName);
+    if (failed(mergeKernel))
+      return failure();
+    op->setAttr(kKernelAttrName,
+                getKernelRef(ctx, options.gpuModuleName, *kernel));
+    op->setAttr(kMergeKernelAttrName,
+                getKernelRef(ctx, options.gpuModuleName, *mergeKernel));
+  }
+  return success();
+}

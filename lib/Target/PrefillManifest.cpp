@@ -1,0 +1,71 @@
+//===- PrefillManifest.cpp - Manifest entry of a prefill kernel -----------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Field names follow docs/Manifest.md and the runtime's parser. The planner's
+// cost model defaults to one unit per key for a whole tile plus a fixed cost
+// of about two tiles' worth of keys (Q load, epilogue) per item.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Target/PrefillManifest.h"
+
+using namespace attn;
+namespace json = llvm::json;
+
+json::Object attn::getPrefillKernelManifest(const PrefillKernelSpec &spec,
+                                            const KernelResourceUsage *usage) {
+  KernelLaunchInfo info = getPrefillLaunchInfo(spec);
+  bool ragged = spec.indexing == KVIndexingKind::Ragged;
+  json::Array args, variantParams, variants;
+  for (const KernelArg &arg : info.args) {
+    json::Object entry{{"name", arg.name}, {"kind", arg.kind}};
+    if (!arg.elementType.empty())
+      entry["dtype"] = arg.elementType;
+    if (!arg.shape.empty())
+      entry["shape"] = arg.shape;
+    args.push_back(std::move(entry));
+  }
+  for (const PrefillVariantParam &p : spec.variantParams)
+    variantParams.push_back(json::Object{{"name", p.name}, {"type", p.kind}});
+  for (const std::string &name : spec.variantNames)
+    variants.push_back(name);
+  int64_t perToken = spec.costPerKVToken > 0 ? spec.costPerKVToken : 1;
+  int64_t perItem =
+      spec.costPerItem > 0 ? spec.costPerItem : 2 * spec.tileKV * perToken;
+  json::Object kernel{
+      {"name", info.kernelName},
+      {"role", "attention"},
+      {"threads", info.blockDimX},
+      {"shared_bytes", info.dynamicSharedMemBytes},
+      {"dtype", stringifyDType(spec.dtype)},
+      {"head_dim", spec.headDim},
+      {"num_qo_heads", spec.numQoHeads},
+      {"num_kv_heads", spec.numKVHeads},
+      {"tile", json::Object{{"q", spec.tileQ},
+                            {"kv", spec.tileKV},
+                            {"warps", spec.getNumWarps()},
+                            {"stages", spec.numStages},
+                            {"gqa_pack", spec.gqaPack}}},
+      {"format", json::Object{{"block_rows", spec.tileQ},
+                              {"block_cols", spec.getPageSize()},
+                              {"layout", stringifyLayout(spec.layout)},
+                              {"indexing", ragged ? "ragged" : "paged"}}},
+      {"cost", json::Object{{"per_item", perItem},
+                            {"per_kv_token", perToken}}},
+      {"variants", std::move(variants)},
+      {"variant_params", std::move(variantParams)},
+      {"lse_base", 2},
+      {"args", std::move(args)},
+  };
+  if (usage)
+    kernel["resources"] =
+        json::Object{{"registers", usage->registers},
+                     {"spill_store_bytes", usage->spillStoreBytes},
+                     {"spill_load_bytes", usage->spillLoadBytes},
+                     {"stack_frame_bytes", usage->stackFrameBytes},
+                     {"static_shared_bytes", usage->sharedMemBytes}};
+  return kernel;
+}

@@ -1,0 +1,137 @@
+"""Merging attention states and multi-level cascade attention (FlashInfer's ``flashinfer.cascade``).
+
+A state is ``(v, s)``: the attention output over a set of keys and its base-2
+log-sum-exp. Attention over the union of disjoint key sets is the merge
+``s = log2(2^s_a + 2^s_b)``, ``v = 2^(s_a - s) v_a + 2^(s_b - s) v_b``
+(DESIGN.md §3b). States with LSE ``-inf`` (no visible key) contribute
+nothing; if all are ``-inf`` the result is output 0 and LSE ``-inf`` (never
+NaN).
+
+attn difference: these functions are written in PyTorch (float32 math, the
+result cast back), not a fused kernel; inside attn's own kernels split-KV
+merging is done by the generated merge kernel.
+"""
+
+from .core import check_tensor, torch_module
+from .paged import PagedWrapperBase
+from .prefill import BatchPrefillWithPagedKVCacheWrapper
+
+
+def _merge(vs, ss):
+    """vs: [..., n, H, D] float, ss: [..., n, H] -> merged (v, s)."""
+    torch = torch_module()
+    m = ss.max(dim=-2, keepdim=True).values
+    m_safe = torch.where(torch.isinf(m) & (m < 0), torch.zeros_like(m), m)
+    w = torch.exp2(ss - m_safe)                       # 0 for -inf states
+    denom = w.sum(dim=-2, keepdim=True)
+    v = (vs * w.unsqueeze(-1)).sum(dim=-3) / torch.where(denom > 0, denom, torch.ones_like(denom)).squeeze(-2).unsqueeze(-1)
+    s = torch.where(denom > 0, torch.log2(denom) + m_safe, torch.full_like(denom, float("-inf"))).squeeze(-2)
+    return v, s
+
+
+def _check_state(name, v, s):
+    check_tensor(f"v_{name}", v, dtype=("bf16", "f16", "f32"), dims=3)
+    check_tensor(f"s_{name}", s, dtype="f32", shape=tuple(v.shape[:2]), device=v.device)
+
+
+def merge_state(v_a, s_a, v_b, s_b):
+    """Merges two states: ``v`` ``[seq, H, D]``, ``s`` float32 ``[seq, H]`` (base 2).
+
+    >>> v, s = attn.merge_state(v_a, s_a, v_b, s_b)   # doctest: +SKIP
+    """
+    torch = torch_module()
+    _check_state("a", v_a, s_a)
+    _check_state("b", v_b, s_b)
+    if v_a.shape != v_b.shape or v_a.dtype != v_b.dtype:
+        raise ValueError(f"attn: v_a {list(v_a.shape)} {v_a.dtype} and v_b {list(v_b.shape)} {v_b.dtype} differ")
+    v, s = _merge(torch.stack([v_a.float(), v_b.float()], dim=-3), torch.stack([s_a, s_b], dim=-2))
+    return v.to(v_a.dtype), s
+
+
+def merge_state_in_place(v, s, v_other, s_other, mask=None):
+    """Merges ``(v_other, s_other)`` into ``(v, s)`` in place; ``mask`` (bool ``[seq]``) limits the rows."""
+    torch = torch_module()
+    mv, ms = merge_state(v, s, v_other, s_other)
+    if mask is not None:
+        check_tensor("mask", mask, shape=(v.shape[0],), device=v.device)
+        m = mask.bool()
+        mv = torch.where(m[:, None, None], mv, v)
+        ms = torch.where(m[:, None], ms, s)
+    v.copy_(mv)
+    s.copy_(ms)
+
+
+def merge_states(v, s):
+    """Merges ``n`` states per row: ``v`` ``[seq, n, H, D]``, ``s`` ``[seq, n, H]`` -> ``([seq, H, D], [seq, H])``."""
+    check_tensor("v", v, dtype=("bf16", "f16", "f32"), dims=4)
+    check_tensor("s", s, dtype="f32", shape=tuple(v.shape[:3]), device=v.device)
+    out, lse = _merge(v.float(), s)
+    return out.to(v.dtype), lse
+
+
+class MultiLevelCascadeAttentionWrapper:
+    """Cascade attention over ``num_levels`` page tables of one paged cache.
+
+    Level 0 is typically the shared prefix, the last level each request's
+    own tokens; every level is attended with the paged prefill wrapper and
+    the states are merged. FlashInfer's API: ``plan`` takes a list of
+    indptr/indices arrays per level; only the last level is causal.
+
+    >>> w = attn.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")                    # doctest: +SKIP
+    >>> w.plan([qo0, qo1], [kvp0, kvp1], [kvi0, kvi1], [last0, last1], 32, 8, 128, 16)  # doctest: +SKIP
+    >>> o = w.run(q, kv_cache)                                                       # doctest: +SKIP
+
+    attn difference: the levels run as separate prefill launches merged in
+    PyTorch; the compiler's composed formats (one decomposed attention) are
+    not wired here yet. Positions for RoPE are per level, as in FlashInfer.
+    """
+
+    def __init__(self, num_levels, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False,
+                 qo_indptr_buf_arr=None, paged_kv_indptr_buf_arr=None, paged_kv_indices_buf_arr=None,
+                 paged_kv_last_page_len_buf_arr=None):
+        if not isinstance(num_levels, int) or num_levels < 1:
+            raise ValueError(f"attn: num_levels must be a positive int, got {num_levels!r}")
+        torch = None
+        n = num_levels
+        self._num_levels = n
+        # One workspace slice per level.
+        size = float_workspace_buffer.numel() // n
+        self._wrappers = []
+        for i in range(n):
+            bufs = {}
+            if use_cuda_graph:
+                bufs = dict(qo_indptr_buf=qo_indptr_buf_arr[i], paged_kv_indptr_buf=paged_kv_indptr_buf_arr[i],
+                            paged_kv_indices_buf=paged_kv_indices_buf_arr[i],
+                            paged_kv_last_page_len_buf=paged_kv_last_page_len_buf_arr[i])
+            ws = float_workspace_buffer[i * size:(i + 1) * size]
+            self._wrappers.append(BatchPrefillWithPagedKVCacheWrapper(ws, kv_layout, use_cuda_graph, **bufs))
+
+    def plan(self, qo_indptr_arr, paged_kv_indptr_arr, paged_kv_indices_arr, paged_kv_last_page_len, num_qo_heads,
+             num_kv_heads, head_dim, page_size, causal=False, pos_encoding_mode="NONE",
+             use_fp16_qk_reduction=False, sm_scale=None, window_left=-1, logits_soft_cap=None, rope_scale=None,
+             rope_theta=None, q_data_type="float16", **kwargs):
+        """Plans every level (``paged_kv_last_page_len`` is a list per level)."""
+        n = self._num_levels
+        for name, a in (("qo_indptr_arr", qo_indptr_arr), ("paged_kv_indptr_arr", paged_kv_indptr_arr),
+                        ("paged_kv_indices_arr", paged_kv_indices_arr),
+                        ("paged_kv_last_page_len", paged_kv_last_page_len)):
+            if len(a) != n:
+                raise ValueError(f"attn: {name} has {len(a)} levels, the wrapper {n}")
+        for i, w in enumerate(self._wrappers):
+            w.plan(qo_indptr_arr[i], paged_kv_indptr_arr[i], paged_kv_indices_arr[i], paged_kv_last_page_len[i],
+                   num_qo_heads, num_kv_heads, head_dim, page_size, causal=causal if i == n - 1 else False,
+                   pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale, window_left=window_left,
+                   logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
+                   q_data_type=q_data_type, **kwargs)
+
+    begin_forward = plan
+
+    def run(self, q, paged_kv_cache):
+        """Output of cascade attention for ``q`` ``[nnz_qo, H, D]``."""
+        out, lse = self._wrappers[0].run(q, paged_kv_cache, return_lse=True)
+        for w in self._wrappers[1:]:
+            o_i, s_i = w.run(q, paged_kv_cache, return_lse=True)
+            merge_state_in_place(out, lse, o_i, s_i)
+        return out
+
+    forward = run

@@ -1,0 +1,321 @@
+"""Shared machinery of the wrappers: argument checks, planning, launching.
+
+Every wrapper follows the runtime's batch step (docs/Runtime.md):
+``plan`` (CPU, outside any CUDA graph) validates its arguments, gets the
+compiled module (kernel cache, compiling on first use), plans the batch into a
+pinned host workspace and uploads it into the caller's workspace buffer on the
+current stream; ``run`` validates the tensors and launches the persistent
+attention kernel (and the merge kernel) on ``torch.cuda.current_stream()``.
+
+torch is imported lazily: the argument checks are duck-typed (``shape``,
+``dtype``, ``device``, ``is_contiguous()``), so they run, and are tested,
+without it.
+"""
+
+import json
+import math
+
+from . import _native
+from .compiler import get_kernel
+
+KV_LAYOUTS = ("NHD", "HND")
+_DTYPE_NAMES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "half": "f16", "f16": "f16",
+                "float32": "f32", "float": "f32", "f32": "f32", "int32": "i32", "int": "i32",
+                "uint8": "u8", "int8": "i8"}
+
+
+def torch_module():
+    """Imports torch, or explains that this call needs it."""
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError("attn: running attention needs PyTorch with CUDA (torch is not installed); "
+                          "planning and compiling work without it") from e
+    return torch
+
+
+def dtype_name(dt, what="dtype"):
+    """'bf16' / 'f16' / 'f32' / 'i32' / 'u8' for a torch dtype or a string."""
+    s = str(dt).replace("torch.", "")
+    if s not in _DTYPE_NAMES:
+        raise TypeError(f"attn: {what}: unsupported dtype {dt} (bfloat16 or float16)")
+    return _DTYPE_NAMES[s]
+
+
+def check_kv_layout(kv_layout):
+    if kv_layout not in KV_LAYOUTS:
+        raise ValueError(f"attn: kv_layout must be 'NHD' or 'HND', got {kv_layout!r}")
+    return kv_layout
+
+
+def check_tensor(name, t, *, dtype=None, shape=None, device=None, contiguous=True, dims=None):
+    """Checks one tensor; the error names the tensor and what was expected.
+
+    ``dtype``: a name ('bf16', 'f32', 'i32', ...) or a tuple of names;
+    ``shape``: a tuple of ints or None (any) or (label, int) pairs for the
+    message; ``device``: a device string ('cuda:0').
+
+    >>> class T:  # a stand-in for torch.Tensor
+    ...     shape, dtype, device = (3, 4), "torch.float16", "cuda:0"
+    ...     def is_contiguous(self): return True
+    >>> check_tensor("q", T(), dtype="bf16")
+    Traceback (most recent call last):
+    TypeError: attn: q: expected dtype bf16, got f16
+    """
+    if not all(hasattr(t, a) for a in ("shape", "dtype", "device")):
+        raise TypeError(f"attn: {name}: expected a torch.Tensor, got {type(t).__name__}")
+    got_shape = tuple(int(x) for x in t.shape)
+    if dtype is not None:
+        want = (dtype,) if isinstance(dtype, str) else tuple(dtype)
+        got = dtype_name(t.dtype, name) if str(t.dtype).replace("torch.", "") in _DTYPE_NAMES else str(t.dtype)
+        if got not in want:
+            raise TypeError(f"attn: {name}: expected dtype {' or '.join(want)}, got {got}")
+    if dims is not None and len(got_shape) != dims:
+        raise ValueError(f"attn: {name}: expected {dims} dimensions, got shape {list(got_shape)}")
+    if shape is not None:
+        labels = [s if isinstance(s, tuple) else (None, s) for s in shape]
+        ok = len(labels) == len(got_shape) and all(
+            v is None or v == g for (_, v), g in zip(labels, got_shape))
+        if not ok:
+            want = ", ".join((f"{l}={v}" if l and v is not None else (l or str(v)))
+                             for l, v in labels)
+            raise ValueError(f"attn: {name}: expected shape [{want}], got {list(got_shape)}")
+    if device is not None and str(t.device) != str(device):
+        raise ValueError(f"attn: {name}: expected a tensor on {device}, got one on {t.device}")
+    if contiguous and not t.is_contiguous():
+        raise ValueError(f"attn: {name}: expected a contiguous tensor (call .contiguous())")
+    return got_shape
+
+
+def host_i32(name, x):
+    """A host int32 buffer (array('i') or NumPy) from a tensor, array or list."""
+    import array
+    if hasattr(x, "detach"):  # torch.Tensor
+        x = x.detach().to("cpu")
+        if str(x.dtype) not in ("torch.int32", "torch.int64"):
+            raise TypeError(f"attn: {name}: expected an integer tensor, got {x.dtype}")
+        return array.array("i", x.int().tolist())
+    try:
+        return array.array("i", [int(v) for v in x])
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"attn: {name}: expected a 1-D integer tensor or sequence ({e})") from None
+
+
+def parse_manifest(text):
+    """(attention kernel names in manifest order, merge kernel name or None, doc)."""
+    doc = json.loads(text)
+    attention = [k["name"] for k in doc["kernels"] if k.get("role") == "attention"]
+    merge = next((k["name"] for k in doc["kernels"] if k.get("role") == "merge"), None)
+    return attention, merge, doc
+
+
+def device_arch(device):
+    """'sm_XY' of a CUDA device (``ATTN_ARCH`` overrides)."""
+    import os
+    if os.environ.get("ATTN_ARCH"):
+        return os.environ["ATTN_ARCH"]
+    torch = torch_module()
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}"
+
+
+_modules = {}
+
+
+def load_module(kernel, device):
+    """The loaded runtime Module of a CachedKernel on ``device`` (memoized)."""
+    key = (id(kernel), str(device))
+    if key not in _modules:
+        torch = torch_module()
+        with torch.cuda.device(device):
+            torch.cuda.current_stream(device)  # makes the primary context current
+            _modules[key] = (kernel, _native.native().Module(kernel.image, kernel.manifest))
+    return _modules[key][1]
+
+
+class PlannedRun:
+    """What plan() leaves for run(): the module, kernels, host plan and arguments."""
+
+    def __init__(self):
+        self.module = None
+        self.attention_kernel = None
+        self.merge_kernel = None
+        self.summary = None
+        self.config = None
+        self.args = []          # (name, kind, value) of plan-time arguments
+        self.keepalive = []     # device tensors the arguments point at
+        self.spec = None
+        self.total_q = 0
+        self.batch = 0
+
+
+class WrapperBase:
+    """Workspace, layout, CUDA-graph mode and the plan/launch steps."""
+
+    def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False):
+        check_kv_layout(kv_layout)
+        check_tensor("float_workspace_buffer", float_workspace_buffer, dtype=("u8", "i8", "f32"),
+                     dims=1)
+        if not str(float_workspace_buffer.device).startswith("cuda"):
+            raise ValueError("attn: float_workspace_buffer must be a CUDA tensor, got one on "
+                             f"{float_workspace_buffer.device}")
+        self._workspace = float_workspace_buffer
+        self._device = float_workspace_buffer.device
+        self._kv_layout = kv_layout
+        self._use_cuda_graph = bool(use_cuda_graph)
+        self._host_ws = None
+        self._upload_event = None
+        self._graph_config = None
+        self._planned = None
+
+    @property
+    def is_cuda_graph_enabled(self):
+        return self._use_cuda_graph
+
+    def reset_workspace_buffer(self, float_workspace_buffer, *unused):
+        """Uses a new workspace buffer from the next plan() on."""
+        check_tensor("float_workspace_buffer", float_workspace_buffer, dtype=("u8", "i8", "f32"), dims=1)
+        self._workspace = float_workspace_buffer
+
+    # -- plan ---------------------------------------------------------------
+
+    def _check_not_capturing(self, what):
+        torch = torch_module()
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(f"attn: {what}() must be called outside CUDA-graph capture "
+                               "(plan on the host, then replay the captured run())")
+
+    def _plan(self, spec, values, *, qo_indptr, kv_indptr, kv_last_len=None, kv_lens=None,
+              causal=False, window_left=-1, max_batch=None, max_total_q_rows=None):
+        """Compiles/loads the kernels of ``spec``, plans and uploads the plan."""
+        torch = torch_module()
+        self._check_not_capturing("plan")
+        arch = device_arch(self._device)
+        kernel = get_kernel(spec, arch)
+        module = load_module(kernel, self._device)
+        attention, merge, doc = parse_manifest(kernel.manifest)
+        if not attention:
+            raise RuntimeError("attn: the compiled module has no attention kernel")
+        candidates = module.candidates()
+        batch = len(qo_indptr) - 1
+        total_q = int(qo_indptr[-1]) if batch >= 0 else 0
+        props = torch.cuda.get_device_properties(self._device)
+        ctas_per_sm = int(doc["kernels"][0].get("ctas_per_sm", 1))
+        config = {
+            "num_qo_heads": spec.num_qo_heads, "num_kv_heads": spec.num_kv_heads,
+            "head_dim": spec.head_dim, "indexing": 0 if spec.indexing == "paged" else 1,
+            "block_size": spec.page_size if spec.indexing == "paged" else 1,
+            "causal": int(bool(causal)), "window_left": int(window_left),
+            "num_sms": props.multi_processor_count, "ctas_per_sm": ctas_per_sm,
+            "graph_mode": int(self._use_cuda_graph), "graph_candidate": 0,
+            "max_batch": max(1, max_batch or batch), "max_total_q_rows": max(1, max_total_q_rows or total_q),
+            "candidates": candidates,
+        }
+        if self._use_cuda_graph:
+            # The workspace layout must not move between plans of a captured graph.
+            if self._graph_config is not None and self._graph_config != config:
+                raise ValueError("attn: in CUDA-graph mode every plan() must keep the heads, head_dim, "
+                                 "page size, variants and maxima of the first one")
+            self._graph_config = config
+        host_bytes, device_bytes = _native.native().plan_workspace_size(config)
+        ws_bytes = self._workspace.numel() * self._workspace.element_size()
+        if ws_bytes < device_bytes:
+            raise ValueError(f"attn: float_workspace_buffer has {ws_bytes} bytes, this plan needs "
+                             f"{device_bytes} (batch {batch}, {total_q} query rows)")
+        if self._host_ws is None or self._host_ws.numel() < host_bytes:
+            if self._upload_event is not None:
+                self._upload_event.synchronize()
+            self._host_ws = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
+        elif self._upload_event is not None:
+            # The previous upload may still read the pinned buffer.
+            self._upload_event.synchronize()
+        summary = _native.native().plan(
+            config, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
+            kv_lens=kv_lens, workspace_bytes=host_bytes)
+        stream = torch.cuda.current_stream(self._device)
+        _native.native().upload_plan(self._host_ws.data_ptr(), summary["plan_bytes"],
+                                     self._workspace.data_ptr(), stream.cuda_stream)
+        self._upload_event = torch.cuda.Event()
+        self._upload_event.record(stream)
+        p = PlannedRun()
+        p.module, p.spec, p.config, p.summary = module, spec, config, summary
+        p.attention_kernel = attention[min(summary["candidate"], len(attention) - 1)]
+        p.merge_kernel = merge
+        p.total_q, p.batch = total_q, batch
+        p.host_bytes = host_bytes
+        p.args = self._variant_args(spec, values)
+        return p
+
+    def _variant_args(self, spec, values):
+        args, seen = [], set()
+        for variant, pname, ty in spec.param_list():
+            v = values[(variant, pname)]
+            # Argument names as the kernel generator gives them: a name a
+            # previous variant already used is qualified as variant_name.
+            name = pname if pname not in seen else f"{variant}_{pname}"
+            seen.update((pname, name))
+            if ty == "i32":
+                args.append((name, "i32", int(v)))
+            elif ty == "f32":
+                args.append((name, "f32", float(v)))
+            else:  # a table (memref): a float32 tensor on the device
+                check_tensor(name, v, dtype="f32", device=self._device)
+                args.append((name, "ptr", v.data_ptr()))
+        return args
+
+    # -- run ----------------------------------------------------------------
+
+    def _launch(self, p, args):
+        torch = torch_module()
+        if torch.cuda.is_current_stream_capturing() and not self._use_cuda_graph:
+            raise RuntimeError("attn: run() is being captured into a CUDA graph, but this wrapper was "
+                               "built with use_cuda_graph=False; construct it with use_cuda_graph=True "
+                               "(and fixed buffers) to capture run()")
+        stream = torch.cuda.current_stream(self._device).cuda_stream
+        _native.native().run(p.module, p.attention_kernel, p.merge_kernel, self._host_ws.data_ptr(),
+                             p.host_bytes, self._workspace.data_ptr(), args + p.args, stream)
+
+    def _check_planned(self):
+        if self._planned is None:
+            raise RuntimeError("attn: call plan() before run()")
+        return self._planned
+
+    def _outputs(self, p, q, out, lse, return_lse):
+        torch = torch_module()
+        if out is None:
+            out = torch.empty_like(q)
+        else:
+            check_tensor("out", out, dtype=dtype_name(q.dtype), shape=tuple(q.shape), device=self._device)
+        if lse is None:
+            lse = torch.empty((q.shape[0], q.shape[1]), dtype=torch.float32, device=q.device)
+        else:
+            check_tensor("lse", lse, dtype="f32", shape=(q.shape[0], q.shape[1]), device=self._device)
+        return out, lse
+
+
+def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, head_dim, dtype, device):
+    """(k, v, combined) from a [pages, 2, ...] tensor or a (k, v) tuple, checked.
+
+    The combined form is addressed as interleaved pages: K of page i is block
+    2i of the tensor and V block 2i + 1, so the kernels get ``kv_indices * 2``
+    (computed at plan time) and no strides.
+    """
+    page = (("page_size", page_size), ("num_kv_heads", num_kv_heads)) if kv_layout == "NHD" else \
+        (("num_kv_heads", num_kv_heads), ("page_size", page_size))
+    if isinstance(paged_kv_cache, (tuple, list)):
+        if len(paged_kv_cache) != 2:
+            raise ValueError("attn: paged_kv_cache tuple must be (k_cache, v_cache)")
+        k, v = paged_kv_cache
+        for n, t in (("k_cache", k), ("v_cache", v)):
+            check_tensor(n, t, dtype=dtype, shape=(("num_pages", None),) + page + (("head_dim", head_dim),),
+                         device=device)
+        if tuple(k.shape) != tuple(v.shape):
+            raise ValueError(f"attn: k_cache {list(k.shape)} and v_cache {list(v.shape)} differ in shape")
+        return k, v, False
+    check_tensor("paged_kv_cache", paged_kv_cache, dtype=dtype,
+                 shape=(("num_pages", None), ("2", 2)) + page + (("head_dim", head_dim),), device=device)
+    return paged_kv_cache, paged_kv_cache, True
+
+
+def default_sm_scale(head_dim, sm_scale):
+    return 1.0 / math.sqrt(head_dim) if sm_scale is None else float(sm_scale)

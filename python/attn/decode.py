@@ -1,0 +1,171 @@
+"""Batch decode over a paged KV cache (FlashInfer's ``flashinfer.decode``)."""
+
+from .core import check_tensor, dtype_name, torch_module
+from .paged import PagedWrapperBase, q_kv_dtypes
+
+
+class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
+    """Decode attention (one query token per request) over a paged KV cache.
+
+    Same constructor, ``plan`` and ``run`` as FlashInfer's wrapper of this
+    name: the page table is CSR (``indptr``, ``indices``, ``last_page_len``),
+    the cache is ``[num_pages, 2, page_size, num_kv_heads, head_dim]`` (NHD),
+    ``[num_pages, 2, num_kv_heads, page_size, head_dim]`` (HND) or a
+    ``(k_cache, v_cache)`` tuple of ``[num_pages, page_size, num_kv_heads,
+    head_dim]`` (NHD), and the LSE is base 2.
+
+    Example (the ten-line decode of docs/Python.md)::
+
+        >>> import torch, attn                                          # doctest: +SKIP
+        >>> ws = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+        >>> w = attn.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+        >>> kv = torch.randn(64, 2, 16, 8, 128, dtype=torch.bfloat16, device="cuda")
+        >>> indptr = torch.tensor([0, 3, 7], dtype=torch.int32)
+        >>> indices = torch.arange(7, dtype=torch.int32, device="cuda")
+        >>> last = torch.tensor([5, 16], dtype=torch.int32)
+        >>> w.plan(indptr, indices, last, 32, 8, 128, 16, q_data_type=torch.bfloat16)
+        >>> q = torch.randn(2, 32, 128, dtype=torch.bfloat16, device="cuda")
+        >>> o, lse = w.run(q, kv, return_lse=True)
+
+    Where attn differs from FlashInfer:
+
+    - kernels are compiled by attn on first use (or loaded from the kernel
+      cache), not JIT-compiled with nvcc; ``use_tensor_cores``, ``backend``
+      and ``jit_args`` are accepted and ignored (the kernel always uses
+      tensor cores).
+    - q and KV share one dtype (bf16 or f16); no fp8 KV.
+      ``q_scale``/``k_scale`` fold into ``sm_scale``, ``v_scale`` scales the
+      output afterwards.
+    - extra keywords: ``pos_encoding_mode="ROPE_LLAMA31"`` (Llama-3.1 RoPE
+      scaling), ``sinks`` (a float32 ``[num_qo_heads]`` tensor), and
+      ``variant``/``variant_params`` (a custom :class:`attn.Variant`).
+    - a request with no visible key gets output 0 and LSE ``-inf``
+      (FlashInfer: a finite -5e4).
+    - with ``use_cuda_graph=True``, ``run`` accepts a ``q`` with up to the
+      buffers' batch rows, so one captured graph serves every smaller batch.
+    """
+
+    def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, use_tensor_cores=False,
+                 paged_kv_indptr_buffer=None, paged_kv_indices_buffer=None,
+                 paged_kv_last_page_len_buffer=None, backend="auto", jit_args=None):
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph)
+        self._fixed = {}
+        if use_cuda_graph:
+            bufs = {"kv_indptr": paged_kv_indptr_buffer, "kv_indices": paged_kv_indices_buffer,
+                    "kv_last_len": paged_kv_last_page_len_buffer}
+            for name, b in bufs.items():
+                if b is None:
+                    raise ValueError("attn: use_cuda_graph=True needs paged_kv_indptr_buffer, "
+                                     "paged_kv_indices_buffer and paged_kv_last_page_len_buffer "
+                                     f"(fixed device buffers); {name} buffer is missing")
+                check_tensor(f"{name} buffer", b, dtype="i32", device=self._device, dims=1)
+            self._fixed = bufs
+            self._max_batch = int(paged_kv_last_page_len_buffer.shape[0])
+            if int(paged_kv_indptr_buffer.shape[0]) < self._max_batch + 1:
+                raise ValueError("attn: paged_kv_indptr_buffer needs batch + 1 entries "
+                                 f"({self._max_batch + 1}), has {paged_kv_indptr_buffer.shape[0]}")
+
+    def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+             pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16",
+             kv_data_type=None, data_type=None, sm_scale=None, rope_scale=None, rope_theta=None,
+             non_blocking=True, sinks=None, variant=None, variant_params=None, **unused):
+        """Plans a decode step: compiles or loads the kernels, balances the work.
+
+        ``indptr``/``last_page_len`` are read on the host (pass CPU tensors to
+        avoid a device sync); ``indices`` stays on the device. Call outside
+        CUDA-graph capture. Keywords are FlashInfer's (``pos_encoding_mode``
+        "NONE" | "ROPE_LLAMA" | "ALIBI", plus attn's "ROPE_LLAMA31").
+        """
+        dtype = q_kv_dtypes(q_data_type, kv_data_type, data_type)
+        torch = torch_module()
+        batch = len(last_page_len)
+        fixed = dict(self._fixed)
+        if self._use_cuda_graph:
+            if batch > self._max_batch:
+                raise ValueError(f"attn: batch {batch} exceeds the CUDA-graph buffers' {self._max_batch}")
+            if getattr(self, "_qo_fixed", None) is None:
+                self._qo_fixed = torch.arange(self._max_batch + 1, dtype=torch.int32, device=self._device)
+            fixed["qo"] = self._qo_fixed
+        qo = torch.arange(batch + 1, dtype=torch.int32)
+        self._plan_paged(qo_indptr=qo, kv_indptr=indptr, kv_indices=indices, kv_last_len=last_page_len,
+                         num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                         page_size=page_size, dtype=dtype, query_rows=1, causal=False,
+                         window_left=window_left, sm_scale=sm_scale, fixed=fixed,
+                         max_batch=self._max_batch if self._use_cuda_graph else None,
+                         max_total_q_rows=self._max_batch if self._use_cuda_graph else None,
+                         pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
+                         rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
+                         variant_params=variant_params)
+
+    begin_forward = plan
+
+    def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
+            return_lse=False, enable_pdl=None, window_left=None):
+        """Decode attention of ``q`` ``[batch, num_qo_heads, head_dim]``.
+
+        Returns ``out`` (``[batch, num_qo_heads, head_dim]``, q's dtype) or
+        ``(out, lse)`` with ``lse`` float32 ``[batch, num_qo_heads]``, base 2.
+        Launches on ``torch.cuda.current_stream()``; capturable in a CUDA
+        graph when the wrapper was built with ``use_cuda_graph=True``.
+        """
+        p = self._check_planned()
+        if window_left is not None and window_left != p.window_left:
+            raise ValueError(f"attn: run(window_left={window_left}) differs from plan's {p.window_left}; "
+                             "pass it to plan()")
+        return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
+                               q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
+
+    def forward(self, q, paged_kv_cache, **kwargs):
+        """Deprecated FlashInfer spelling of :meth:`run`."""
+        return self.run(q, paged_kv_cache, **kwargs)
+
+    def end_forward(self):
+        """Nothing to release (FlashInfer compatibility)."""
+
+
+_single = {}
+
+
+def single_decode_with_kv_cache(q, k, v, kv_layout="NHD", pos_encoding_mode="NONE", use_tensor_cores=False,
+                                q_scale=None, k_scale=None, v_scale=None, window_left=-1, logits_soft_cap=None,
+                                sm_scale=None, rope_scale=None, rope_theta=None, return_lse=False, **kwargs):
+    """Decode one query ``[num_qo_heads, head_dim]`` against contiguous K/V.
+
+    ``k``/``v`` are ``[kv_len, num_kv_heads, head_dim]`` (NHD) or
+    ``[num_kv_heads, kv_len, head_dim]`` (HND), as in FlashInfer.
+
+    attn difference: this runs the paged decode kernel with 16-token pages
+    over the same memory when ``kv_len`` is a multiple of 16 in NHD, and over
+    a padded (or transposed) copy otherwise; a wrapper with a 32 MiB
+    workspace is kept per device.
+
+    >>> o = single_decode_with_kv_cache(q, k, v)   # doctest: +SKIP
+    """
+    torch = torch_module()
+    check_tensor("q", q, dims=2, dtype=("bf16", "f16"))
+    check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device)
+    check_tensor("v", v, dims=3, dtype=dtype_name(q.dtype), device=q.device, shape=tuple(k.shape))
+    if kv_layout == "HND":
+        k, v = k.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()
+    kv_len, hkv, d = (int(x) for x in k.shape)
+    page = 16
+    pages = max(1, -(-kv_len // page))
+    if kv_len % page or kv_len == 0:
+        kp = torch.zeros(pages * page, hkv, d, dtype=k.dtype, device=k.device)
+        vp = torch.zeros_like(kp)
+        kp[:kv_len], vp[:kv_len] = k, v
+        k, v = kp, vp
+    k, v = k.view(pages, page, hkv, d), v.view(pages, page, hkv, d)
+    key = str(q.device)
+    if key not in _single:
+        ws = torch.empty(32 << 20, dtype=torch.uint8, device=q.device)
+        _single[key] = BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+    w = _single[key]
+    w.plan(torch.tensor([0, pages], dtype=torch.int32), torch.arange(pages, dtype=torch.int32, device=q.device),
+           torch.tensor([kv_len - (pages - 1) * page if kv_len else 0], dtype=torch.int32),
+           int(q.shape[0]), hkv, d, page, pos_encoding_mode=pos_encoding_mode, window_left=window_left,
+           logits_soft_cap=logits_soft_cap, q_data_type=q.dtype, sm_scale=sm_scale, rope_scale=rope_scale,
+           rope_theta=rope_theta, **kwargs)
+    r = w.run(q.unsqueeze(0).contiguous(), (k, v), q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+              return_lse=return_lse)
+    return (r[0][0], r[1][0]) if return_lse else r[0]

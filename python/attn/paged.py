@@ -1,0 +1,127 @@
+"""The paged-KV plan/run shared by the decode, prefill and cascade wrappers."""
+
+from . import core
+from .core import check_tensor, dtype_name, host_i32, torch_module
+from .variants import AttentionSpec, build_variants
+
+
+def check_heads(num_qo_heads, num_kv_heads, head_dim, page_size=None):
+    for n, v in (("num_qo_heads", num_qo_heads), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim)) + \
+            ((("page_size", page_size),) if page_size is not None else ()):
+        if not isinstance(v, int) or v <= 0:
+            raise ValueError(f"attn: {n} must be a positive int, got {v!r}")
+    if num_qo_heads % num_kv_heads:
+        raise ValueError(f"attn: num_qo_heads ({num_qo_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
+
+
+def q_kv_dtypes(q_data_type, kv_data_type, data_type=None):
+    q = dtype_name(data_type if data_type is not None else q_data_type, "q_data_type")
+    kv = dtype_name(kv_data_type, "kv_data_type") if kv_data_type is not None else q
+    if q not in ("bf16", "f16"):
+        raise TypeError(f"attn: q_data_type must be bfloat16 or float16, got {q}")
+    if kv != q:
+        raise TypeError(f"attn: kv_data_type ({kv}) must equal q_data_type ({q}); attn has no mixed or fp8 KV yet")
+    return q
+
+
+def make_spec(*, num_qo_heads, num_kv_heads, head_dim, page_size, dtype, kv_layout, query_rows,
+              indexing="paged", **variant_kwargs):
+    """(AttentionSpec, parameter values) from FlashInfer-style keywords."""
+    names, values = build_variants(**variant_kwargs)
+    variant = variant_kwargs.get("variant")
+    spec = AttentionSpec(head_dim=head_dim, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
+                         page_size=page_size if indexing == "paged" else 1, dtype=dtype, layout=kv_layout,
+                         indexing=indexing, query_rows=query_rows, variants=names,
+                         variant_defs=variant.text if variant is not None else "",
+                         custom_params=tuple((n, tuple(variant.params[n])) for n in variant.names)
+                         if variant is not None else ())
+    return spec, values
+
+
+def to_device_i32(name, x, device, fixed=None):
+    """An int32 device copy of ``x``; into ``fixed[:len]`` when given (CUDA graphs)."""
+    torch = torch_module()
+    if not hasattr(x, "detach"):
+        x = torch.tensor(list(x), dtype=torch.int32)
+    n = int(x.numel())
+    if fixed is not None:
+        check_tensor(f"{name} buffer", fixed, dtype="i32", device=device, dims=1)
+        if fixed.numel() < n:
+            raise ValueError(f"attn: {name} has {n} entries but its fixed buffer (use_cuda_graph=True) "
+                             f"holds only {fixed.numel()}")
+        fixed[:n].copy_(x.to(device=device, dtype=torch.int32), non_blocking=True)
+        return fixed
+    if x.device == torch.device(device) and x.dtype == torch.int32 and x.is_contiguous():
+        return x
+    return x.to(device=device, dtype=torch.int32).contiguous()
+
+
+class PagedWrapperBase(core.WrapperBase):
+    """plan/run over a paged KV cache for any query length."""
+
+    def _plan_paged(self, *, qo_indptr, kv_indptr, kv_indices, kv_last_len, num_qo_heads, num_kv_heads,
+                    head_dim, page_size, dtype, query_rows, causal, window_left, sm_scale, fixed,
+                    max_batch=None, max_total_q_rows=None, **variant_kwargs):
+        check_heads(num_qo_heads, num_kv_heads, head_dim, page_size)
+        spec, values = make_spec(num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                                 page_size=page_size, dtype=dtype, kv_layout=self._kv_layout,
+                                 query_rows=query_rows, causal=causal, window_left=window_left,
+                                 **variant_kwargs)
+        qo_h, kv_h, last_h = host_i32("qo_indptr", qo_indptr), host_i32("kv_indptr", kv_indptr), \
+            host_i32("last_page_len", kv_last_len)
+        if len(kv_h) != len(qo_h) or len(last_h) != len(kv_h) - 1:
+            raise ValueError(f"attn: indptr arrays must have batch + 1 entries and last_page_len batch: "
+                             f"qo_indptr {len(qo_h)}, kv_indptr {len(kv_h)}, last_page_len {len(last_h)}")
+        torch = torch_module()
+        dev = self._device
+        p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, causal=causal,
+                       window_left=-1 if window_left is None else window_left,
+                       max_batch=max_batch, max_total_q_rows=max_total_q_rows)
+        d_qo = to_device_i32("qo_indptr", qo_indptr if hasattr(qo_indptr, "detach") else qo_h, dev, fixed.get("qo"))
+        d_kv = to_device_i32("kv_indptr", kv_indptr, dev, fixed.get("kv_indptr"))
+        d_idx = to_device_i32("kv_indices", kv_indices, dev, fixed.get("kv_indices"))
+        d_last = to_device_i32("last_page_len", kv_last_len, dev, fixed.get("kv_last_len"))
+        # Doubled indices address K and V of a combined [pages, 2, ...] cache.
+        if fixed.get("kv_indices") is not None:
+            if getattr(self, "_idx2", None) is None or self._idx2.numel() != d_idx.numel():
+                self._idx2 = torch.empty_like(d_idx)
+            torch.mul(d_idx, 2, out=self._idx2)
+            d_idx2 = self._idx2
+        else:
+            d_idx2 = d_idx * 2
+        p.keepalive = [d_qo, d_kv, d_idx, d_last, d_idx2]
+        p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
+                  "kv_indices": d_idx.data_ptr(), "kv_indices_x2": d_idx2.data_ptr()}
+        p.sm_scale = core.default_sm_scale(head_dim, sm_scale)
+        p.dtype, p.page_size, p.window_left = dtype, page_size, window_left
+        self._planned = p
+        return p
+
+    def _run_paged(self, q, paged_kv_cache, *, out, lse, return_lse, q_scale=None, k_scale=None, v_scale=None):
+        p = self._check_planned()
+        s = p.spec
+        rows = ("nnz_qo", None if self._use_cuda_graph else p.total_q)
+        check_tensor("q", q, dtype=p.dtype, shape=(rows, ("num_qo_heads", s.num_qo_heads),
+                                                   ("head_dim", s.head_dim)), device=self._device)
+        if self._use_cuda_graph and not (p.total_q <= q.shape[0] <= p.config["max_total_q_rows"]):
+            raise ValueError(f"attn: q has {q.shape[0]} rows; the plan has {p.total_q} and the graph "
+                             f"maximum is {p.config['max_total_q_rows']}")
+        k, v, combined = core.split_paged_kv_cache(paged_kv_cache, self._kv_layout, p.page_size,
+                                                   s.num_kv_heads, s.head_dim, p.dtype, self._device)
+        out, lse = self._outputs(p, q, out, lse, return_lse)
+        scale = p.sm_scale * (1.0 if q_scale is None else float(q_scale)) * (1.0 if k_scale is None else float(k_scale))
+        k_ptr = k.data_ptr()
+        if combined:
+            page_bytes = p.page_size * s.num_kv_heads * s.head_dim * k.element_size()
+            v_ptr, idx = k_ptr + page_bytes, p.ptrs["kv_indices_x2"]
+        else:
+            v_ptr, idx = v.data_ptr(), p.ptrs["kv_indices"]
+        args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k_ptr), ("v_cache", "ptr", v_ptr),
+                ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
+                ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
+                ("kv_indices", "ptr", idx), ("kv_last_len", "ptr", p.ptrs["kv_last_len"]),
+                ("sm_scale", "f32", scale)]
+        self._launch(p, args)
+        if v_scale is not None:
+            out.mul_(float(v_scale))
+        return (out, lse) if return_lse else out

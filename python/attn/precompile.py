@@ -1,0 +1,124 @@
+"""Precompile a model's attention kernels into a directory (ahead of time).
+
+The GPU machine has no MLIR: compile here, carry the directory, and point
+``ATTN_CACHE_DIR`` at it there. The directory is an ordinary kernel cache
+(attn/cache.py), so the wrappers find the kernels by the same key::
+
+    python -m attn.precompile --model llama3-8b --out out/py-kernels --arch sm_90
+    # on the GPU machine:
+    ATTN_CACHE_DIR=out/py-kernels python3 my_server.py
+
+Options: ``--model`` (see ``--list``) or explicit ``--heads HQ/HKV --head-dim D``;
+``--tp 1,2`` divides the heads by tensor-parallel degrees; ``--page-size``,
+``--dtype``, ``--layout`` (comma lists allowed); ``--kinds decode,prefill``;
+``--arch`` (comma list). Kernels the compiler cannot build yet are reported
+and skipped; the exit status is 1 when nothing was compiled.
+"""
+
+import argparse
+import sys
+import time
+
+from .cache import KernelCache
+from .compiler import get_kernel
+from .errors import CompileError
+from .paged import make_spec
+from .prefill import PREFILL_QUERY_ROWS
+
+# name: (num_qo_heads, num_kv_heads, head_dim, FlashInfer-style variant keywords)
+MODELS = {
+    "llama3-8b": (32, 8, 128, {"pos_encoding_mode": "NONE"}),
+    "llama3-70b": (64, 8, 128, {"pos_encoding_mode": "NONE"}),
+    "llama2-7b": (32, 32, 128, {}),
+    "mistral-7b": (32, 8, 128, {}),
+    "qwen2-7b": (28, 4, 128, {}),
+    "gemma2-9b": (16, 8, 256, {"logits_soft_cap": 50.0}),
+}
+
+
+def _list(s, conv=str):
+    return [conv(x) for x in str(s).split(",") if x]
+
+
+def specs_for(hq, hkv, d, kinds, page_sizes, dtypes, layouts, tps, variant_kwargs):
+    """Every AttentionSpec to precompile, with a label."""
+    out = []
+    for tp in tps:
+        if hq % tp or hkv % tp and tp % hkv:
+            raise SystemExit(f"attn.precompile: heads {hq}/{hkv} do not split over tp={tp}")
+        q_heads, kv_heads = hq // tp, max(1, hkv // tp)
+        for kind in kinds:
+            for ps in page_sizes:
+                for dt in dtypes:
+                    for lay in layouts:
+                        kw = dict(variant_kwargs)
+                        if kind == "prefill":
+                            kw["causal"] = True
+                        spec, _ = make_spec(num_qo_heads=q_heads, num_kv_heads=kv_heads, head_dim=d,
+                                            page_size=ps, dtype=dt, kv_layout=lay,
+                                            query_rows=1 if kind == "decode" else PREFILL_QUERY_ROWS, **kw)
+                        out.append((f"{kind} tp={tp} heads={q_heads}/{kv_heads} d={d} page={ps} {dt} {lay}", spec))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m attn.precompile", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", help="a model name (see --list)")
+    ap.add_argument("--list", action="store_true", help="list the known models")
+    ap.add_argument("--heads", help="HQ/HKV instead of --model")
+    ap.add_argument("--head-dim", type=int)
+    ap.add_argument("--out", required=False, help="output directory (a kernel cache)")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--tp", default="1")
+    ap.add_argument("--page-size", default="16")
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--layout", default="NHD")
+    ap.add_argument("--kinds", default="decode,prefill")
+    ap.add_argument("--window-left", type=int, default=-1)
+    ap.add_argument("--logits-soft-cap", type=float)
+    ap.add_argument("--pos-encoding-mode", default=None)
+    a = ap.parse_args(argv)
+    if a.list:
+        for n, (hq, hkv, d, kw) in MODELS.items():
+            print(f"{n:12s} heads {hq}/{hkv} head_dim {d} {kw or ''}")
+        return 0
+    if not a.out:
+        ap.error("--out is required")
+    if a.model:
+        if a.model not in MODELS:
+            ap.error(f"unknown model {a.model!r}; known: {', '.join(MODELS)}")
+        hq, hkv, d, kw = MODELS[a.model]
+        kw = dict(kw)
+    elif a.heads and a.head_dim:
+        hq, hkv = (int(x) for x in a.heads.split("/"))
+        d, kw = a.head_dim, {}
+    else:
+        ap.error("give --model, or --heads and --head-dim")
+    if a.window_left >= 0:
+        kw["window_left"] = a.window_left
+    if a.logits_soft_cap:
+        kw["logits_soft_cap"] = a.logits_soft_cap
+    if a.pos_encoding_mode:
+        kw["pos_encoding_mode"] = a.pos_encoding_mode
+    cache = KernelCache(a.out)
+    done = failed = 0
+    for arch in _list(a.arch):
+        for label, spec in specs_for(hq, hkv, d, _list(a.kinds), _list(a.page_size, int), _list(a.dtype),
+                                     _list(a.layout), _list(a.tp, int), kw):
+            t0 = time.perf_counter()
+            try:
+                k = get_kernel(spec, arch, cache=cache)
+            except CompileError as e:
+                failed += 1
+                first = e.diagnostics.strip().splitlines()[0] if e.diagnostics.strip() else e.status
+                print(f"skipped  {arch} {label}: {e.status}: {first}")
+                continue
+            done += 1
+            ms = (time.perf_counter() - t0) * 1e3
+            print(f"{k.source:8s} {arch} {label}: {ms:.0f} ms -> {k.path}")
+    print(f"attn.precompile: {done} kernel modules in {a.out}, {failed} skipped")
+    return 0 if done else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""Batch prefill / append over paged or ragged KV (FlashInfer's ``flashinfer.prefill``).
+
+The API is complete; the kernels come from the prefill generator, which is
+being written. Until the compiler has it, ``plan`` raises
+:class:`attn.CompileError` with status ``Unsupported`` and the compiler's
+message (on a runtime-only build: :class:`attn.KernelNotFoundError`).
+"""
+
+from . import core
+from .core import check_tensor, dtype_name, host_i32, torch_module
+from .paged import PagedWrapperBase, check_heads, make_spec, q_kv_dtypes, to_device_i32
+
+# Expected query rows per request for tile selection when prefilling.
+PREFILL_QUERY_ROWS = 128
+
+
+def _no_custom_mask(custom_mask, packed_custom_mask):
+    if custom_mask is not None or packed_custom_mask is not None:
+        raise NotImplementedError("attn: custom masks are not wired into the Python wrappers yet "
+                                  "(the attn IR supports them: attn.attention mask(...))")
+
+
+def _check_head_dim_vo(head_dim_qk, head_dim_vo):
+    if head_dim_vo is not None and head_dim_vo != head_dim_qk:
+        raise ValueError(f"attn: head_dim_vo ({head_dim_vo}) must equal head_dim_qk ({head_dim_qk})")
+
+
+class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
+    """Prefill / append attention of ragged queries over a paged KV cache.
+
+    FlashInfer's constructor, ``plan`` and ``run`` (layouts as in
+    :class:`BatchDecodeWithPagedKVCacheWrapper`; LSE base 2). Causal masks
+    are bottom-right aligned: query row i of a request with ``qo_len`` rows
+    and ``kv_len`` keys sits at ``kv_len - qo_len + i``.
+
+    >>> w = attn.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD")          # doctest: +SKIP
+    >>> w.plan(qo_indptr, kv_indptr, kv_indices, last_page_len, 32, 8, 128, 16, causal=True,
+    ...        q_data_type=torch.bfloat16)                                  # doctest: +SKIP
+    >>> o = w.run(q, kv_cache)                                            # doctest: +SKIP
+
+    Differences from FlashInfer: as for decode (same dtype for q and KV,
+    extra ``ROPE_LLAMA31``/``sinks``/``variant``); custom masks are not yet
+    accepted here; with ``causal`` and ``qo_len > kv_len`` the leading rows
+    see no key and return output 0 / LSE -inf instead of crashing; in
+    CUDA-graph mode the maximum query rows are those of the first plan
+    (or ``max_total_q_rows=``).
+    """
+
+    def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, qo_indptr_buf=None,
+                 paged_kv_indptr_buf=None, paged_kv_indices_buf=None, paged_kv_last_page_len_buf=None,
+                 custom_mask_buf=None, mask_indptr_buf=None, backend="auto", jit_args=None,
+                 max_total_q_rows=None):
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph)
+        self._fixed = {}
+        self._max_total_q_rows = max_total_q_rows
+        if use_cuda_graph:
+            bufs = {"qo": qo_indptr_buf, "kv_indptr": paged_kv_indptr_buf, "kv_indices": paged_kv_indices_buf,
+                    "kv_last_len": paged_kv_last_page_len_buf}
+            for name, b in bufs.items():
+                if b is None:
+                    raise ValueError("attn: use_cuda_graph=True needs qo_indptr_buf, paged_kv_indptr_buf, "
+                                     f"paged_kv_indices_buf and paged_kv_last_page_len_buf; {name} is missing")
+                check_tensor(f"{name} buffer", b, dtype="i32", device=self._device, dims=1)
+            self._fixed = bufs
+            self._max_batch = int(paged_kv_last_page_len_buf.shape[0])
+
+    def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads,
+             num_kv_heads, head_dim_qk, page_size, head_dim_vo=None, custom_mask=None, packed_custom_mask=None,
+             causal=False, pos_encoding_mode="NONE", use_fp16_qk_reduction=False, sm_scale=None,
+             window_left=-1, logits_soft_cap=None, rope_scale=None, rope_theta=None, q_data_type="float16",
+             kv_data_type=None, non_blocking=True, sinks=None, variant=None, variant_params=None, **unused):
+        """Plans a prefill step (outside CUDA-graph capture); FlashInfer's arguments."""
+        _no_custom_mask(custom_mask, packed_custom_mask)
+        _check_head_dim_vo(head_dim_qk, head_dim_vo)
+        dtype = q_kv_dtypes(q_data_type, kv_data_type)
+        qo_h = host_i32("qo_indptr", qo_indptr)
+        graph = self._use_cuda_graph
+        if graph and self._max_total_q_rows is None:
+            self._max_total_q_rows = max(1, qo_h[-1])
+        self._plan_paged(qo_indptr=qo_indptr, kv_indptr=paged_kv_indptr, kv_indices=paged_kv_indices,
+                         kv_last_len=paged_kv_last_page_len, num_qo_heads=num_qo_heads,
+                         num_kv_heads=num_kv_heads, head_dim=head_dim_qk, page_size=page_size, dtype=dtype,
+                         query_rows=PREFILL_QUERY_ROWS, causal=causal, window_left=window_left,
+                         sm_scale=sm_scale, fixed=self._fixed,
+                         max_batch=self._max_batch if graph else None,
+                         max_total_q_rows=self._max_total_q_rows if graph else None,
+                         pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
+                         rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
+                         variant_params=variant_params)
+
+    begin_forward = plan
+
+    def run(self, q, paged_kv_cache, *args, k_scale=None, v_scale=None, out=None, lse=None, return_lse=False,
+            enable_pdl=None):
+        """Attention of ``q`` ``[nnz_qo, num_qo_heads, head_dim]``; ``out`` or ``(out, lse)``."""
+        return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
+                               k_scale=k_scale, v_scale=v_scale)
+
+    def forward(self, q, paged_kv_cache, **kwargs):
+        return self.run(q, paged_kv_cache, **kwargs)
+
+    def end_forward(self):
+        pass
+
+
+class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
+    """Prefill attention with ragged (contiguous per request) K/V.
+
+    ``k``/``v`` are ``[nnz_kv, num_kv_heads, head_dim]`` (NHD), request b's
+    keys at rows ``kv_indptr[b] .. kv_indptr[b+1]``. FlashInfer's API and
+    conventions; differences as for the paged prefill wrapper.
+
+    >>> w = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")           # doctest: +SKIP
+    >>> w.plan(qo_indptr, kv_indptr, 32, 8, 128, causal=True, q_data_type=torch.bfloat16)  # doctest: +SKIP
+    >>> o = w.run(q, k, v)                                                # doctest: +SKIP
+    """
+
+    def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, qo_indptr_buf=None,
+                 kv_indptr_buf=None, custom_mask_buf=None, mask_indptr_buf=None, backend="auto",
+                 jit_args=None, max_total_q_rows=None):
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph)
+        self._fixed = {}
+        self._max_total_q_rows = max_total_q_rows
+        if use_cuda_graph:
+            for name, b in (("qo_indptr_buf", qo_indptr_buf), ("kv_indptr_buf", kv_indptr_buf)):
+                if b is None:
+                    raise ValueError(f"attn: use_cuda_graph=True needs {name}")
+                check_tensor(name, b, dtype="i32", device=self._device, dims=1)
+            self._fixed = {"qo": qo_indptr_buf, "kv_indptr": kv_indptr_buf}
+            self._max_batch = int(qo_indptr_buf.shape[0]) - 1
+
+    def plan(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo=None,
+             custom_mask=None, packed_custom_mask=None, causal=False, pos_encoding_mode="NONE",
+             use_fp16_qk_reduction=False, window_left=-1, logits_soft_cap=None, sm_scale=None, rope_scale=None,
+             rope_theta=None, q_data_type="float16", kv_data_type=None, non_blocking=True, sinks=None,
+             variant=None, variant_params=None, **unused):
+        """Plans a ragged prefill step (outside CUDA-graph capture)."""
+        _no_custom_mask(custom_mask, packed_custom_mask)
+        _check_head_dim_vo(head_dim_qk, head_dim_vo)
+        check_heads(num_qo_heads, num_kv_heads, head_dim_qk)
+        dtype = q_kv_dtypes(q_data_type, kv_data_type)
+        spec, values = make_spec(num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim_qk,
+                                 page_size=1, dtype=dtype, kv_layout=self._kv_layout,
+                                 query_rows=PREFILL_QUERY_ROWS, indexing="ragged", causal=causal,
+                                 window_left=window_left, pos_encoding_mode=pos_encoding_mode,
+                                 logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
+                                 sinks=sinks, variant=variant, variant_params=variant_params)
+        qo_h, kv_h = host_i32("qo_indptr", qo_indptr), host_i32("kv_indptr", kv_indptr)
+        if len(qo_h) != len(kv_h):
+            raise ValueError(f"attn: qo_indptr ({len(qo_h)}) and kv_indptr ({len(kv_h)}) must both have batch + 1 entries")
+        graph = self._use_cuda_graph
+        if graph and self._max_total_q_rows is None:
+            self._max_total_q_rows = max(1, qo_h[-1])
+        p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, causal=causal,
+                       window_left=-1 if window_left is None else window_left,
+                       max_batch=self._max_batch if graph else None,
+                       max_total_q_rows=self._max_total_q_rows if graph else None)
+        d_qo = to_device_i32("qo_indptr", qo_indptr, self._device, self._fixed.get("qo"))
+        d_kv = to_device_i32("kv_indptr", kv_indptr, self._device, self._fixed.get("kv_indptr"))
+        p.keepalive = [d_qo, d_kv]
+        p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr()}
+        p.sm_scale = core.default_sm_scale(head_dim_qk, sm_scale)
+        p.dtype, p.total_kv = dtype, kv_h[-1]
+        self._planned = p
+
+    begin_forward = plan
+
+    def run(self, q, k, v, *args, out=None, lse=None, return_lse=False, enable_pdl=None):
+        """Attention of ``q`` over ragged ``k``/``v``; ``out`` or ``(out, lse)``."""
+        p = self._check_planned()
+        s = p.spec
+        check_tensor("q", q, dtype=p.dtype, shape=(("nnz_qo", None if self._use_cuda_graph else p.total_q),
+                                                   ("num_qo_heads", s.num_qo_heads), ("head_dim", s.head_dim)),
+                     device=self._device)
+        kv_shape = ((("nnz_kv", None), ("num_kv_heads", s.num_kv_heads)) if self._kv_layout == "NHD"
+                    else (("num_kv_heads", s.num_kv_heads), ("nnz_kv", None))) + (("head_dim", s.head_dim),)
+        check_tensor("k", k, dtype=p.dtype, shape=kv_shape, device=self._device)
+        check_tensor("v", v, dtype=p.dtype, shape=tuple(k.shape), device=self._device)
+        out, lse = self._outputs(p, q, out, lse, return_lse)
+        args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k.data_ptr()), ("v_cache", "ptr", v.data_ptr()),
+                ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
+                ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
+                ("sm_scale", "f32", p.sm_scale)]
+        self._launch(p, args)
+        return (out, lse) if return_lse else out
+
+    def forward(self, q, k, v, **kwargs):
+        return self.run(q, k, v, **kwargs)
+
+    def end_forward(self):
+        pass
+
+
+_single = {}
+
+
+def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=None, causal=False,
+                                 kv_layout="NHD", pos_encoding_mode="NONE", use_fp16_qk_reduction=False,
+                                 sm_scale=None, window_left=-1, logits_soft_cap=None, rope_scale=None,
+                                 rope_theta=None, return_lse=False, **kwargs):
+    """Prefill of one request: ``q`` ``[qo_len, Hq, D]`` against ``k``/``v`` ``[kv_len, Hkv, D]``.
+
+    Runs the ragged prefill wrapper (a 32 MiB workspace kept per device).
+    attn difference: causal with ``qo_len > kv_len`` is well defined (the
+    leading rows see no key: output 0, LSE -inf).
+
+    >>> o = single_prefill_with_kv_cache(q, k, v, causal=True)   # doctest: +SKIP
+    """
+    torch = torch_module()
+    check_tensor("q", q, dims=3, dtype=("bf16", "f16"))
+    check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device)
+    kv_len = int(k.shape[0] if kv_layout == "NHD" else k.shape[1])
+    hkv = int(k.shape[1] if kv_layout == "NHD" else k.shape[0])
+    key = (str(q.device), kv_layout)
+    if key not in _single:
+        ws = torch.empty(32 << 20, dtype=torch.uint8, device=q.device)
+        _single[key] = BatchPrefillWithRaggedKVCacheWrapper(ws, kv_layout)
+    w = _single[key]
+    w.plan(torch.tensor([0, int(q.shape[0])], dtype=torch.int32), torch.tensor([0, kv_len], dtype=torch.int32),
+           int(q.shape[1]), hkv, int(q.shape[2]), custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
+           causal=causal, pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale, window_left=window_left,
+           logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
+           q_data_type=q.dtype, **kwargs)
+    return w.run(q, k, v, return_lse=return_lse)

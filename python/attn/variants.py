@@ -1,0 +1,257 @@
+"""Attention variants and the attn IR the package compiles.
+
+A variant is a set of hook regions (``attn.variant``, docs of the attn
+dialect); the built-in ones live in the compiler's library and are selected
+by the FlashInfer keywords the wrappers take (``causal``, ``window_left``,
+``logits_soft_cap``, ``pos_encoding_mode``, ``sinks``). A custom variant is
+MLIR text, checked by the compiler's own verifier::
+
+    >>> import attn
+    >>> v = attn.Variant('''
+    ... attn.variant @tanh_cap(cap : f32) {
+    ...   attn.hook logits_transform(%s : f32, %q_pos : i32, %k_pos : i32, %head : i32) {
+    ...     %c = attn.param "cap" : f32
+    ...     %x = arith.divf %s, %c : f32
+    ...     %t = math.tanh %x : f32
+    ...     %r = arith.mulf %c, %t : f32
+    ...     attn.yield %r : f32
+    ...   }
+    ... }''')
+    >>> v.names, v.params["tanh_cap"]
+    (['tanh_cap'], [('cap', 'f32')])
+
+Everything here is plain Python (no torch, no compiler): the IR text it
+writes is also the kernel-cache key, so a machine without the compiler finds
+the kernels precompiled elsewhere.
+"""
+
+import dataclasses
+import re
+
+# Parameters of the built-in variants (lib/Dialect/Attn/IR/BuiltinVariants.mlir),
+# in declaration order: (name, MLIR type).
+BUILTIN_VARIANTS = {
+    "causal": [],
+    "sliding_window": [("window_left", "i32")],
+    "soft_cap": [("cap", "f32")],
+    "logits_scale": [("scale", "f32")],
+    "alibi": [],
+    "rope": [("rope_scale", "f32"), ("rope_theta", "f32")],
+    "rope_llama31": [("rope_scale", "f32"), ("rope_theta", "f32"), ("rope_factor", "f32"),
+                     ("low_freq_factor", "f32"), ("high_freq_factor", "f32"),
+                     ("original_context", "f32")],
+    "sinks": [("sinks", "memref<?xf32>")],
+}
+
+# FlashInfer's pos_encoding_mode values, plus attn's Llama-3.1 RoPE.
+POS_ENCODING_MODES = ("NONE", "ROPE_LLAMA", "ROPE_LLAMA31", "ALIBI")
+
+_VARIANT_RE = re.compile(r"attn\.variant\s+@([A-Za-z_][\w$.]*)\s*(?:\(([^)]*)\))?")
+_PARAM_RE = re.compile(r"\s*([A-Za-z_]\w*)\s*:\s*(.+?)\s*$")
+
+
+def _split_params(text):
+    """Splits 'a : f32, b : memref<?xf32>' at top-level commas."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur)
+    params = []
+    for p in out:
+        m = _PARAM_RE.match(p)
+        if not m:
+            raise ValueError(f"attn: cannot read variant parameter '{p.strip()}' (expected 'name : type')")
+        params.append((m.group(1), m.group(2)))
+    return params
+
+
+class Variant:
+    """A custom attention variant: one or more ``attn.variant`` definitions.
+
+    ``text`` is MLIR (hook regions, see the attn dialect docs). The names and
+    parameters are read here; :meth:`verify` runs the compiler's parser and
+    verifiers and raises :class:`attn.CompileError` with its diagnostics
+    (``attn.mlir:LINE:COL: error: ...``). Wrappers take it as ``variant=``
+    and its parameter values as ``variant_params={"name": value}``.
+
+    >>> v = Variant('attn.variant @no_op { }')
+    >>> v.names
+    ['no_op']
+    """
+
+    def __init__(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"attn: Variant expects MLIR text, got {type(text).__name__}")
+        self.text = text.strip()
+        self.params = {}
+        self.names = []
+        for m in _VARIANT_RE.finditer(self.text):
+            name = m.group(1)
+            if name in BUILTIN_VARIANTS:
+                raise ValueError(f"attn: variant @{name} would shadow the built-in of that name; rename it")
+            self.names.append(name)
+            self.params[name] = _split_params(m.group(2) or "")
+        if not self.names:
+            raise ValueError("attn: no 'attn.variant @name' definition found in the variant text")
+
+    def verify(self):
+        """Parses and verifies the text with the compiler; returns self.
+
+        Raises CompileError (with the compiler's diagnostics) when it is
+        invalid, and RuntimeError when this build has no compiler.
+        """
+        from ._native import has_compiler, native
+        from .errors import CompileError
+        if not has_compiler():
+            raise RuntimeError("attn: verifying a variant needs the compiler (this build is runtime-only)")
+        r = native().verify_variant(self.text)
+        if not r["ok"]:
+            raise CompileError(r["status"], r["diagnostics"], what="variant")
+        return self
+
+    def __repr__(self):
+        return f"Variant({', '.join('@' + n for n in self.names)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionSpec:
+    """Everything that selects a compiled kernel, and its attn IR.
+
+    ``indexing`` is ``"paged"`` (``page_size`` tokens per page) or
+    ``"ragged"``; ``query_rows`` is the expected query rows per request
+    (1 for decode; it steers tile selection); ``variants`` are names in
+    application order, built-in or defined in ``variant_defs``.
+
+    >>> s = AttentionSpec(head_dim=128, num_qo_heads=32, num_kv_heads=8, page_size=16)
+    >>> "attn.attention" in s.to_ir() and s.param_list() == []
+    True
+    """
+
+    head_dim: int
+    num_qo_heads: int
+    num_kv_heads: int
+    page_size: int = 16
+    dtype: str = "bf16"
+    layout: str = "NHD"
+    indexing: str = "paged"
+    query_rows: int = 1
+    variants: tuple = ()
+    variant_defs: str = ""
+    custom_params: tuple = ()  # ((variant, ((name, type), ...)), ...)
+
+    def param_list(self):
+        """[(variant, param, type)] in the order of attn.attention's params."""
+        custom = dict(self.custom_params)
+        out = []
+        for v in self.variants:
+            for name, ty in (BUILTIN_VARIANTS[v] if v in BUILTIN_VARIANTS else custom[v]):
+                out.append((v, name, ty))
+        return out
+
+    def to_ir(self):
+        """The attn IR module compiled for this spec (also the cache key)."""
+        t, D, Hq, Hkv = self.dtype, self.head_dim, self.num_qo_heads, self.num_kv_heads
+        q = f"tensor<?x{Hq}x{D}x{t}>"
+        lse = f"tensor<?x{Hq}xf32>"
+        idx = "tensor<?xi32>"
+        if self.indexing == "paged":
+            P = self.page_size
+            kv = (f"tensor<?x{P}x{Hkv}x{D}x{t}>" if self.layout == "NHD"
+                  else f"tensor<?x{Hkv}x{P}x{D}x{t}>")
+            fmt = f"#attn.bsr<block_rows = {self.query_rows}, block_cols = {P}, layout = {self.layout}>"
+            names = ["%qo_indptr", "%kv_indptr", "%kv_indices", "%kv_last_len"]
+        else:
+            kv = (f"tensor<?x{Hkv}x{D}x{t}>" if self.layout == "NHD"
+                  else f"tensor<{Hkv}x?x{D}x{t}>")
+            fmt = (f"#attn.bsr<block_rows = {self.query_rows}, block_cols = 1, "
+                   f"layout = {self.layout}, indexing = ragged>")
+            names = ["%qo_indptr", "%kv_indptr"]
+        params = self.param_list()
+        args = [f"%q: {q}", f"%k: {kv}", f"%v: {kv}"] + [f"{n}: {idx}" for n in names]
+        args.append("%sm_scale: f32")
+        args += [f"%p{i}: {ty}" for i, (_, _, ty) in enumerate(params)]
+        body = (f"  %o, %lse = attn.attention %q, %k, %v format({fmt})\n"
+                f"      indices({', '.join(names)} : {', '.join([idx] * len(names))})\n"
+                f"      sm_scale(%sm_scale)")
+        if self.variants:
+            body += "\n      variants [" + ", ".join("@" + v for v in self.variants) + "]"
+        if params:
+            body += ("\n      params(" + ", ".join(f"%p{i}" for i in range(len(params))) + " : "
+                     + ", ".join(ty for _, _, ty in params) + ")")
+        body += f"\n      : {q}, {kv}, {kv} -> {q}, {lse}\n"
+        text = (self.variant_defs.strip() + "\n\n") if self.variant_defs else ""
+        text += (f"func.func @attention({', '.join(args)}) -> ({q}, {lse}) {{\n{body}"
+                 f"  return %o, %lse : {q}, {lse}\n}}\n")
+        return text
+
+
+def build_variants(*, causal=False, window_left=-1, logits_soft_cap=None, pos_encoding_mode="NONE",
+                   rope_scale=None, rope_theta=None, sinks=None, variant=None, variant_params=None,
+                   llama31_rope=None):
+    """Maps FlashInfer keywords to (variant names, param values by (variant, name)).
+
+    Order: RoPE (query/key transform), ALiBi, soft-cap (on the biased
+    logits), causal and sliding-window masks, sinks, then custom variants.
+
+    >>> build_variants(causal=True, window_left=128, logits_soft_cap=30.0)[0]
+    ('soft_cap', 'causal', 'sliding_window')
+    """
+    if pos_encoding_mode not in POS_ENCODING_MODES:
+        raise ValueError(f"attn: pos_encoding_mode must be one of {POS_ENCODING_MODES}, got {pos_encoding_mode!r}")
+    if window_left is None:
+        window_left = -1
+    if not isinstance(window_left, int):
+        raise TypeError(f"attn: window_left must be an int, got {type(window_left).__name__}")
+    names, values = [], {}
+    theta = 1e4 if rope_theta is None else float(rope_theta)
+    scale = 1.0 if rope_scale is None else float(rope_scale)
+    if pos_encoding_mode == "ROPE_LLAMA":
+        names.append("rope")
+        values[("rope", "rope_scale")] = scale
+        values[("rope", "rope_theta")] = theta
+    elif pos_encoding_mode == "ROPE_LLAMA31":
+        cfg = {"rope_factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_context": 8192.0}
+        cfg.update(llama31_rope or {})
+        names.append("rope_llama31")
+        values[("rope_llama31", "rope_scale")] = scale
+        values[("rope_llama31", "rope_theta")] = 5e5 if rope_theta is None else theta
+        for k, v in cfg.items():
+            values[("rope_llama31", k)] = float(v)
+    elif pos_encoding_mode == "ALIBI":
+        names.append("alibi")
+    if logits_soft_cap is not None and logits_soft_cap > 0:
+        names.append("soft_cap")
+        values[("soft_cap", "cap")] = float(logits_soft_cap)
+    if causal:
+        names.append("causal")
+    if window_left >= 0:
+        names.append("sliding_window")
+        values[("sliding_window", "window_left")] = int(window_left)
+    if sinks is not None:
+        names.append("sinks")
+        values[("sinks", "sinks")] = sinks
+    if variant is not None:
+        if not isinstance(variant, Variant):
+            raise TypeError("attn: variant must be an attn.Variant (MLIR text wrapped in attn.Variant(...))")
+        given = dict(variant_params or {})
+        for name in variant.names:
+            names.append(name)
+            for p, _ in variant.params[name]:
+                if p not in given:
+                    raise ValueError(f"attn: variant @{name} needs parameter '{p}' in variant_params")
+                values[(name, p)] = given.pop(p)
+        if given:
+            raise ValueError(f"attn: variant_params has unknown parameters {sorted(given)}")
+    elif variant_params:
+        raise ValueError("attn: variant_params given without a variant")
+    return tuple(names), values

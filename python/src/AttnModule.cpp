@@ -1,0 +1,464 @@
+//===- AttnModule.cpp - pybind11 module over the attn C APIs --------------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// `attn._attn`: a thin binding over attn-c/Runtime.h (plan, workspace sizing,
+// module loading, plan upload, run, merge) and, when built with the compiler,
+// attn-c/Compiler.h (verify a variant, compile attn IR). It knows nothing of
+// PyTorch: device memory and streams are plain integers (data_ptr(),
+// cuda_stream), host arrays are Python buffers of int32 (array('i'), NumPy).
+// The Python package (python/attn) does the tensor checks and the FlashInfer-
+// style API on top.
+//
+// Runtime errors raise `attn._attn.Error` (a RuntimeError) whose `status`
+// attribute is the status name ("NonMonotoneIndptr", ...) and whose message
+// is the runtime's, naming the bad input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-c/Runtime.h"
+#ifdef ATTN_PY_HAVE_COMPILER
+#include "attn-c/Compiler.h"
+#endif
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+/// A runtime failure, turned into attn._attn.Error(status, message).
+struct StatusError {
+  attnRtStatus status;
+  std::string message;
+};
+
+PyObject *errorType = nullptr;
+
+void check(attnRtStatus status) {
+  if (status != ATTN_RT_OK)
+    throw StatusError{status, attnRtLastError()};
+}
+
+/// A 1-D int32 host array from any buffer (array('i'), NumPy int32); None
+/// gives nullptr. `n` receives the element count.
+struct I32Array {
+  py::buffer_info info;
+  const int32_t *data = nullptr;
+  py::ssize_t size = 0;
+};
+
+std::optional<I32Array> toI32(const py::object &obj, const char *name) {
+  if (obj.is_none())
+    return std::nullopt;
+  if (!py::isinstance<py::buffer>(obj))
+    throw py::type_error(std::string(name) +
+                         ": expected an int32 buffer (array('i'), NumPy), got " +
+                         std::string(py::str(obj.get_type())));
+  I32Array a;
+  a.info = py::reinterpret_borrow<py::buffer>(obj).request();
+  std::string fmt = a.info.format;
+  if (a.info.itemsize != 4 || (fmt != "i" && fmt != "<i" && fmt != "=i" &&
+                               fmt != "l" && fmt != "<l" && fmt != "=l"))
+    throw py::type_error(std::string(name) + ": expected int32 elements, got format '" +
+                         fmt + "' of " + std::to_string(a.info.itemsize) + " bytes");
+  if (a.info.ndim != 1 || (a.info.size > 1 && a.info.strides[0] != 4))
+    throw py::value_error(std::string(name) + ": expected a contiguous 1-D array");
+  a.data = static_cast<const int32_t *>(a.info.ptr);
+  a.size = a.info.size;
+  return a;
+}
+
+template <typename T> T get(const py::dict &d, const char *key, T fallback) {
+  return d.contains(key) ? d[key].cast<T>() : fallback;
+}
+
+/// attnRtPlanConfig from a dict with the same field names; unknown keys are
+/// an error (a typo would otherwise silently use a default).
+attnRtPlanConfig toConfig(const py::dict &d) {
+  static const char *known[] = {
+      "num_qo_heads", "num_kv_heads", "head_dim", "indexing", "block_size",
+      "causal", "window_left", "has_custom_mask", "num_sms", "ctas_per_sm",
+      "graph_mode", "graph_candidate", "max_batch", "max_total_q_rows",
+      "min_chunk_tokens", "disable_split", "candidates"};
+  for (auto item : d) {
+    std::string k = py::str(item.first);
+    bool ok = false;
+    for (const char *n : known)
+      ok |= k == n;
+    if (!ok)
+      throw py::key_error("unknown plan config field '" + k + "'");
+  }
+  attnRtPlanConfig c;
+  std::memset(&c, 0, sizeof(c));
+  c.num_qo_heads = get<int32_t>(d, "num_qo_heads", 0);
+  c.num_kv_heads = get<int32_t>(d, "num_kv_heads", 0);
+  c.head_dim = get<int32_t>(d, "head_dim", 0);
+  c.indexing = get<int32_t>(d, "indexing", ATTN_RT_KV_PAGED);
+  c.block_size = get<int32_t>(d, "block_size", 16);
+  c.causal = get<int32_t>(d, "causal", 0);
+  c.window_left = get<int32_t>(d, "window_left", -1);
+  c.has_custom_mask = get<int32_t>(d, "has_custom_mask", 0);
+  c.num_sms = get<int32_t>(d, "num_sms", 0);
+  c.ctas_per_sm = get<int32_t>(d, "ctas_per_sm", 1);
+  c.graph_mode = get<int32_t>(d, "graph_mode", 0);
+  c.graph_candidate = get<int32_t>(d, "graph_candidate", 0);
+  c.max_batch = get<int32_t>(d, "max_batch", 0);
+  c.max_total_q_rows = get<int32_t>(d, "max_total_q_rows", 0);
+  c.min_chunk_tokens = get<int32_t>(d, "min_chunk_tokens", 0);
+  c.disable_split = get<int32_t>(d, "disable_split", 0);
+  if (d.contains("candidates")) {
+    py::list cands = d["candidates"].cast<py::list>();
+    if (cands.size() > ATTN_RT_MAX_TILE_CANDIDATES)
+      throw py::value_error("at most " +
+                            std::to_string(int(ATTN_RT_MAX_TILE_CANDIDATES)) +
+                            " tile candidates");
+    c.num_candidates = int32_t(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) {
+      py::dict t = cands[i].cast<py::dict>();
+      c.candidates[i] = {get<int32_t>(t, "q_rows", 0), get<int32_t>(t, "kv_tile", 0),
+                         get<int32_t>(t, "gqa_pack", 1),
+                         get<int32_t>(t, "cost_per_item", 0),
+                         get<int32_t>(t, "cost_per_kv_token", 1)};
+    }
+  }
+  return c;
+}
+
+py::dict candidateDict(const attnRtTileCandidate &t) {
+  py::dict d;
+  d["q_rows"] = t.q_rows;
+  d["kv_tile"] = t.kv_tile;
+  d["gqa_pack"] = t.gqa_pack;
+  d["cost_per_item"] = t.cost_per_item;
+  d["cost_per_kv_token"] = t.cost_per_kv_token;
+  return d;
+}
+
+/// A host workspace: an int address (pinned memory from PyTorch) or a
+/// writable buffer (bytearray, NumPy).
+struct HostWorkspace {
+  void *ptr = nullptr;
+  size_t bytes = 0;
+  std::optional<py::buffer_info> info;
+};
+
+HostWorkspace toWorkspace(const py::object &ws, size_t bytes) {
+  HostWorkspace w;
+  if (py::isinstance<py::int_>(ws)) {
+    w.ptr = reinterpret_cast<void *>(ws.cast<uintptr_t>());
+    w.bytes = bytes;
+    return w;
+  }
+  if (!py::isinstance<py::buffer>(ws))
+    throw py::type_error("workspace: expected an address (int) or a writable buffer");
+  w.info = py::reinterpret_borrow<py::buffer>(ws).request(/*writable=*/true);
+  w.ptr = w.info->ptr;
+  w.bytes = size_t(w.info->size) * size_t(w.info->itemsize);
+  if (bytes && bytes < w.bytes)
+    w.bytes = bytes;
+  return w;
+}
+
+/// A loaded module; destroyed with the Python object.
+class PyModule {
+public:
+  PyModule(py::bytes image, std::string manifest) : manifest_(std::move(manifest)) {
+    std::string img = image;
+    check(attnRtModuleLoad(img.data(), img.size(), manifest_.c_str(), &module_));
+  }
+  ~PyModule() { attnRtModuleDestroy(module_); }
+  py::list candidates() const {
+    attnRtTileCandidate c[ATTN_RT_MAX_TILE_CANDIDATES];
+    int32_t n = 0;
+    check(attnRtModuleCandidates(module_, c, ATTN_RT_MAX_TILE_CANDIDATES, &n));
+    py::list out;
+    for (int32_t i = 0; i < n; ++i)
+      out.append(candidateDict(c[i]));
+    return out;
+  }
+  attnRtModule_t get() const { return module_; }
+  const std::string &manifest() const { return manifest_; }
+
+private:
+  attnRtModule_t module_ = nullptr;
+  std::string manifest_;
+};
+
+/// Kernel arguments from [(name, kind, value)], kind "ptr" | "i32" | "i64" |
+/// "f32". Names are kept alive in `names`.
+std::vector<attnRtArg> toArgs(const py::list &args, std::vector<std::string> &names) {
+  names.reserve(args.size());
+  std::vector<attnRtArg> out;
+  for (py::handle h : args) {
+    py::tuple t = h.cast<py::tuple>();
+    if (t.size() != 3)
+      throw py::value_error("kernel arguments are (name, kind, value) tuples");
+    names.push_back(t[0].cast<std::string>());
+    std::string kind = t[1].cast<std::string>();
+    attnRtArg a;
+    std::memset(&a, 0, sizeof(a));
+    if (kind == "ptr") {
+      a.kind = ATTN_RT_ARG_PTR;
+      a.value.ptr = t[2].cast<uint64_t>();
+    } else if (kind == "i32") {
+      a.kind = ATTN_RT_ARG_I32;
+      a.value.i32 = t[2].cast<int32_t>();
+    } else if (kind == "i64") {
+      a.kind = ATTN_RT_ARG_I64;
+      a.value.i64 = t[2].cast<int64_t>();
+    } else if (kind == "f32") {
+      a.kind = ATTN_RT_ARG_F32;
+      a.value.f32 = t[2].cast<float>();
+    } else {
+      throw py::value_error("argument '" + names.back() + "': unknown kind '" + kind +
+                            "' (ptr, i32, i64, f32)");
+    }
+    out.push_back(a);
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i].name = names[i].c_str();
+  return out;
+}
+
+#ifdef ATTN_PY_HAVE_COMPILER
+/// Everything a compiler call produced, copied out of the C result.
+py::dict resultDict(attnCompilerStatus status, attnCompilerResult_t r) {
+  py::dict d;
+  d["ok"] = status == ATTN_COMPILER_OK;
+  d["status"] = std::string(attnCompilerStatusName(status));
+  d["diagnostics"] = std::string(attnCompilerResultDiagnostics(r));
+  d["ir"] = std::string(attnCompilerResultIR(r));
+  d["ptx"] = std::string(attnCompilerResultPtx(r));
+  size_t n = 0;
+  const void *cubin = attnCompilerResultCubin(r, &n);
+  d["cubin"] = py::bytes(static_cast<const char *>(cubin), cubin ? n : 0);
+  d["manifest"] = std::string(attnCompilerResultManifest(r));
+  d["generator"] = std::string(attnCompilerResultGenerator(r));
+  py::list stages;
+  for (int32_t i = 0; i < attnCompilerResultNumStages(r); ++i)
+    stages.append(py::make_tuple(std::string(attnCompilerResultStageName(r, i)),
+                                 attnCompilerResultStageMilliseconds(r, i)));
+  d["stages"] = stages;
+  attnCompilerResultDestroy(r);
+  return d;
+}
+#endif
+
+} // namespace
+
+PYBIND11_MODULE(_attn, m) {
+  m.doc() = "Binding over the attn runtime and compiler C APIs (see attn-c/*.h).";
+
+  static py::exception<StatusError> error(m, "Error", PyExc_RuntimeError);
+  errorType = error.ptr();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p)
+        std::rethrow_exception(p);
+    } catch (const StatusError &e) {
+      std::string name = attnRtStatusName(e.status);
+      py::object exc = py::reinterpret_borrow<py::object>(errorType)(
+          "[" + name + "] " + e.message);
+      exc.attr("status") = name;
+      PyErr_SetObject(errorType, exc.ptr());
+    }
+  });
+
+  m.def("status_name", [](int code) {
+    return std::string(attnRtStatusName(static_cast<attnRtStatus>(code)));
+  });
+
+  //===--------------------------------------------------------------------===//
+  // Planning
+  //===--------------------------------------------------------------------===//
+
+  m.def(
+      "plan_workspace_size",
+      [](const py::dict &config) {
+        attnRtPlanConfig c = toConfig(config);
+        size_t host = 0, device = 0;
+        check(attnRtPlanWorkspaceSize(&c, &host, &device));
+        return py::make_tuple(host, device);
+      },
+      py::arg("config"),
+      "(host_bytes, device_bytes) of the workspaces a PlanConfig needs.");
+
+  m.def(
+      "plan",
+      [](const py::dict &config, const py::object &workspace,
+         const py::object &qo_indptr, const py::object &kv_indptr,
+         const py::object &kv_last_len, const py::object &kv_lens,
+         const py::object &kv_indices, int32_t num_cache_blocks,
+         size_t workspace_bytes) {
+        attnRtPlanConfig c = toConfig(config);
+        auto qo = toI32(qo_indptr, "qo_indptr");
+        auto kv = toI32(kv_indptr, "kv_indptr");
+        auto last = toI32(kv_last_len, "kv_last_len");
+        auto lens = toI32(kv_lens, "kv_lens");
+        auto idx = toI32(kv_indices, "kv_indices");
+        if (!qo || !kv)
+          throw py::value_error("qo_indptr and kv_indptr are required");
+        if (qo->size != kv->size)
+          throw py::value_error("qo_indptr has " + std::to_string(qo->size) +
+                                " entries but kv_indptr has " +
+                                std::to_string(kv->size) + " (both batch + 1)");
+        if (qo->size < 1)
+          throw py::value_error("qo_indptr must have batch + 1 >= 1 entries");
+        int32_t batch = int32_t(qo->size - 1);
+        if (last && last->size != batch)
+          throw py::value_error("kv_last_len has " + std::to_string(last->size) +
+                                " entries, expected batch = " + std::to_string(batch));
+        if (lens && lens->size != batch)
+          throw py::value_error("kv_lens has " + std::to_string(lens->size) +
+                                " entries, expected batch = " + std::to_string(batch));
+        if (idx && batch > 0 && idx->size < kv->data[batch])
+          throw py::value_error("kv_indices has " + std::to_string(idx->size) +
+                                " entries, kv_indptr[-1] = " +
+                                std::to_string(kv->data[batch]));
+        attnRtPlanInputs in;
+        in.batch = batch;
+        in.qo_indptr = qo->data;
+        in.kv_indptr = kv->data;
+        in.kv_last_len = last ? last->data : nullptr;
+        in.kv_lens = lens ? lens->data : nullptr;
+        in.kv_indices = idx ? idx->data : nullptr;
+        in.num_cache_blocks = num_cache_blocks;
+        HostWorkspace w = toWorkspace(workspace, workspace_bytes);
+        attnRtPlanSummary s;
+        {
+          py::gil_scoped_release release;
+          check(attnRtPlan(&c, &in, w.ptr, w.bytes, &s));
+        }
+        py::dict d;
+        d["num_ctas"] = s.num_ctas;
+        d["num_items"] = s.num_items;
+        d["num_merge_units"] = s.num_merge_units;
+        d["num_slots"] = s.num_slots;
+        d["candidate"] = s.candidate;
+        d["tile_q"] = s.tile_q;
+        d["gqa_pack"] = s.gqa_pack;
+        d["plan_bytes"] = s.plan_bytes;
+        return d;
+      },
+      py::arg("config"), py::arg("workspace"), py::arg("qo_indptr"),
+      py::arg("kv_indptr"), py::arg("kv_last_len") = py::none(),
+      py::arg("kv_lens") = py::none(), py::arg("kv_indices") = py::none(),
+      py::arg("num_cache_blocks") = 0, py::arg("workspace_bytes") = 0,
+      "Plans one batch step into `workspace` (an address or a writable "
+      "buffer); returns the plan summary. Raises Error naming the bad input.");
+
+  //===--------------------------------------------------------------------===//
+  // Modules and launches
+  //===--------------------------------------------------------------------===//
+
+  py::class_<PyModule>(m, "Module",
+                       "Compiled kernels (cubin/fatbin/PTX) loaded with their "
+                       "manifest through the CUDA driver.")
+      .def(py::init<py::bytes, std::string>(), py::arg("image"),
+           py::arg("manifest"))
+      .def("candidates", &PyModule::candidates,
+           "Tile candidates of the module's attention kernels.")
+      .def_property_readonly("manifest", &PyModule::manifest);
+
+  m.def(
+      "upload_plan",
+      [](uint64_t host_ptr, size_t host_bytes, uint64_t device_ptr,
+         uint64_t stream) {
+        check(attnRtUploadPlan(reinterpret_cast<const void *>(host_ptr), host_bytes,
+                               device_ptr, stream));
+      },
+      py::arg("host_ptr"), py::arg("host_bytes"), py::arg("device_ptr"),
+      py::arg("stream"));
+
+  m.def(
+      "run",
+      [](const PyModule &module, const std::string &attention_kernel,
+         const std::optional<std::string> &merge_kernel, uint64_t host_ptr,
+         size_t host_bytes, uint64_t device_ws, const py::list &args,
+         uint64_t stream) {
+        std::vector<std::string> names;
+        std::vector<attnRtArg> a = toArgs(args, names);
+        check(attnRtRun(module.get(), attention_kernel.c_str(),
+                        merge_kernel ? merge_kernel->c_str() : nullptr,
+                        reinterpret_cast<const void *>(host_ptr), host_bytes,
+                        device_ws, a.data(), int32_t(a.size()), stream));
+      },
+      py::arg("module"), py::arg("attention_kernel"), py::arg("merge_kernel"),
+      py::arg("host_ptr"), py::arg("host_bytes"), py::arg("device_workspace"),
+      py::arg("args"), py::arg("stream"));
+
+  m.def(
+      "merge",
+      [](const PyModule &module, const std::string &merge_kernel, uint64_t host_ptr,
+         size_t host_bytes, uint64_t device_ws, const py::list &args,
+         uint64_t stream) {
+        std::vector<std::string> names;
+        std::vector<attnRtArg> a = toArgs(args, names);
+        check(attnRtMerge(module.get(), merge_kernel.c_str(),
+                          reinterpret_cast<const void *>(host_ptr), host_bytes,
+                          device_ws, a.data(), int32_t(a.size()), stream));
+      },
+      py::arg("module"), py::arg("merge_kernel"), py::arg("host_ptr"),
+      py::arg("host_bytes"), py::arg("device_workspace"), py::arg("args"),
+      py::arg("stream"));
+
+  //===--------------------------------------------------------------------===//
+  // Compiler (only when built with it)
+  //===--------------------------------------------------------------------===//
+
+#ifdef ATTN_PY_HAVE_COMPILER
+  m.attr("has_compiler") = true;
+  m.def("compiler_version", [] { return std::string(attnCompilerVersion()); });
+  m.def(
+      "verify_variant",
+      [](const std::string &text) {
+        attnCompilerResult_t r = nullptr;
+        attnCompilerStatus s;
+        {
+          py::gil_scoped_release release;
+          s = attnCompilerVerifyVariant(text.c_str(), &r);
+        }
+        return resultDict(s, r);
+      },
+      py::arg("text"),
+      "Parses and verifies attn IR (variants); returns a dict with ok, "
+      "status and the compiler's diagnostics.");
+  m.def(
+      "compile",
+      [](const std::string &ir, const std::string &chip, bool emit_cubin,
+         const std::string &features, const std::string &cuda_path,
+         int opt_level) {
+        attnCompilerOptions o;
+        attnCompilerOptionsInit(&o);
+        o.chip = chip.c_str();
+        o.features = features.c_str();
+        o.cuda_path = cuda_path.empty() ? nullptr : cuda_path.c_str();
+        o.opt_level = opt_level;
+        o.emit_cubin = emit_cubin ? 1 : 0;
+        attnCompilerResult_t r = nullptr;
+        attnCompilerStatus s;
+        {
+          py::gil_scoped_release release;
+          s = attnCompilerCompile(ir.c_str(), &o, &r);
+        }
+        return resultDict(s, r);
+      },
+      py::arg("ir"), py::arg("chip") = "sm_90", py::arg("emit_cubin") = true,
+      py::arg("features") = "", py::arg("cuda_path") = "",
+      py::arg("opt_level") = 3,
+      "Compiles attn IR; returns a dict: ok, status, diagnostics, ir (after "
+      "attn-prepare-pipeline), ptx, cubin (bytes), manifest (JSON), generator, "
+      "stages [(name, ms)].");
+#else
+  m.attr("has_compiler") = false;
+#endif
+}

@@ -1,0 +1,63 @@
+"""pytest setup: find the built package, and mark what needs a GPU or torch.
+
+The package under test is the one CMake lays out in the build directory:
+``$ATTN_BUILD_DIR/python`` (default /work/main/build) goes first on
+sys.path, so ``import attn`` gets the binding module built there. Without a
+build, the pure-Python tests still run and the binding tests skip.
+
+Markers: ``gpu`` (needs torch with CUDA and a GPU; skipped with a reason
+otherwise), ``compiler`` (needs a binding built with the compiler).
+"""
+
+import os
+import sys
+
+import pytest
+
+BUILD_DIR = os.environ.get("ATTN_BUILD_DIR", "/work/main/build")
+sys.path.insert(0, os.path.join(BUILD_DIR, "python"))
+if not os.path.isdir(os.path.join(BUILD_DIR, "python", "attn")):
+    # No built package: test the sources (binding tests skip).
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs PyTorch with CUDA and a GPU")
+    config.addinivalue_line("markers", "compiler: needs the binding built with the compiler")
+
+
+def _gpu_reason():
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    import attn
+    gpu = _gpu_reason()
+    native = attn.has_native()
+    compiler = attn.has_compiler()
+    for item in items:
+        if "gpu" in item.keywords and gpu:
+            item.add_marker(pytest.mark.skip(reason=gpu))
+        if "native" in item.fixturenames and not native:
+            item.add_marker(pytest.mark.skip(reason=f"binding module not built under {BUILD_DIR}/python"))
+        if "compiler" in item.keywords and not compiler:
+            item.add_marker(pytest.mark.skip(reason="the binding module was built without the compiler"))
+
+
+@pytest.fixture
+def native():
+    from attn import _native
+    return _native.native()
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "kernels"
+    monkeypatch.setenv("ATTN_CACHE_DIR", str(d))
+    return d

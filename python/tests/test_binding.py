@@ -1,0 +1,191 @@
+"""Planning, compiling and the kernel cache through the binding module (no GPU)."""
+
+import array
+import json
+import os
+import warnings
+
+import pytest
+
+import attn
+from attn import cache as cache_mod
+from attn.compiler import get_kernel
+from attn.variants import AttentionSpec, Variant
+
+CONFIG = {"num_qo_heads": 32, "num_kv_heads": 8, "head_dim": 128, "block_size": 16, "num_sms": 132,
+          "max_batch": 4, "max_total_q_rows": 4,
+          "candidates": [{"q_rows": 16, "kv_tile": 64, "gqa_pack": 4, "cost_per_item": 128,
+                          "cost_per_kv_token": 1}]}
+
+
+def i32(*v):
+    return array.array("i", v)
+
+
+def test_plan_sizes_and_summary(native):
+    host, device = native.plan_workspace_size(CONFIG)
+    assert 0 < host < device
+    ws = bytearray(host)
+    s = native.plan(CONFIG, ws, i32(0, 1, 2, 3), i32(0, 3, 300, 301), kv_last_len=i32(5, 16, 1))
+    assert s["num_items"] >= 3 * 2 and s["plan_bytes"] <= host and s["tile_q"] == 16 and s["gqa_pack"] == 4
+    # Splitting the long request: some merges.
+    assert s["num_merge_units"] >= 1
+
+
+def test_plan_errors_are_named(native):
+    host, _ = native.plan_workspace_size(CONFIG)
+    ws = bytearray(host)
+    with pytest.raises(native.Error, match=r"\[NonMonotoneIndptr\].*kv_indptr") as e:
+        native.plan(CONFIG, ws, i32(0, 1, 2), i32(0, 5, 3), kv_last_len=i32(1, 1))
+    assert e.value.status == "NonMonotoneIndptr"
+    with pytest.raises(native.Error, match=r"LastBlockLenOutOfRange"):
+        native.plan(CONFIG, ws, i32(0, 1), i32(0, 2), kv_last_len=i32(17))
+    with pytest.raises(native.Error, match=r"WorkspaceTooSmall"):
+        native.plan(CONFIG, bytearray(64), i32(0, 1), i32(0, 2), kv_last_len=i32(3))
+    with pytest.raises(native.Error, match=r"HeadCountMismatch|InvalidArgument"):
+        native.plan(dict(CONFIG, num_kv_heads=7), ws, i32(0, 1), i32(0, 2), kv_last_len=i32(3))
+    with pytest.raises(KeyError, match="unknown plan config field 'num_heads'"):
+        native.plan_workspace_size({"num_heads": 3})
+    with pytest.raises(TypeError, match="expected int32 elements"):
+        native.plan(CONFIG, ws, array.array("d", [0, 1]), i32(0, 2))
+    with pytest.raises(ValueError, match="kv_last_len has 2 entries, expected batch = 1"):
+        native.plan(CONFIG, ws, i32(0, 1), i32(0, 2), kv_last_len=i32(3, 3))
+
+
+def test_module_load_without_gpu_is_a_clear_error(native):
+    try:
+        native.Module(b"\0" * 16, "{}")
+    except native.Error as e:
+        assert e.status in ("CudaUnavailable", "ManifestParseError")
+
+
+@pytest.mark.compiler
+def test_compile_decode_to_ptx_and_cubin(native):
+    r = native.compile(AttentionSpec(128, 32, 8, 16).to_ir(), chip="sm_90", emit_cubin=True)
+    assert r["ok"], r["diagnostics"]
+    assert ".entry" in r["ptx"] and len(r["cubin"]) > 1000
+    m = json.loads(r["manifest"])
+    assert {k["role"] for k in m["kernels"]} == {"attention", "merge"}
+    assert [s for s, _ in r["stages"]][-1] == "ptxas"
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("kw", [dict(logits_soft_cap=30.0), dict(window_left=128),
+                                dict(pos_encoding_mode="ROPE_LLAMA"), dict(pos_encoding_mode="ROPE_LLAMA31"),
+                                dict(pos_encoding_mode="ALIBI")])
+def test_compile_builtin_variants_to_ptx(native, kw):
+    from attn.paged import make_spec
+    spec, _ = make_spec(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16, dtype="bf16",
+                        kv_layout="NHD", query_rows=1, **kw)
+    r = native.compile(spec.to_ir(), chip="sm_90", emit_cubin=False)
+    if r["status"] == "Unsupported":
+        pytest.skip("compiler: " + r["diagnostics"].splitlines()[0])
+    assert r["ok"], r["diagnostics"]
+    assert ".entry" in r["ptx"]
+
+
+CUSTOM = """attn.variant @tanh_cap(cap : f32) {
+  attn.hook logits_transform(%s : f32, %q_pos : i32, %k_pos : i32, %head : i32) {
+    %c = attn.param "cap" : f32
+    %x = arith.divf %s, %c : f32
+    %t = math.tanh %x : f32
+    %r = arith.mulf %c, %t : f32
+    attn.yield %r : f32
+  }
+}"""
+
+
+@pytest.mark.compiler
+def test_custom_variant_verifies_and_compiles(native):
+    v = Variant(CUSTOM).verify()
+    from attn.paged import make_spec
+    spec, _ = make_spec(num_qo_heads=8, num_kv_heads=8, head_dim=64, page_size=16, dtype="f16", kv_layout="HND",
+                        query_rows=1, variant=v, variant_params={"cap": 20.0})
+    r = native.compile(spec.to_ir(), chip="sm_80", emit_cubin=False)
+    assert r["ok"], r["diagnostics"]
+
+
+@pytest.mark.compiler
+def test_bad_variant_shows_compiler_diagnostics():
+    bad = CUSTOM.replace(", %head : i32) {", ") {")
+    with pytest.raises(attn.CompileError) as e:
+        Variant(bad).verify()
+    assert e.value.status == "VerifyError"
+    assert "attn.mlir:2:" in str(e.value) and "logits_transform" in str(e.value)
+    with pytest.raises(attn.CompileError, match="ParseError"):
+        Variant("attn.variant @x { attn.hook }").verify()
+
+
+@pytest.mark.compiler
+def test_bad_target_and_unsupported_are_errors(native):
+    ir = AttentionSpec(128, 32, 8, 16).to_ir()
+    r = native.compile(ir, chip="sm_5x")
+    assert not r["ok"] and r["status"] == "InvalidArgument" and "chip" in r["diagnostics"]
+    r = native.compile(ir, chip="sm_90", features="+ptx60", emit_cubin=False)
+    assert not r["ok"] and r["status"] == "InvalidArgument"
+    r = native.compile("func.func @f(", emit_cubin=False)
+    assert r["status"] == "ParseError" and "attn.mlir:1:" in r["diagnostics"]
+    r = native.compile(AttentionSpec(128, 32, 8, 16, query_rows=128).to_ir(), emit_cubin=False)
+    assert r["ok"] or r["status"] == "Unsupported"
+
+
+@pytest.mark.compiler
+def test_cache_miss_then_hit_then_new_process_layer(cache_dir):
+    spec = AttentionSpec(128, 32, 8, 16)
+    c = cache_mod.KernelCache(str(cache_dir))
+    k1 = get_kernel(spec, "sm_90", cache=c)
+    assert k1.source == "compiled" and c.stats["misses"] == 1
+    assert os.path.exists(os.path.join(k1.path, "meta.json"))
+    assert get_kernel(spec, "sm_90", cache=c) is k1 and c.stats["hits"] == 1
+    fresh = cache_mod.KernelCache(str(cache_dir))  # as a second process would
+    k2 = get_kernel(spec, "sm_90", cache=fresh)
+    assert k2.source == "disk" and k2.image == k1.image and fresh.stats == {
+        "hits": 1, "misses": 0, "corrupt": 0, "stale": 0}
+    # Another arch or variant is another key.
+    assert cache_mod.cache_key(spec.to_ir(), "sm_80") != cache_mod.cache_key(spec.to_ir(), "sm_90")
+
+
+@pytest.mark.compiler
+def test_corrupt_cache_entry_warns_and_recompiles(cache_dir):
+    spec = AttentionSpec(128, 32, 8, 16)
+    k = get_kernel(spec, "sm_90", cache=cache_mod.KernelCache(str(cache_dir)))
+    with open(os.path.join(k.path, "kernel.cubin"), "r+b") as f:
+        f.write(b"garbage")
+    c = cache_mod.KernelCache(str(cache_dir))
+    with pytest.warns(RuntimeWarning, match="is corrupt .*kernel.cubin does not match its checksum.*recompiling"):
+        k2 = get_kernel(spec, "sm_90", cache=c)
+    assert k2.source == "compiled" and c.stats["corrupt"] == 1
+    with open(os.path.join(k.path, "meta.json"), "w") as f:
+        f.write("{not json")
+    with pytest.warns(RuntimeWarning, match="is corrupt"):
+        get_kernel(spec, "sm_90", cache=cache_mod.KernelCache(str(cache_dir)))
+
+
+@pytest.mark.compiler
+def test_unwritable_cache_compiles_in_memory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    c = cache_mod.KernelCache(str(blocker / "kernels"))
+    with pytest.warns(RuntimeWarning, match="not writable .* kept in memory"):
+        k = get_kernel(AttentionSpec(128, 32, 8, 16), "sm_90", cache=c)
+    assert k.source == "compiled" and k.path is None
+    assert get_kernel(AttentionSpec(128, 32, 8, 16), "sm_90", cache=c) is k
+
+
+def test_cache_without_compiler_reports_how_to_precompile(tmp_path, monkeypatch):
+    from attn import compiler
+    monkeypatch.setattr(compiler, "compiler_version", lambda: None)
+    with pytest.raises(attn.KernelNotFoundError, match="attn.precompile"):
+        get_kernel(AttentionSpec(128, 32, 8, 16), "sm_90", cache=cache_mod.KernelCache(str(tmp_path)))
+
+
+@pytest.mark.compiler
+def test_precompile_writes_a_loadable_cache(tmp_path, capsys):
+    from attn import precompile
+    out = tmp_path / "kernels"
+    assert precompile.main(["--model", "llama3-8b", "--out", str(out), "--kinds", "decode"]) == 0
+    assert "1 kernel modules" in capsys.readouterr().out
+    from attn.paged import make_spec
+    spec, _ = make_spec(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16, dtype="bf16",
+                        kv_layout="NHD", query_rows=1)
+    assert cache_mod.KernelCache(str(out)).lookup(cache_mod.cache_key(spec.to_ir(), "sm_90")) is not None
