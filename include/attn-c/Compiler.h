@@ -104,8 +104,8 @@ ATTN_COMPILER_EXPORT const char *attnCompilerResultPtx(attnCompilerResult_t r);
 ATTN_COMPILER_EXPORT const void *attnCompilerResultCubin(attnCompilerResult_t r,
                                                          size_t *bytes);
 ATTN_COMPILER_EXPORT const char *attnCompilerResultManifest(attnCompilerResult_t r);
-/* Which kernel generator produced the kernels ("convert-attn-to-gpu" or
- * "decode-kernel (stop-gap)"); "" when none ran. */
+/* The kernel generator that produced the kernels ("convert-attn-to-gpu");
+ * "" when none ran. */
 ATTN_COMPILER_EXPORT const char *attnCompilerResultGenerator(attnCompilerResult_t r);
 /* Per-stage wall times, in order ("parse", "prepare", "codegen",
  * "lower-to-nvvm", "llvm-to-ptx", "ptxas"). */

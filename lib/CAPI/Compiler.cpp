@@ -12,13 +12,10 @@
 //   2. verify     the dialect's verifiers (hook signatures, heads, formats)
 //   3. prepare    buildAttnPreparePipeline: variant expansion, cascade
 //                 decomposition, tile selection, GQA packing
-//   4. codegen    the kernel generator. convert-attn-to-gpu once it is built
-//                 (ATTN_CAPI_HAVE_ATTN_TO_GPU); until then the stop-gap is
-//                 the decode generator (buildDecodeKernel: persistent
-//                 split-KV decode with the variants' hooks inlined, plus
-//                 buildMergeKernel), which covers paged decode (one view,
-//                 block_rows = 1, no custom mask) and reports anything else
-//                 as Unsupported.
+//   4. codegen    convert-attn-to-gpu: decode tiles to the persistent
+//                 split-KV decode kernel, larger tiles to the prefill
+//                 kernel, one LSE merge kernel per (head_dim, dtype); the
+//                 variants' hooks inlined
 //   5. target     compileGPUModules: NVVM, PTX, ptxas (lower-to-nvvm,
 //                 llvm-to-ptx, ptxas)
 //
@@ -30,11 +27,11 @@
 
 #include "attn-c/Compiler.h"
 
-#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
-#include "attn/Conversion/AttnToGPU/VariantHooks.h"
+#include "attn/Conversion/AttnToGPU/AttnToGPU.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/InitAllDialects.h"
 #include "attn/Target/KernelManifest.h"
+#include "attn/Target/PrefillManifest.h"
 #include "attn/Target/Serialization.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -128,89 +125,45 @@ public:
   std::unique_ptr<SourceMgrDiagnosticHandler> handler;
 };
 
-/// The stop-gap generator: a DecodeKernelSpec for each prepared decode
-/// attention, or Unsupported naming what the stop-gap cannot do.
-attnCompilerStatus stopGapDecode(Session &s, ModuleOp module,
-                                 const ::attn::NVPTXOptions &target,
-                                 ModuleOp kernels, llvm::json::Array &entries) {
-  SmallVector<mlir::attn::AttentionOp> ops;
-  module.walk([&](mlir::attn::AttentionOp op) { ops.push_back(op); });
-  if (ops.empty())
+/// Generates the kernels of every prepared attention (convert-attn-to-gpu)
+/// into `kernels`, and their manifest entries into `entries`.
+attnCompilerStatus generate(Session &s, ModuleOp module,
+                            const ::attn::NVPTXOptions &target,
+                            ModuleOp kernels, llvm::json::Array &entries) {
+  bool any = false;
+  module.walk([&](mlir::attn::AttentionOp) { any = true; });
+  if (!any)
     return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
                   "the module holds no attn.attention to compile");
-  bool hasMerge = false;
-  module.walk([&](mlir::attn::MergeStatesOp) { hasMerge = true; });
-  if (hasMerge)
-    return s.fail(ATTN_COMPILER_UNSUPPORTED,
-                  "attn.merge_states (cascade) needs convert-attn-to-gpu, "
-                  "which is not built into this compiler yet");
-  for (mlir::attn::AttentionOp op : ops) {
-    auto unsupported = [&](const llvm::Twine &what) {
-      op.emitError() << "not supported by the stop-gap decode generator "
-                        "(convert-attn-to-gpu is not built into this "
-                        "compiler yet): "
-                     << what;
-      return s.fail(ATTN_COMPILER_UNSUPPORTED);
-    };
-    SmallVector<mlir::attn::BsrAttr> views = op.getViews();
-    if (views.size() != 1 || !views[0].isPaged() ||
-        views[0].getBlockRows() != 1 || views[0].getBlockCols() == 1)
-      return unsupported("only paged decode (one #attn.bsr view, block_rows "
-                         "= 1, block_cols = page size > 1); prefill and "
-                         "ragged KV need convert-attn-to-gpu");
-    if (op.getMask())
-      return unsupported("custom masks");
-    SmallVector<mlir::attn::VariantOp> variants;
-    if (failed(mlir::attn::VariantHooks::resolve(op, variants)))
-      return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
-    auto params = ::attn::getVariantParamArgs(variants);
-    if (failed(params))
-      return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
-    ::attn::DecodeKernelSpec spec;
-    spec.headDim = op.getHeadDim();
-    spec.numQoHeads = op.getNumQoHeads();
-    spec.numKVHeads = op.getNumKVHeads();
-    spec.pageSize = views[0].getBlockCols();
-    spec.chip = target.chip;
-    Type et = op.getQuery().getType().getElementType();
-    spec.dtype = et.isBF16() ? ::attn::KernelDType::BF16
-                             : ::attn::KernelDType::F16;
-    spec.layout = views[0].getLayout() == mlir::attn::KVLayout::HND
-                      ? ::attn::KVLayout::HND
-                      : ::attn::KVLayout::NHD;
-    for (StringRef n : op.getVariantNames())
-      spec.variantNames.push_back(n.str());
-    if (llvm::Error err = spec.validate()) {
-      op.emitError() << llvm::toString(std::move(err));
-      return s.fail(ATTN_COMPILER_UNSUPPORTED);
-    }
-    // Kernels of several attentions with one spec are one kernel.
-    FailureOr<std::string> name =
-        ::attn::buildDecodeKernel(kernels, spec, variants);
-    if (failed(name))
-      return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
-    auto known = [&](StringRef n) {
-      return llvm::any_of(entries, [&](const llvm::json::Value &v) {
-        return v.getAsObject()->getString("name") == n;
-      });
-    };
-    if (!known(*name)) {
-      SmallVector<std::pair<std::string, std::string>> kinds;
-      for (const ::attn::VariantParamArg &p : *params)
-        kinds.push_back({p.name, p.kind});
-      entries.push_back(::attn::getDecodeKernelManifest(spec, kinds, nullptr));
-    }
-    // The split-KV merge kernel of this head_dim and dtype.
-    ::attn::MergeKernelSpec merge;
-    merge.headDim = spec.headDim;
-    merge.dtype = spec.dtype;
-    merge.chip = spec.chip;
-    FailureOr<std::string> mergeName = ::attn::buildMergeKernel(kernels, merge);
-    if (failed(mergeName))
-      return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
-    if (!known(*mergeName))
+  mlir::attn::ConvertAttnToGPUOptions options;
+  options.chip = target.chip;
+  SmallVector<mlir::attn::GeneratedKernel, 4> generated;
+  if (failed(mlir::attn::convertAttnToGPU(module, options, &generated)))
+    return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
+  // The kernels travel alone: the host functions around the attention ops
+  // are not lowered here.
+  auto gpuModule =
+      module.lookupSymbol<gpu::GPUModuleOp>(options.gpuModuleName);
+  if (!gpuModule)
+    return s.fail(ATTN_COMPILER_INTERNAL_ERROR, "no kernels were generated");
+  kernels->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                   UnitAttr::get(module.getContext()));
+  kernels.getBody()->push_back(gpuModule->clone());
+  using Kind = mlir::attn::GeneratedKernel::Kind;
+  for (const mlir::attn::GeneratedKernel &k : generated) {
+    switch (k.kind) {
+    case Kind::Decode:
+      entries.push_back(::attn::getDecodeKernelManifest(k.decode, k.params,
+                                                        nullptr));
+      break;
+    case Kind::Prefill:
+      entries.push_back(::attn::getPrefillKernelManifest(k.prefill, nullptr));
+      break;
+    case Kind::Merge:
       entries.push_back(::attn::getMergeKernelManifest(
-          merge, spec.numQoHeads, spec.numKVHeads, nullptr));
+          k.merge, k.numQoHeads, k.numKVHeads, nullptr));
+      break;
+    }
   }
   return ATTN_COMPILER_OK;
 }
@@ -274,9 +227,8 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   OwningOpRef<ModuleOp> kernels =
       ModuleOp::create(UnknownLoc::get(&s.context));
   llvm::json::Array entries;
-  result.generator = "decode-kernel (stop-gap)";
-  if (attnCompilerStatus st =
-          stopGapDecode(s, *module, target, *kernels, entries))
+  result.generator = "convert-attn-to-gpu";
+  if (attnCompilerStatus st = generate(s, *module, target, *kernels, entries))
     return st;
   if (failed(verify(*kernels)))
     return s.fail(ATTN_COMPILER_CODEGEN_ERROR,
@@ -381,7 +333,7 @@ attnCompilerStatus guarded(attnCompilerResult_t *out, F &&f) {
 //===----------------------------------------------------------------------===//
 
 const char *attnCompilerVersion(void) {
-  return "attn " ATTN_COMPILER_VERSION_NUMBER " (decode-kernel stop-gap, llvm " LLVM_VERSION_STRING ")";
+  return "attn " ATTN_COMPILER_VERSION_NUMBER " (llvm " LLVM_VERSION_STRING ")";
 }
 
 const char *attnCompilerStatusName(attnCompilerStatus status) {

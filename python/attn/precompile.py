@@ -10,7 +10,7 @@ The GPU machine has no MLIR: compile here, carry the directory, and point
 
 Options: ``--model`` (see ``--list``) or explicit ``--heads HQ/HKV --head-dim D``;
 ``--tp 1,2`` divides the heads by tensor-parallel degrees; ``--page-size``,
-``--dtype``, ``--layout`` (comma lists allowed); ``--kinds decode,prefill``;
+``--dtype``, ``--layout`` (comma lists allowed); ``--kinds decode,prefill,ragged``;
 ``--arch`` (comma list). Kernels the compiler cannot build yet are reported
 and skipped; the exit status is 1 when nothing was compiled.
 """
@@ -52,8 +52,10 @@ def specs_for(hq, hkv, d, kinds, page_sizes, dtypes, layouts, tps, variant_kwarg
                 for dt in dtypes:
                     for lay in layouts:
                         kw = dict(variant_kwargs)
-                        if kind == "prefill":
+                        if kind in ("prefill", "ragged"):
                             kw["causal"] = True
+                        if kind == "ragged":  # BatchPrefillWithRaggedKVCacheWrapper
+                            kw["indexing"] = "ragged"
                         spec, _ = make_spec(num_qo_heads=q_heads, num_kv_heads=kv_heads, head_dim=d,
                                             page_size=ps, dtype=dt, kv_layout=lay,
                                             query_rows=1 if kind == "decode" else PREFILL_QUERY_ROWS, **kw)
@@ -73,7 +75,8 @@ def main(argv=None):
     ap.add_argument("--page-size", default="16")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--layout", default="NHD")
-    ap.add_argument("--kinds", default="decode,prefill")
+    ap.add_argument("--kinds", default="decode,prefill,ragged",
+                    help="decode (paged), prefill (paged, causal), ragged (ragged prefill, causal)")
     ap.add_argument("--window-left", type=int, default=-1)
     ap.add_argument("--logits-soft-cap", type=float)
     ap.add_argument("--pos-encoding-mode", default=None)

@@ -79,10 +79,10 @@ int64_t getDecodeOccupancy(int64_t warps) {
   return std::clamp<int64_t>(12 / warps, 1, 8);
 }
 
-/// Generates the decode kernel of `op`; returns its symbol.
-FailureOr<std::string> convertDecode(ModuleOp module, AttentionOp op,
-                                     const AttentionShape &shape,
-                                     const ConvertAttnToGPUOptions &options) {
+/// Generates the decode kernel of `op`; returns what was generated.
+FailureOr<GeneratedKernel>
+convertDecode(ModuleOp module, AttentionOp op, const AttentionShape &shape,
+              const ConvertAttnToGPUOptions &options) {
   gen::DecodeKernelSpec spec;
   spec.headDim = op.getHeadDim();
   spec.numQoHeads = op.getNumQoHeads();
@@ -101,14 +101,24 @@ FailureOr<std::string> convertDecode(ModuleOp module, AttentionOp op,
   if (llvm::Error err = spec.validate())
     return op.emitOpError("cannot generate its decode kernel: ")
            << llvm::toString(std::move(err));
-  return gen::buildDecodeKernel(module, spec, shape.variants,
-                                options.gpuModuleName);
+  auto params = gen::getVariantParamArgs(shape.variants);
+  if (failed(params))
+    return failure();
+  FailureOr<std::string> name = gen::buildDecodeKernel(
+      module, spec, shape.variants, options.gpuModuleName);
+  if (failed(name))
+    return failure();
+  GeneratedKernel kernel{GeneratedKernel::Kind::Decode, *name};
+  kernel.decode = spec;
+  for (const gen::VariantParamArg &p : *params)
+    kernel.params.push_back({p.name, p.kind});
+  return kernel;
 }
 
-/// Generates the prefill kernel of `op`; returns its symbol.
-FailureOr<std::string> convertPrefill(ModuleOp module, AttentionOp op,
-                                      const AttentionShape &shape,
-                                      const ConvertAttnToGPUOptions &options) {
+/// Generates the prefill kernel of `op`; returns what was generated.
+FailureOr<GeneratedKernel>
+convertPrefill(ModuleOp module, AttentionOp op, const AttentionShape &shape,
+               const ConvertAttnToGPUOptions &options) {
   gen::PrefillKernelSpec spec;
   spec.headDim = op.getHeadDim();
   spec.numQoHeads = op.getNumQoHeads();
@@ -131,15 +141,21 @@ FailureOr<std::string> convertPrefill(ModuleOp module, AttentionOp op,
   gen::PrefillKernelSpec named = spec;
   named.variantNames.append(shape.variantNames.begin(),
                             shape.variantNames.end());
-  std::string name = named.getKernelName();
+  auto params = gen::getVariantParamArgs(shape.variants);
+  if (failed(params))
+    return failure();
+  for (const gen::VariantParamArg &p : *params)
+    named.variantParams.push_back({p.name, p.kind});
+  GeneratedKernel kernel{GeneratedKernel::Kind::Prefill, named.getKernelName()};
+  kernel.prefill = named;
   auto gpuModule =
       module.lookupSymbol<gpu::GPUModuleOp>(options.gpuModuleName);
-  if (gpuModule && gpuModule.lookupSymbol(name))
-    return name;
+  if (gpuModule && gpuModule.lookupSymbol(kernel.name))
+    return kernel;
   if (failed(gen::buildPrefillKernelForVariants(module, spec, shape.variants,
                                                 options.gpuModuleName)))
     return failure();
-  return name;
+  return kernel;
 }
 
 /// `@<gpuModule>::@<kernel>`.
@@ -168,7 +184,14 @@ struct ConvertAttnToGPUPass
 
 LogicalResult
 mlir::attn::convertAttnToGPU(ModuleOp module,
-                             const ConvertAttnToGPUOptions &options) {
+                             const ConvertAttnToGPUOptions &options,
+                             SmallVectorImpl<GeneratedKernel> *generated) {
+  auto record = [&](GeneratedKernel kernel) {
+    if (generated && llvm::none_of(*generated, [&](const GeneratedKernel &k) {
+          return k.name == kernel.name;
+        }))
+      generated->push_back(std::move(kernel));
+  };
   SmallVector<AttentionOp> ops;
   module.walk([&](AttentionOp op) {
     if (op.getTile())
@@ -179,12 +202,14 @@ mlir::attn::convertAttnToGPU(ModuleOp module,
     FailureOr<AttentionShape> shape = getShape(op);
     if (failed(shape))
       return failure();
-    FailureOr<std::string> kernel =
+    FailureOr<GeneratedKernel> kernel =
         shape->tile.getQ() == gen::DecodeKernelSpec::kTileRows
             ? convertDecode(module, op, *shape, options)
             : convertPrefill(module, op, *shape, options);
     if (failed(kernel))
       return failure();
+    std::string kernelName = kernel->name;
+    record(std::move(*kernel));
     gen::MergeKernelSpec merge;
     merge.headDim = op.getHeadDim();
     merge.dtype = shape->dtype;
@@ -193,8 +218,13 @@ mlir::attn::convertAttnToGPU(ModuleOp module,
         gen::buildMergeKernel(module, merge, options.gpuModuleName);
     if (failed(mergeKernel))
       return failure();
+    GeneratedKernel mergeRecord{GeneratedKernel::Kind::Merge, *mergeKernel};
+    mergeRecord.merge = merge;
+    mergeRecord.numQoHeads = op.getNumQoHeads();
+    mergeRecord.numKVHeads = op.getNumKVHeads();
+    record(std::move(mergeRecord));
     op->setAttr(kKernelAttrName,
-                getKernelRef(ctx, options.gpuModuleName, *kernel));
+                getKernelRef(ctx, options.gpuModuleName, kernelName));
     op->setAttr(kMergeKernelAttrName,
                 getKernelRef(ctx, options.gpuModuleName, *mergeKernel));
   }

@@ -13,6 +13,9 @@
 #ifndef ATTN_CONVERSION_ATTNTOGPU_ATTNTOGPU_H
 #define ATTN_CONVERSION_ATTNTOGPU_ATTNTOGPU_H
 
+#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
+#include "attn/Conversion/AttnToGPU/PrefillKernel.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -33,11 +36,28 @@ struct ConvertAttnToGPUOptions {
 constexpr llvm::StringLiteral kKernelAttrName = "attn.kernel";
 constexpr llvm::StringLiteral kMergeKernelAttrName = "attn.merge_kernel";
 
+/// One kernel the conversion generated, with the spec its manifest entry is
+/// written from (lib/Target's get*KernelManifest).
+struct GeneratedKernel {
+  enum class Kind { Decode, Prefill, Merge };
+  Kind kind;
+  std::string name;
+  ::attn::DecodeKernelSpec decode;
+  ::attn::PrefillKernelSpec prefill;
+  ::attn::MergeKernelSpec merge;
+  /// Decode: the variant parameters (name, kind) in argument order.
+  llvm::SmallVector<std::pair<std::string, std::string>> params;
+  /// Merge: the head counts of the attention it serves.
+  int64_t numQoHeads = 0, numKVHeads = 0;
+};
+
 /// Generates the kernels of every attn.attention in `module` that has a
-/// `tile`. Fails, with a diagnostic on the op, on an attention the
-/// generators cannot handle (composed format, custom mask, unsupported tile).
-LogicalResult convertAttnToGPU(ModuleOp module,
-                               const ConvertAttnToGPUOptions &options);
+/// `tile`, and, when `generated` is given, appends each distinct kernel to
+/// it. Fails, with a diagnostic on the op, on an attention the generators
+/// cannot handle (composed format, custom mask, unsupported tile).
+LogicalResult
+convertAttnToGPU(ModuleOp module, const ConvertAttnToGPUOptions &options,
+                 SmallVectorImpl<GeneratedKernel> *generated = nullptr);
 
 } // namespace mlir::attn
 

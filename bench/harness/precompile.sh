@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Compiles, on a machine with the attn compiler, every kernel the GPU run
+# needs (the benchmark's workloads and the Python GPU tests) into one kernel
+# cache directory that travels to the GPU machine (ATTN_CACHE_DIR there).
+set -euo pipefail
+build=${1:-build}
+out=${2:-out/kernels}
+export PYTHONPATH=$build/python CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+pc() { /usr/bin/python3 -m attn.precompile --out "$out" --arch sm_90 "$@"; }
+pc --model llama3-8b --kinds decode,prefill,ragged              # D1-D5, P1, P2
+pc --heads 32/8 --head-dim 64 --kinds ragged                      # P3
+pc --heads 32/8 --head-dim 256 --kinds ragged                     # P3
+pc --heads 32/8 --head-dim 128 --kinds decode --logits-soft-cap 30 # tests
+pc --heads 32/8 --head-dim 128 --kinds decode --window-left 100   # tests
+for h in 32/4 8/8 64/8; do pc --heads $h --head-dim 128 --kinds decode; done

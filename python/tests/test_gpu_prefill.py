@@ -1,0 +1,80 @@
+"""GPU: the prefill wrappers against a PyTorch float32 reference.
+
+Skipped (with the reason) without torch, CUDA or a GPU. On a runtime-only
+build the kernels come from ATTN_CACHE_DIR (python -m attn.precompile
+--kinds prefill,ragged).
+"""
+
+import math
+
+import pytest
+
+import attn
+
+pytestmark = pytest.mark.gpu
+
+
+def reference(q, k, v, qo_lens, kv_lens, causal=True):
+    """float32 attention per request; q [rows, Hq, D], k/v [tokens, Hkv, D]."""
+    import torch
+    hq, hkv, d = q.shape[1], k.shape[1], q.shape[2]
+    g = hq // hkv
+    out, lse, r0, k0 = [], [], 0, 0
+    for qo, kv in zip(qo_lens, kv_lens):
+        qb = q[r0:r0 + qo].float()
+        kb = k[k0:k0 + kv].float().repeat_interleave(g, 1)
+        vb = v[k0:k0 + kv].float().repeat_interleave(g, 1)
+        s = torch.einsum("qhd,khd->hqk", qb, kb) / math.sqrt(d)
+        if causal:
+            pos = kv - qo + torch.arange(qo, device=q.device)
+            keep = torch.arange(kv, device=q.device)[None, :] <= pos[:, None]
+            s = s.masked_fill(~keep[None], float("-inf"))
+        p = torch.softmax(s, -1).nan_to_num(0.0)
+        out.append(torch.einsum("hqk,khd->qhd", p, vb))
+        lse.append((torch.logsumexp(s, -1) / math.log(2)).transpose(0, 1))
+        r0, k0 = r0 + qo, k0 + kv
+    return torch.cat(out), torch.cat(lse)
+
+
+def test_ragged_prefill_matches_reference():
+    import torch
+    gen = torch.Generator().manual_seed(11)
+    hq, hkv, d, dtype = 32, 8, 128, torch.bfloat16
+    lens = [1, 300, 17, 1024, 129]
+    total = sum(lens)
+    q = torch.randn(total, hq, d, generator=gen).to(dtype).cuda()
+    k = torch.randn(total, hkv, d, generator=gen).to(dtype).cuda()
+    v = torch.randn(total, hkv, d, generator=gen).to(dtype).cuda()
+    indptr = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)
+    w = attn.BatchPrefillWithRaggedKVCacheWrapper(torch.empty(256 << 20, dtype=torch.uint8, device="cuda"))
+    w.plan(indptr, indptr, hq, hkv, d, causal=True, q_data_type=dtype)
+    out = torch.full_like(q, float("nan"))
+    o, lse = w.run(q, k, v, out=out, return_lse=True)
+    ro, rl = reference(q, k, v, lens, lens)
+    torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
+
+
+def test_paged_prefill_appends_to_a_cache():
+    import torch
+    gen = torch.Generator().manual_seed(12)
+    hq, hkv, d, page, dtype = 32, 8, 128, 16, torch.bfloat16
+    qo_lens, kv_lens = [5, 64, 1, 200], [40, 64, 900, 333]  # appends over cached tokens
+    npages = [(n + page - 1) // page for n in kv_lens]
+    pool = sum(npages) + 3
+    perm = torch.randperm(pool, generator=gen)[:sum(npages)].int()
+    kv = torch.randn(pool, 2, page, hkv, d, generator=gen).to(dtype).cuda()
+    kv_indptr = torch.tensor([0] + list(torch.tensor(npages).cumsum(0)), dtype=torch.int32)
+    last = torch.tensor([n - (p - 1) * page for n, p in zip(kv_lens, npages)], dtype=torch.int32)
+    qo_indptr = torch.tensor([0] + list(torch.tensor(qo_lens).cumsum(0)), dtype=torch.int32)
+    q = torch.randn(sum(qo_lens), hq, d, generator=gen).to(dtype).cuda()
+    w = attn.BatchPrefillWithPagedKVCacheWrapper(torch.empty(256 << 20, dtype=torch.uint8, device="cuda"))
+    w.plan(qo_indptr, kv_indptr, perm.cuda(), last, hq, hkv, d, page, causal=True, q_data_type=dtype)
+    o = w.run(q, kv)
+    ks, vs = [], []
+    for b, n in enumerate(kv_lens):
+        pages = perm[kv_indptr[b]:kv_indptr[b + 1]].long().cuda()
+        ks.append(kv[pages, 0].reshape(-1, hkv, d)[:n])
+        vs.append(kv[pages, 1].reshape(-1, hkv, d)[:n])
+    ro, _ = reference(q, torch.cat(ks), torch.cat(vs), qo_lens, kv_lens)
+    torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
