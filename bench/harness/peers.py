@@ -165,12 +165,27 @@ def flex(w):
     q = w["q"].transpose(0, 1)[None]
     attention = _compiled_flex()
 
-    def fn():
-        o = attention(q, pool_k, pool_v, block_mask=block_mask,
-                      enable_gqa=True)
-        return o[0].transpose(0, 1)
+    def make(options):
+        def fn():
+            o = attention(q, pool_k, pool_v, block_mask=block_mask,
+                          enable_gqa=True, kernel_options=options)
+            return o[0].transpose(0, 1)
+        return fn
 
-    return "flex (page pool)", fn
+    # Short queries take flex's decoding kernel, which has no configuration
+    # for some GQA shapes; the general kernel then serves them.
+    error = None
+    for options, name in ((None, "flex (page pool)"),
+                          ({"FORCE_USE_FLEX_ATTENTION": True},
+                           "flex (page pool, general kernel)")):
+        try:
+            fn = make(options)
+            fn()
+            torch.cuda.synchronize()
+            return name, fn
+        except Exception as e:
+            error = e
+    raise error
 
 
 def peers_for(w):

@@ -70,8 +70,14 @@ json::Object attn::getDecodeKernelManifest(
                               {"block_cols", ragged ? 1 : spec.pageSize},
                               {"layout", stringifyLayout(spec.layout)},
                               {"indexing", ragged ? "ragged" : "paged"}}},
+      // The persistent grid this kernel was built for: minCTAsPerSM CTAs
+      // resident on every SM (what kept D1 at the copy bandwidth).
+      {"ctas_per_sm", std::max<int64_t>(1, spec.minCTAsPerSM)},
+      // Splitting KV below ~512 tokens costs more in merging than it gains
+      // in balance (measured on the H200, bench/results/*split-decode.md).
       {"cost", json::Object{{"per_item", spec.costPerItem},
-                            {"per_kv_token", spec.costPerKVToken}}},
+                            {"per_kv_token", spec.costPerKVToken},
+                            {"min_chunk_tokens", 512}}},
       {"variants", std::move(variants)},
       {"variant_params", std::move(variantParams)},
       {"lse_base", 2},

@@ -200,13 +200,17 @@ class WrapperBase:
         batch = len(qo_indptr) - 1
         total_q = int(qo_indptr[-1]) if batch >= 0 else 0
         props = torch.cuda.get_device_properties(self._device)
-        ctas_per_sm = int(doc["kernels"][0].get("ctas_per_sm", 1))
+        # The residency and chunking the kernel was built for (docs/Manifest.md).
+        kernel_doc = next(k for k in doc["kernels"] if k["name"] == attention[0])
+        ctas_per_sm = int(kernel_doc.get("ctas_per_sm", 1))
+        min_chunk = int(kernel_doc.get("cost", {}).get("min_chunk_tokens", 0))
         config = {
             "num_qo_heads": spec.num_qo_heads, "num_kv_heads": spec.num_kv_heads,
             "head_dim": spec.head_dim, "indexing": 0 if spec.indexing == "paged" else 1,
             "block_size": spec.page_size if spec.indexing == "paged" else 1,
             "causal": int(bool(causal)), "window_left": int(window_left),
             "num_sms": props.multi_processor_count, "ctas_per_sm": ctas_per_sm,
+            "min_chunk_tokens": min_chunk,
             "graph_mode": int(self._use_cuda_graph), "graph_candidate": 0,
             "max_batch": max(1, max_batch or batch), "max_total_q_rows": max(1, max_total_q_rows or total_q),
             "candidates": candidates,
