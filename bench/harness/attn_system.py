@@ -11,7 +11,7 @@ import torch
 
 from workloads import HKV, HQ, PAGE
 
-WORKSPACE_BYTES = 512 << 20
+WORKSPACE_BYTES = 1 << 30
 
 
 def _import():

@@ -122,6 +122,7 @@ def main():
             if isinstance(fn, Exception) or fn is None:
                 rows.append({"workload": w["name"], "system": name,
                              "error": f"n/a: {fn}"[:300]})
+                print(report.one_line(rows[-1]), flush=True)
                 continue
             row = measure(w, name, fn, ref, graph=w["kind"] == "decode")
             if "ms" in row:

@@ -12,7 +12,7 @@
 // SM86-LABEL: func.func @decode
 // SM86: tile = #attn.tile<q = 16, kv = 16, warps = 3>
 // CAND-LABEL: func.func @decode
-// CAND: tile_candidates = [#attn.tile<q = 16, kv = 16, warps = 3>, #attn.tile<q = 64, kv = 64, warps = 4, stages = 4>, #attn.tile<q = 128, kv = 64, warps = 8, stages = 4>]
+// CAND: tile_candidates = [#attn.tile<q = 16, kv = 16, warps = 3>, #attn.tile<q = 64, kv = 64, warps = 4>, #attn.tile<q = 128, kv = 64, warps = 8>]
 func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 1, block_cols = 16>)
       indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
@@ -24,7 +24,7 @@ func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: te
 
 // Long prefill: a 128-row tile, 8 warps.
 // CHECK-LABEL: func.func @prefill
-// CHECK: tile = #attn.tile<q = 128, kv = 64, warps = 8, stages = 4>
+// CHECK: tile = #attn.tile<q = 128, kv = 64, warps = 8>
 func.func @prefill(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 2048, block_cols = 16>)
       indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
@@ -49,7 +49,7 @@ func.func @static_append(%q: tensor<64x32x128xbf16>, %k: tensor<?x16x8x128xbf16>
 
 // Head dim 256 halves the KV tile.
 // CHECK-LABEL: func.func @d256
-// CHECK: tile = #attn.tile<q = 128, kv = 32, warps = 8, stages = 4>
+// CHECK: tile = #attn.tile<q = 128, kv = 32, warps = 8>
 func.func @d256(%q: tensor<?x8x256xbf16>, %k: tensor<?x8x256xbf16>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 4096, block_cols = 1, indexing = ragged>)
       indices(%i, %i : tensor<?xi32>, tensor<?xi32>)

@@ -78,11 +78,13 @@ TileAttr mlir::attn::chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
     }
     return TileAttr::get(ctx, q, /*kv=*/16, warps, stages, /*gqa_pack=*/1);
   }
-  // Prefill is bound by the tensor cores: K and V tiles near 16-32 KB each,
-  // as many stages as fit.
+  // Prefill is bound by the tensor cores: K and V tiles near 16 KB each, two
+  // stages. Measured on the H200 with the mma.sync kernel (bench/results/
+  // 2026-11-30-h200-prefill-kernel.md): deeper pipelines cost registers the
+  // 128-row tile needs (3 stages spill) and ran slower.
   int64_t kv = std::clamp<int64_t>(8192 / headDim, 16, q >= 128 ? 128 : 64);
   int64_t warps = q / 16;
-  int64_t stages = 4;
+  int64_t stages = 2;
   while (stages > 1 &&
          sharedMemory(q, kv, warps, stages, headDim) > chip.sharedMemoryPerBlock)
     --stages;
