@@ -27,11 +27,10 @@
 
 #include "attn-c/Compiler.h"
 
-#include "attn/Conversion/AttnToGPU/AttnToGPU.h"
+#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/InitAllDialects.h"
-#include "attn/Target/KernelManifest.h"
-#include "attn/Target/PrefillManifest.h"
+#include "attn/Target/AttentionKernels.h"
 #include "attn/Target/Serialization.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -125,65 +124,6 @@ public:
   std::unique_ptr<SourceMgrDiagnosticHandler> handler;
 };
 
-/// Generates the kernels of every prepared attention (convert-attn-to-gpu)
-/// into `kernels`, and their manifest entries into `entries`.
-attnCompilerStatus generate(Session &s, ModuleOp module,
-                            const ::attn::NVPTXOptions &target,
-                            ModuleOp kernels, llvm::json::Array &entries) {
-  bool any = false;
-  module.walk([&](mlir::attn::AttentionOp) { any = true; });
-  if (!any)
-    return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
-                  "the module holds no attn.attention to compile");
-  mlir::attn::ConvertAttnToGPUOptions options;
-  options.chip = target.chip;
-  SmallVector<mlir::attn::GeneratedKernel, 4> generated;
-  if (failed(mlir::attn::convertAttnToGPU(module, options, &generated)))
-    return s.fail(ATTN_COMPILER_CODEGEN_ERROR);
-  // The kernels travel alone: the host functions around the attention ops
-  // are not lowered here.
-  auto gpuModule =
-      module.lookupSymbol<gpu::GPUModuleOp>(options.gpuModuleName);
-  if (!gpuModule)
-    return s.fail(ATTN_COMPILER_INTERNAL_ERROR, "no kernels were generated");
-  kernels->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                   UnitAttr::get(module.getContext()));
-  kernels.getBody()->push_back(gpuModule->clone());
-  using Kind = mlir::attn::GeneratedKernel::Kind;
-  for (const mlir::attn::GeneratedKernel &k : generated) {
-    switch (k.kind) {
-    case Kind::Decode:
-      entries.push_back(::attn::getDecodeKernelManifest(k.decode, k.params,
-                                                        nullptr));
-      break;
-    case Kind::Prefill:
-      entries.push_back(::attn::getPrefillKernelManifest(k.prefill, nullptr));
-      break;
-    case Kind::Merge:
-      entries.push_back(::attn::getMergeKernelManifest(
-          k.merge, k.numQoHeads, k.numKVHeads, nullptr));
-      break;
-    }
-  }
-  return ATTN_COMPILER_OK;
-}
-
-/// Fills the ptxas resources of each manifest entry.
-void addResources(llvm::json::Array &entries,
-                  llvm::ArrayRef<::attn::KernelResourceUsage> usage) {
-  for (llvm::json::Value &v : entries) {
-    llvm::json::Object *k = v.getAsObject();
-    for (const ::attn::KernelResourceUsage &u : usage)
-      if (k->getString("name") == u.kernelName)
-        (*k)["resources"] =
-            llvm::json::Object{{"registers", u.registers},
-                               {"spill_store_bytes", u.spillStoreBytes},
-                               {"spill_load_bytes", u.spillLoadBytes},
-                               {"stack_frame_bytes", u.stackFrameBytes},
-                               {"static_shared_bytes", u.sharedMemBytes}};
-  }
-}
-
 attnCompilerStatus compile(attnCompilerResult &result, const char *text,
                            const attnCompilerOptions *options) {
   Session s(result);
@@ -209,6 +149,11 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   OwningOpRef<ModuleOp> module = s.parse(text, status);
   if (!module)
     return status;
+  bool hasAttention = false;
+  module->walk([&](mlir::attn::AttentionOp) { hasAttention = true; });
+  if (!hasAttention)
+    return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
+                  "the module holds no attn.attention to compile");
 
   auto start = Clock::now();
   PassManager pm(&s.context);
@@ -223,34 +168,21 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
     module->print(irOs);
   }
 
-  start = Clock::now();
-  OwningOpRef<ModuleOp> kernels =
-      ModuleOp::create(UnknownLoc::get(&s.context));
-  llvm::json::Array entries;
   result.generator = "convert-attn-to-gpu";
-  if (attnCompilerStatus st = generate(s, *module, target, *kernels, entries))
-    return st;
-  if (failed(verify(*kernels)))
-    return s.fail(ATTN_COMPILER_CODEGEN_ERROR,
-                  "the generated kernels do not verify");
-  result.stages.push_back({"codegen", msSince(start)});
-
-  auto compiled =
-      ::attn::compileGPUModules(*kernels, target, o.emit_cubin != 0);
-  if (!compiled)
-    return s.fail(ATTN_COMPILER_TARGET_ERROR,
-                  llvm::toString(compiled.takeError()));
-  if (compiled->size() != 1)
-    return s.fail(ATTN_COMPILER_INTERNAL_ERROR,
-                  "expected one gpu.module of kernels");
-  ::attn::CompiledModule &cm = compiled->front();
-  for (const ::attn::StageTime &st : cm.stages)
+  auto kernels =
+      ::attn::compileAttentionKernels(*module, target, o.emit_cubin != 0);
+  if (!kernels) {
+    std::string message = llvm::toString(kernels.takeError());
+    // Generator diagnostics are already in the result; a target error is not.
+    return s.fail(result.diagnostics.empty() ? ATTN_COMPILER_TARGET_ERROR
+                                             : ATTN_COMPILER_CODEGEN_ERROR,
+                  message);
+  }
+  for (const ::attn::StageTime &st : kernels->stages)
     result.stages.push_back({st.stage, st.milliseconds});
-  result.ptx = std::move(cm.ptx);
-  result.cubin = std::move(cm.cubin);
-  addResources(entries, cm.kernels);
-  llvm::json::Object doc =
-      ::attn::getManifest(target, std::move(entries), "", "");
+  result.ptx = std::move(kernels->ptx);
+  result.cubin = std::move(kernels->cubin);
+  llvm::json::Object doc = std::move(kernels->manifest);
   doc["compiler_version"] = attnCompilerVersion();
   doc["generator"] = result.generator;
   result.manifest =
@@ -292,17 +224,22 @@ std::string describeAttention(const attnCompilerAttentionDesc &d,
       variants += (variants.empty() ? "@" : ", @") + n.trim().str();
   }
   std::string text = d.variant_defs ? std::string(d.variant_defs) + "\n" : "";
+  bool lastLen = d.page_size > 1;
   text += llvm::formatv(
       "func.func @attention(%q: {0}, %k: {1}, %v: {1}, %qo: tensor<?xi32>, "
-      "%kp: tensor<?xi32>, %ki: tensor<?xi32>, %kl: tensor<?xi32>) -> ({0}, "
-      "{2}) {{\n"
+      "%kp: tensor<?xi32>, %ki: tensor<?xi32>{9}{7}) -> ({0}, {2}) {{\n"
       "  %o, %lse = attn.attention %q, %k, %v format(#attn.bsr<block_rows = "
-      "{3}, block_cols = {4}, layout = {5}>) indices(%qo, %kp, %ki, %kl : "
-      "tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>){6} : {0}, "
-      "{1}, {1} -> {0}, {2}\n"
+      "{3}, block_cols = {4}, layout = {5}>) indices(%qo, %kp, %ki{10} : "
+      "tensor<?xi32>, tensor<?xi32>, tensor<?xi32>{11}){8}{6} : "
+      "{0}, {1}, {1} -> {0}, {2}\n"
       "  return %o, %lse : {0}, {2}\n}\n",
       q, kv, lse, d.query_rows, d.page_size, layout,
-      variants.empty() ? std::string() : " variants [" + variants + "]");
+      variants.empty() ? std::string() : " variants [" + variants + "]",
+      d.custom_mask ? ", %mask: tensor<?xi8>" : "",
+      d.custom_mask ? " mask(%mask : tensor<?xi8>)" : "",
+      // block_cols = 1 (the column-vector form) has no last-page length.
+      lastLen ? ", %kl: tensor<?xi32>" : "", lastLen ? ", %kl" : "",
+      lastLen ? ", tensor<?xi32>" : "");
   return text;
 }
 

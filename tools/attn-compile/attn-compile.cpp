@@ -2,13 +2,17 @@
 //
 // Compiles a file of attn IR: runs the preparation passes one by one (timed),
 // reports what was chosen for every attention (heads, format, variants, tile,
-// shared memory), and writes the prepared IR. This is what `make demo` runs.
+// shared memory), generates the kernels and emits PTX / cubin with the
+// manifest the runtime loads them with, reporting what ptxas made of each
+// kernel. This is what `make demo` runs.
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Dialect/Attn/Transforms/TileHeuristics.h"
 #include "attn/InitAllDialects.h"
+#include "attn/Target/AttentionKernels.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -16,7 +20,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -40,6 +47,24 @@ static llvm::cl::opt<std::string>
 static llvm::cl::opt<std::string>
     chip("chip", llvm::cl::desc("target GPU (sm_80, sm_86, sm_89, sm_90, sm_90a)"),
          llvm::cl::init("sm_90"), llvm::cl::cat(attnCategory));
+enum class Emit { None, PTX, Cubin };
+static llvm::cl::opt<Emit> emit(
+    "emit", llvm::cl::desc("what to emit"), llvm::cl::init(Emit::Cubin),
+    llvm::cl::values(clEnumValN(Emit::None, "none", "only the analysis"),
+                     clEnumValN(Emit::PTX, "ptx", "PTX and the manifest"),
+                     clEnumValN(Emit::Cubin, "cubin",
+                                "PTX, cubin (ptxas) and the manifest")),
+    llvm::cl::cat(attnCategory));
+static llvm::cl::opt<std::string> outputDir(
+    "output-dir",
+    llvm::cl::desc("write attn_kernels.{ptx,cubin,json} here (default: next "
+                   "to nothing, the report only)"),
+    llvm::cl::value_desc("dir"), llvm::cl::init(""),
+    llvm::cl::cat(attnCategory));
+static llvm::cl::opt<std::string> cudaPath(
+    "cuda-path", llvm::cl::desc("CUDA toolkit (ptxas, libdevice); default "
+                                "$CUDA_HOME or /usr/local/cuda"),
+    llvm::cl::init(""), llvm::cl::cat(attnCategory));
 static llvm::cl::opt<bool> candidates(
     "candidates",
     llvm::cl::desc("keep every fitting tile for the runtime planner"),
@@ -50,7 +75,44 @@ namespace {
 struct StageTime {
   std::string name;
   double ms;
+  StageTime(std::string name, double ms) : name(std::move(name)), ms(ms) {}
+  StageTime(const ::attn::StageTime &t) : name(t.stage), ms(t.milliseconds) {}
 };
+
+/// Writes `dir`/attn_kernels.{ptx,cubin,json}.
+LogicalResult writeKernels(const ::attn::AttentionKernels &kernels,
+                           llvm::StringRef dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    llvm::errs() << "attn-compile: cannot create " << dir << ": "
+                 << ec.message() << "\n";
+    return failure();
+  }
+  auto write = [&](llvm::StringRef name, llvm::StringRef data) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, name);
+    std::string error;
+    auto out = openOutputFile(path, &error);
+    if (!out) {
+      llvm::errs() << "attn-compile: " << error << "\n";
+      return false;
+    }
+    out->os() << data;
+    out->keep();
+    llvm::outs() << "  wrote " << path << "\n";
+    return true;
+  };
+  llvm::json::Object manifest = kernels.manifest;
+  if (!kernels.cubin.empty())
+    manifest["cubin"] = "attn_kernels.cubin";
+  manifest["ptx"] = "attn_kernels.ptx";
+  std::string json = llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
+  bool ok = write("attn_kernels.ptx", kernels.ptx) &&
+            write("attn_kernels.json", json) &&
+            (kernels.cubin.empty() ||
+             write("attn_kernels.cubin",
+                   llvm::StringRef(kernels.cubin.data(), kernels.cubin.size())));
+  return success(ok);
+}
 
 /// Runs `pass` alone on `module`, timing it.
 LogicalResult runStage(ModuleOp module, std::unique_ptr<Pass> pass,
@@ -111,6 +173,8 @@ void reportAttention(AttentionOp op, const ChipInfo &chipInfo,
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::HideUnrelatedOptions(attnCategory);
+  // Validated before LLVM sees them: a bad chip or PTX version would abort.
+  ::attn::NVPTXOptions target;
   llvm::cl::ParseCommandLineOptions(argc, argv, "attn compile driver\n");
 
   std::optional<ChipInfo> chipInfo = lookupChip(chip);
@@ -120,8 +184,17 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  target.chip = chip;
+  target.cudaPath = cudaPath;
+  if (llvm::Error err = target.validate()) {
+    llvm::errs() << "attn-compile: " << llvm::toString(std::move(err)) << "\n";
+    return 1;
+  }
+
   DialectRegistry registry;
   registerAllDialects(registry);
+  ::attn::registerKernelGenDialects(registry);
+  ::attn::registerTargetDialectsAndInterfaces(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -162,6 +235,29 @@ int main(int argc, char **argv) {
   if (merges)
     os << "  " << merges << " attn.merge_states (cascade: one attention per "
        << "view, merged by log-sum-exp)\n";
+  if (emit != Emit::None) {
+    auto kernels = ::attn::compileAttentionKernels(*module, target,
+                                                   emit == Emit::Cubin);
+    if (!kernels) {
+      llvm::errs() << "attn-compile: " << llvm::toString(kernels.takeError())
+                   << "\n";
+      return 1;
+    }
+    times.append(kernels->stages.begin(), kernels->stages.end());
+    os << "  kernels (" << (emit == Emit::Cubin ? "ptxas -v" : "PTX only")
+       << "):\n";
+    for (const ::attn::KernelResourceUsage &u : kernels->usage)
+      os << "    " << u.kernelName << ": " << u.registers << " registers, "
+         << u.spillStoreBytes << "+" << u.spillLoadBytes
+         << " bytes spilled, " << u.stackFrameBytes << " bytes stack\n";
+    if (kernels->usage.empty()) {
+      if (llvm::json::Array *list = kernels->manifest.getArray("kernels"))
+        for (const llvm::json::Value &k : *list)
+          os << "    " << *k.getAsObject()->getString("name") << "\n";
+    }
+    if (!outputDir.empty() && failed(writeKernels(*kernels, outputDir)))
+      return 1;
+  }
   os << "  stage times:";
   for (const StageTime &t : times)
     os << " " << t.name << " " << llvm::format("%.1f", t.ms) << " ms;";

@@ -1,0 +1,41 @@
+//===- AttentionKernels.h - a prepared attn module to kernels ----*- C++ -*-===//
+//
+// The back half of the compiler in one call: convert-attn-to-gpu on a module
+// whose attentions have tiles (after attn-prepare-pipeline), then NVVM, PTX
+// and cubin for every generated kernel, and the manifest the runtime loads
+// them with. The compile driver and the C API both use it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TARGET_ATTENTIONKERNELS_H
+#define ATTN_TARGET_ATTENTIONKERNELS_H
+
+#include "attn/Target/Serialization.h"
+
+#include "llvm/Support/JSON.h"
+
+namespace attn {
+
+/// Every kernel of one module of attentions, in one image.
+struct AttentionKernels {
+  std::string ptx;
+  /// Empty unless a cubin was asked for.
+  std::vector<char> cubin;
+  /// docs/Manifest.md, with each kernel's ptxas resources.
+  llvm::json::Object manifest;
+  llvm::SmallVector<KernelResourceUsage> usage;
+  /// "codegen", "lower-to-nvvm", "llvm-to-ptx", "ptxas".
+  llvm::SmallVector<StageTime> stages;
+};
+
+/// Generates and compiles the kernels of every tiled attn.attention in
+/// `module` (the module gains the generated gpu.module). Diagnostics of the
+/// generators go to the context's handler; the error then says which stage
+/// failed.
+llvm::Expected<AttentionKernels>
+compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
+                        bool emitCubin);
+
+} // namespace attn
+
+#endif // ATTN_TARGET_ATTENTIONKERNELS_H
