@@ -68,6 +68,9 @@ typedef struct attnCompilerAttentionDesc {
   const char *layout;    /* "NHD" | "HND" */
   const char *variants;  /* comma-separated variant names in order, or NULL */
   const char *variant_defs; /* attn.variant definitions (MLIR text) or NULL */
+  int32_t custom_mask;   /* nonzero: a bit-packed custom mask (tensor<?xi8>)
+                            operand; the kernels then take custom_mask and
+                            mask_indptr (docs/Manifest.md). Replaces causal. */
 } attnCompilerAttentionDesc;
 
 typedef struct attnCompilerResult *attnCompilerResult_t;
