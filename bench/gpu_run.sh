@@ -13,7 +13,7 @@ build=/tmp/attn-build
 cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
   -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; exit 1; }
 ninja -C $build > "$OUT/ninja.log" 2>&1 || { tail -20 "$OUT/ninja.log"; exit 1; }
-export PYTHONPATH=$build/python ATTN_BUILD_DIR=$build ATTN_CACHE_DIR=$PWD/out/kernels PYTHONUNBUFFERED=1
+export PYTHONPATH=$build/python ATTN_BUILD_DIR=$build ATTN_CACHE_DIR=${ATTN_CACHE_DIR:-$PWD/out/kernels} PYTHONUNBUFFERED=1
 if [ -z "${SKIP_TESTS:-}" ]; then
   echo "=== GoogleTest on the GPU ==="
   ctest --test-dir $build 2>&1 | tail -4 | tee "$OUT/ctest.log"

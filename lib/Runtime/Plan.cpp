@@ -12,7 +12,10 @@
 //      the candidate with the smallest estimated makespan (graph mode: fixed);
 //   3. walk the tiles in (request, row tile, head group) order and fill CTA
 //      after CTA up to a running target of remaining cost / remaining CTAs,
-//      splitting a tile's KV range at a granule boundary when it overflows.
+//      splitting a tile's KV range at a granule boundary when it overflows;
+//      but first, when the largest tile is within 9/8 of the balanced target,
+//      try the same pass without splitting and keep it if its makespan is
+//      within 9/8 too (no merge pass, no extra chunks: D1's shape).
 // Each CTA boundary splits at most one tile, so work items <= tiles + CTAs,
 // which is how the workspace is sized. Integer arithmetic only: deterministic.
 //
@@ -277,6 +280,12 @@ static void batchCost(const PlanConfig &c, const Lengths &len,
   *largest = big;
 }
 
+/// A plan keeps every tile whole when its estimated makespan is within this
+/// factor (9/8) of the balanced split one: the split's extra chunk costs and
+/// merge pass cost more than that on the H200 (bench/NOTES.md: D1 unsplit
+/// 96% of copy vs 91% split).
+constexpr int64_t kNoSplitSlackNum = 9, kNoSplitSlackDen = 8;
+
 namespace {
 
 /// Greedy filling of CTAs in tile order (step 3 of the file comment). The fast
@@ -289,10 +298,13 @@ struct Assigner {
   int32_t maxItems = 0, numItems = 0, numUnits = 0, numSlots = 0;
   int64_t C = 0, cta = 0, acc = 0, assigned = 0, total = 0, target = 0;
   int64_t fi = 0, ft = 1, granule = 1, minChunk = 1;
+  int64_t makespan = 0; ///< largest closed CTA cost
+  int64_t reserve = 0;  ///< split fixed costs counted in `total` ahead of time
   bool split = true, overflow = false;
 
   void closeCta() {
     ctaIndptr[++cta] = numItems;
+    makespan = std::max(makespan, acc);
     assigned += acc;
     acc = 0;
     target = ceilDiv(std::max<int64_t>(total - assigned, 0), C - cta);
@@ -322,9 +334,16 @@ struct Assigner {
       if (!lastCta && acc + cost > target) {
         int64_t room = target - acc - fi;
         if (split && room > 0) {
-          int64_t at = (kb + room / ft) / granule * granule;
+          // Nearest granule boundary: rounding down left every CTA up to a
+          // granule short and piled the difference onto the last CTAs.
+          int64_t at = (kb + room / ft + granule / 2) / granule * granule;
           if (at - kb >= minChunk && ke - at >= minChunk) {
-            total += fi; // the second piece pays the fixed cost again
+            // The second piece pays the fixed cost again: from the reserve
+            // counted up front, or on top of the total once it is used up.
+            if (reserve >= fi)
+              reserve -= fi;
+            else
+              total += fi;
             emit(b, g, r, rc, kb, int32_t(at), first, false);
             acc += fi + (at - kb) * ft;
             kb = int32_t(at);
@@ -399,50 +418,104 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   const TileCandidate &t = c.candidates[cand];
 
   int32_t *w = static_cast<int32_t *>(workspace);
-  Assigner a;
-  a.ctaIndptr = w + l.off_cta_indptr;
-  a.items = reinterpret_cast<WorkItem *>(w + l.off_items);
-  a.mergeIndptr = w + l.off_merge_indptr;
-  a.units = reinterpret_cast<MergeUnit *>(w + l.off_merge_units);
-  a.maxItems = l.max_items;
-  a.C = C;
-  a.total = total;
-  a.target = ceilDiv(total, C);
-  a.fi = t.cost_per_item;
-  a.ft = t.cost_per_kv_token;
-  a.split = !c.disable_split;
+  const int64_t target0 = ceilDiv(total, C);
   // Chunk boundaries fall on multiples of the KV tile rounded up to whole blocks.
-  a.granule = t.kv_tile;
+  int64_t granule = t.kv_tile;
   if (c.indexing == KVIndexing::Paged)
-    a.granule = ceilDiv(a.granule, c.block_size) * c.block_size;
-  a.minChunk = c.min_chunk_tokens > 0 ? c.min_chunk_tokens : 2 * a.granule;
-  a.ctaIndptr[0] = 0;
-  a.mergeIndptr[0] = 0;
-
+    granule = ceilDiv(granule, c.block_size) * c.block_size;
   const int32_t P = t.gqa_pack, Q = t.q_rows;
   const int32_t groups = c.num_qo_heads / P;
-  for (int32_t b = 0; b < in.batch && !a.overflow; ++b) {
-    const int32_t qo = len.qoLen(b), kv = len.kvLen(b);
-    const int32_t rows = qo * P;
-    for (int32_t r = 0; r < rows; r += Q) {
-      const int32_t rc = std::min(Q, rows - r);
-      const Range k = visibleKeys(c, qo, kv, r / P, (r + rc - 1) / P);
-      const int64_t cost = a.fi + int64_t(k.end - k.begin) * a.ft;
-      for (int32_t g = 0; g < groups; ++g) {
-        // Fast path: the whole tile fits the current CTA.
-        if ((a.acc + cost <= a.target || a.cta == C - 1) &&
-            a.numItems < a.maxItems) {
-          a.items[a.numItems++] = {b, g, r, rc, k.begin, k.end, -1,
-                                   kItemFirstChunk | kItemLastChunk | kItemDirect};
-          a.acc += cost;
-          if (a.acc >= a.target && a.cta != C - 1)
-            a.closeCta();
-          continue;
+
+  // Splitting adds a fixed cost per extra chunk. Counted only as it happens,
+  // it raised the running target CTA after CTA and piled up on the last
+  // CTAs (D4: 1.45x the mean). Estimate it up front instead: a tile of cost
+  // x that may split (>= 2 chunks' worth of keys) gets about x / target
+  // extra chunks; two rounds of the fixed point are close enough (the rest
+  // is added as it happens).
+  const int64_t minChunk =
+      c.min_chunk_tokens > 0 ? c.min_chunk_tokens : 2 * granule;
+  int64_t splitReserve = 0, splitTarget = target0;
+  if (!c.disable_split && t.cost_per_item > 0) {
+    for (int round = 0; round < 2; ++round) {
+      int64_t extra = 0;
+      for (int32_t b = 0; b < in.batch; ++b) {
+        const int32_t qo = len.qoLen(b), kv = len.kvLen(b);
+        const int32_t rows = qo * P;
+        for (int32_t r = 0; r < rows; r += Q) {
+          const int32_t rc = std::min(Q, rows - r);
+          const Range k = visibleKeys(c, qo, kv, r / P, (r + rc - 1) / P);
+          if (k.end - k.begin >= 2 * minChunk)
+            extra += ceilDiv(itemCost(t, k.end - k.begin), splitTarget);
         }
-        a.place(b, g, r, rc, k.begin, k.end);
       }
+      extra = std::min<int64_t>(extra * groups, C - 1);
+      splitReserve = extra * t.cost_per_item;
+      splitTarget = std::max<int64_t>(ceilDiv(total + splitReserve, C), 1);
     }
   }
+
+  // One greedy pass (step 3) into the workspace, splitting or not.
+  auto assign = [&](Assigner &a, bool split) {
+    a = Assigner();
+    a.ctaIndptr = w + l.off_cta_indptr;
+    a.items = reinterpret_cast<WorkItem *>(w + l.off_items);
+    a.mergeIndptr = w + l.off_merge_indptr;
+    a.units = reinterpret_cast<MergeUnit *>(w + l.off_merge_units);
+    a.maxItems = l.max_items;
+    a.C = C;
+    a.reserve = split ? splitReserve : 0;
+    a.total = total + a.reserve;
+    a.target = ceilDiv(a.total, C);
+    a.fi = t.cost_per_item;
+    a.ft = t.cost_per_kv_token;
+    a.split = split;
+    a.granule = granule;
+    a.minChunk = minChunk;
+    a.ctaIndptr[0] = 0;
+    a.mergeIndptr[0] = 0;
+    for (int32_t b = 0; b < in.batch && !a.overflow; ++b) {
+      const int32_t qo = len.qoLen(b), kv = len.kvLen(b);
+      const int32_t rows = qo * P;
+      for (int32_t r = 0; r < rows; r += Q) {
+        const int32_t rc = std::min(Q, rows - r);
+        const Range k = visibleKeys(c, qo, kv, r / P, (r + rc - 1) / P);
+        const int64_t cost = a.fi + int64_t(k.end - k.begin) * a.ft;
+        for (int32_t g = 0; g < groups; ++g) {
+          // Fast path: the whole tile fits the current CTA.
+          if ((a.acc + cost <= a.target || a.cta == C - 1) &&
+              a.numItems < a.maxItems) {
+            a.items[a.numItems++] = {b, g, r, rc, k.begin, k.end, -1,
+                                     kItemFirstChunk | kItemLastChunk |
+                                         kItemDirect};
+            a.acc += cost;
+            if (a.acc >= a.target && a.cta != C - 1)
+              a.closeCta();
+            continue;
+          }
+          a.place(b, g, r, rc, k.begin, k.end);
+        }
+      }
+    }
+    a.makespan = std::max(a.makespan, a.acc);
+  };
+
+  // Split only when it pays (docs/Runtime.md): a split costs a second pass
+  // over the partial outputs (the merge kernel) and a fixed cost per chunk,
+  // while a batch whose tiles already fill the grid (D1: 512 tiles of equal
+  // length on 528 CTAs) loses at most a few percent of balance without it.
+  // So first try the whole tiles (only possible when the largest tile is
+  // within the slack of the balanced target) and keep that plan when its
+  // makespan is within kNoSplitSlack of the balanced one.
+  Assigner a;
+  bool planned = false;
+  if (!c.disable_split &&
+      largest * kNoSplitSlackDen <= target0 * kNoSplitSlackNum) {
+    assign(a, false);
+    planned = !a.overflow &&
+              a.makespan * kNoSplitSlackDen <= target0 * kNoSplitSlackNum;
+  }
+  if (!planned)
+    assign(a, !c.disable_split);
   int32_t numItems = a.numItems, numUnits = a.numUnits, numSlots = a.numSlots;
   int64_t cta = a.cta;
   int32_t *ctaIndptr = a.ctaIndptr;

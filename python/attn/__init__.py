@@ -14,6 +14,7 @@ from .cache import KernelCache, default_cache, default_cache_dir
 from .cascade import MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place, merge_states
 from .decode import BatchDecodeWithPagedKVCacheWrapper, single_decode_with_kv_cache
 from .errors import AttnError, CompileError, KernelNotFoundError
+from .mask import packbits, segment_packbits
 from .page import append_paged_kv_cache, get_batch_indices_positions
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
                       single_prefill_with_kv_cache)
@@ -29,4 +30,5 @@ __all__ = [
     "get_batch_indices_positions", "single_prefill_with_kv_cache", "single_decode_with_kv_cache",
     "Variant", "AttentionSpec", "KernelCache", "default_cache", "default_cache_dir",
     "AttnError", "CompileError", "KernelNotFoundError", "has_compiler", "has_native",
+    "packbits", "segment_packbits",
 ]

@@ -147,6 +147,7 @@ class PlannedRun:
         self.spec = None
         self.total_q = 0
         self.batch = 0
+        self.mask_ptrs = None   # {"custom_mask": ptr, "mask_indptr": ptr} with a custom mask
 
 
 class WrapperBase:
@@ -186,7 +187,7 @@ class WrapperBase:
                                "(plan on the host, then replay the captured run())")
 
     def _plan(self, spec, values, *, qo_indptr, kv_indptr, kv_last_len=None, kv_lens=None,
-              causal=False, window_left=-1, max_batch=None, max_total_q_rows=None):
+              causal=False, window_left=-1, max_batch=None, max_total_q_rows=None, custom_mask=False):
         """Compiles/loads the kernels of ``spec``, plans and uploads the plan."""
         torch = torch_module()
         self._check_not_capturing("plan")
@@ -209,6 +210,7 @@ class WrapperBase:
             "head_dim": spec.head_dim, "indexing": 0 if spec.indexing == "paged" else 1,
             "block_size": spec.page_size if spec.indexing == "paged" else 1,
             "causal": int(bool(causal)), "window_left": int(window_left),
+            "has_custom_mask": int(bool(custom_mask)),
             "num_sms": props.multi_processor_count, "ctas_per_sm": ctas_per_sm,
             "min_chunk_tokens": min_chunk,
             "graph_mode": int(self._use_cuda_graph), "graph_candidate": 0,
@@ -249,6 +251,33 @@ class WrapperBase:
         p.host_bytes = host_bytes
         p.args = self._variant_args(spec, values)
         return p
+
+    def _plan_mask(self, p, custom_mask, packed_custom_mask, qo_lens, kv_lens, fixed):
+        """Packs the custom mask and its byte offsets onto the device for ``p``.
+
+        In CUDA-graph mode they go into the fixed ``custom_mask_buf`` /
+        ``mask_indptr_buf`` given to the constructor.
+        """
+        from .mask import prepare_mask
+        from .paged import to_device_i32
+        torch = torch_module()
+        qo_lens = [int(qo_lens[b + 1]) - int(qo_lens[b]) for b in range(len(qo_lens) - 1)]
+        packed, indptr = prepare_mask(custom_mask, packed_custom_mask, qo_lens, kv_lens, self._device)
+        d_indptr = to_device_i32("mask_indptr", torch.tensor(indptr, dtype=torch.int32), self._device,
+                                 fixed.get("mask_indptr"))
+        if self._use_cuda_graph:
+            buf = fixed.get("custom_mask")
+            if buf is None or d_indptr is not fixed.get("mask_indptr"):
+                raise ValueError("attn: a custom mask with use_cuda_graph=True needs custom_mask_buf and "
+                                 "mask_indptr_buf (uint8 and int32 device tensors) at construction")
+            check_tensor("custom_mask_buf", buf, dtype=("u8", "i8"), device=self._device, dims=1)
+            if buf.numel() < packed.numel():
+                raise ValueError(f"attn: the packed mask has {packed.numel()} bytes but custom_mask_buf "
+                                 f"holds only {buf.numel()}")
+            buf[:packed.numel()].copy_(packed.view(buf.dtype), non_blocking=True)
+            packed = buf
+        p.keepalive += [packed, d_indptr]
+        p.mask_ptrs = {"custom_mask": packed.data_ptr(), "mask_indptr": d_indptr.data_ptr()}
 
     def _variant_args(self, spec, values):
         args, seen = [], set()
@@ -319,6 +348,14 @@ def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, hea
     check_tensor("paged_kv_cache", paged_kv_cache, dtype=dtype,
                  shape=(("num_pages", None), ("2", 2)) + page + (("head_dim", head_dim),), device=device)
     return paged_kv_cache, paged_kv_cache, True
+
+
+def mask_args(p):
+    """The custom-mask kernel arguments of a planned run (none without a mask)."""
+    if p.mask_ptrs is None:
+        return []
+    return [("custom_mask", "ptr", p.mask_ptrs["custom_mask"]),
+            ("mask_indptr", "ptr", p.mask_ptrs["mask_indptr"])]
 
 
 def default_sm_scale(head_dim, sm_scale):

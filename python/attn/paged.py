@@ -25,8 +25,14 @@ def q_kv_dtypes(q_data_type, kv_data_type, data_type=None):
 
 
 def make_spec(*, num_qo_heads, num_kv_heads, head_dim, page_size, dtype, kv_layout, query_rows,
-              indexing="paged", **variant_kwargs):
-    """(AttentionSpec, parameter values) from FlashInfer-style keywords."""
+              indexing="paged", custom_mask=False, **variant_kwargs):
+    """(AttentionSpec, parameter values) from FlashInfer-style keywords.
+
+    ``custom_mask``: the attention takes a bit-packed custom mask, which
+    replaces causal (``causal`` is dropped, as FlashInfer ignores it then).
+    """
+    if custom_mask:
+        variant_kwargs["causal"] = False
     names, values = build_variants(**variant_kwargs)
     variant = variant_kwargs.get("variant")
     spec = AttentionSpec(head_dim=head_dim, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
@@ -34,7 +40,7 @@ def make_spec(*, num_qo_heads, num_kv_heads, head_dim, page_size, dtype, kv_layo
                          indexing=indexing, query_rows=query_rows, variants=names,
                          variant_defs=variant.text if variant is not None else "",
                          custom_params=tuple((n, tuple(variant.params[n])) for n in variant.names)
-                         if variant is not None else ())
+                         if variant is not None else (), custom_mask=bool(custom_mask))
     return spec, values
 
 
@@ -61,12 +67,15 @@ class PagedWrapperBase(core.WrapperBase):
 
     def _plan_paged(self, *, qo_indptr, kv_indptr, kv_indices, kv_last_len, num_qo_heads, num_kv_heads,
                     head_dim, page_size, dtype, query_rows, causal, window_left, sm_scale, fixed,
-                    max_batch=None, max_total_q_rows=None, **variant_kwargs):
+                    max_batch=None, max_total_q_rows=None, custom_mask=None, packed_custom_mask=None,
+                    **variant_kwargs):
         check_heads(num_qo_heads, num_kv_heads, head_dim, page_size)
+        has_mask = custom_mask is not None or packed_custom_mask is not None
+        causal = bool(causal) and not has_mask
         spec, values = make_spec(num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                                  page_size=page_size, dtype=dtype, kv_layout=self._kv_layout,
                                  query_rows=query_rows, causal=causal, window_left=window_left,
-                                 **variant_kwargs)
+                                 custom_mask=has_mask, **variant_kwargs)
         qo_h, kv_h, last_h = host_i32("qo_indptr", qo_indptr), host_i32("kv_indptr", kv_indptr), \
             host_i32("last_page_len", kv_last_len)
         if len(kv_h) != len(qo_h) or len(last_h) != len(kv_h) - 1:
@@ -76,7 +85,7 @@ class PagedWrapperBase(core.WrapperBase):
         dev = self._device
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, causal=causal,
                        window_left=-1 if window_left is None else window_left,
-                       max_batch=max_batch, max_total_q_rows=max_total_q_rows)
+                       max_batch=max_batch, max_total_q_rows=max_total_q_rows, custom_mask=has_mask)
         d_qo = to_device_i32("qo_indptr", qo_indptr if hasattr(qo_indptr, "detach") else qo_h, dev, fixed.get("qo"))
         d_kv = to_device_i32("kv_indptr", kv_indptr, dev, fixed.get("kv_indptr"))
         d_idx = to_device_i32("kv_indices", kv_indices, dev, fixed.get("kv_indices"))
@@ -92,6 +101,10 @@ class PagedWrapperBase(core.WrapperBase):
         p.keepalive = [d_qo, d_kv, d_idx, d_last, d_idx2]
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
                   "kv_indices": d_idx.data_ptr(), "kv_indices_x2": d_idx2.data_ptr()}
+        if has_mask:
+            kv_lens = [(kv_h[b + 1] - kv_h[b] - 1) * page_size + last_h[b] if kv_h[b + 1] > kv_h[b] else 0
+                       for b in range(len(last_h))]
+            self._plan_mask(p, custom_mask, packed_custom_mask, qo_h, kv_lens, fixed)
         p.sm_scale = core.default_sm_scale(head_dim, sm_scale)
         p.dtype, p.page_size, p.window_left = dtype, page_size, window_left
         self._planned = p
@@ -120,7 +133,7 @@ class PagedWrapperBase(core.WrapperBase):
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
                 ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
                 ("kv_indices", "ptr", idx), ("kv_last_len", "ptr", p.ptrs["kv_last_len"]),
-                ("sm_scale", "f32", scale)]
+                ("sm_scale", "f32", scale)] + core.mask_args(p)
         self._launch(p, args)
         if v_scale is not None:
             out.mul_(float(v_scale))

@@ -11,7 +11,8 @@ The GPU machine has no MLIR: compile here, carry the directory, and point
 Options: ``--model`` (see ``--list``) or explicit ``--heads HQ/HKV --head-dim D``;
 ``--tp 1,2`` divides the heads by tensor-parallel degrees; ``--page-size``,
 ``--dtype``, ``--layout`` (comma lists allowed); ``--kinds decode,prefill,ragged``;
-``--arch`` (comma list). Kernels the compiler cannot build yet are reported
+``--arch`` (comma list); ``--custom-mask`` makes the prefill kinds read a
+custom mask instead of causal (token-tree verification). Kernels the compiler cannot build yet are reported
 and skipped; the exit status is 1 when nothing was compiled.
 """
 
@@ -52,14 +53,19 @@ def specs_for(hq, hkv, d, kinds, page_sizes, dtypes, layouts, tps, variant_kwarg
                 for dt in dtypes:
                     for lay in layouts:
                         kw = dict(variant_kwargs)
+                        masked = kw.pop("custom_mask", False)
+                        non_causal = kw.pop("non_causal", False)
                         if kind in ("prefill", "ragged"):
-                            kw["causal"] = True
+                            # A custom mask replaces causal (token-tree verification).
+                            kw["causal"] = not (non_causal or masked)
+                            kw["custom_mask"] = masked
                         if kind == "ragged":  # BatchPrefillWithRaggedKVCacheWrapper
                             kw["indexing"] = "ragged"
                         spec, _ = make_spec(num_qo_heads=q_heads, num_kv_heads=kv_heads, head_dim=d,
                                             page_size=ps, dtype=dt, kv_layout=lay,
                                             query_rows=1 if kind == "decode" else PREFILL_QUERY_ROWS, **kw)
-                        out.append((f"{kind} tp={tp} heads={q_heads}/{kv_heads} d={d} page={ps} {dt} {lay}", spec))
+                        label = f"{kind}{'+mask' if spec.custom_mask else ''}"
+                        out.append((f"{label} tp={tp} heads={q_heads}/{kv_heads} d={d} page={ps} {dt} {lay}", spec))
     return out
 
 
@@ -77,9 +83,13 @@ def main(argv=None):
     ap.add_argument("--layout", default="NHD")
     ap.add_argument("--kinds", default="decode,prefill,ragged",
                     help="decode (paged), prefill (paged, causal), ragged (ragged prefill, causal)")
+    ap.add_argument("--non-causal", action="store_true",
+                    help="prefill kernels without @causal (e.g. cascade levels over a shared prefix)")
     ap.add_argument("--window-left", type=int, default=-1)
     ap.add_argument("--logits-soft-cap", type=float)
     ap.add_argument("--pos-encoding-mode", default=None)
+    ap.add_argument("--custom-mask", action="store_true",
+                    help="prefill/ragged kernels read a bit-packed custom mask instead of causal")
     a = ap.parse_args(argv)
     if a.list:
         for n, (hq, hkv, d, kw) in MODELS.items():
@@ -97,12 +107,16 @@ def main(argv=None):
         d, kw = a.head_dim, {}
     else:
         ap.error("give --model, or --heads and --head-dim")
+    if a.non_causal:
+        kw["non_causal"] = True
     if a.window_left >= 0:
         kw["window_left"] = a.window_left
     if a.logits_soft_cap:
         kw["logits_soft_cap"] = a.logits_soft_cap
     if a.pos_encoding_mode:
         kw["pos_encoding_mode"] = a.pos_encoding_mode
+    if a.custom_mask:
+        kw["custom_mask"] = True
     cache = KernelCache(a.out)
     done = failed = 0
     for arch in _list(a.arch):

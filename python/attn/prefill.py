@@ -1,9 +1,9 @@
 """Batch prefill / append over paged or ragged KV (FlashInfer's ``flashinfer.prefill``).
 
-The API is complete; the kernels come from the prefill generator, which is
-being written. Until the compiler has it, ``plan`` raises
-:class:`attn.CompileError` with status ``Unsupported`` and the compiler's
-message (on a runtime-only build: :class:`attn.KernelNotFoundError`).
+Custom masks (``custom_mask=`` bool, or ``packed_custom_mask=`` uint8 from
+:func:`attn.segment_packbits`) replace causal masking, as in FlashInfer; with
+a page size of 1 and explicit ``kv_indices`` that is how a speculative token
+tree is verified (each draft token sees its ancestors).
 """
 
 from . import core
@@ -12,12 +12,6 @@ from .paged import PagedWrapperBase, check_heads, make_spec, q_kv_dtypes, to_dev
 
 # Expected query rows per request for tile selection when prefilling.
 PREFILL_QUERY_ROWS = 128
-
-
-def _no_custom_mask(custom_mask, packed_custom_mask):
-    if custom_mask is not None or packed_custom_mask is not None:
-        raise NotImplementedError("attn: custom masks are not wired into the Python wrappers yet "
-                                  "(the attn IR supports them: attn.attention mask(...))")
 
 
 def _check_head_dim_vo(head_dim_qk, head_dim_vo):
@@ -38,9 +32,14 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
     ...        q_data_type=torch.bfloat16)                                  # doctest: +SKIP
     >>> o = w.run(q, kv_cache)                                            # doctest: +SKIP
 
+    Custom masks: ``custom_mask`` (bool, ``qo_len x kv_len`` per request,
+    row-major, concatenated) or ``packed_custom_mask`` (uint8, bit-packed
+    little-endian, each request from its own byte); either replaces
+    ``causal``; ``window_left`` still applies.
+
     Differences from FlashInfer: as for decode (same dtype for q and KV,
-    extra ``ROPE_LLAMA31``/``sinks``/``variant``); custom masks are not yet
-    accepted here; with ``causal`` and ``qo_len > kv_len`` the leading rows
+    extra ``ROPE_LLAMA31``/``sinks``/``variant``); with ``causal`` and
+    ``qo_len > kv_len`` the leading rows
     see no key and return output 0 / LSE -inf instead of crashing; in
     CUDA-graph mode the maximum query rows are those of the first plan
     (or ``max_total_q_rows=``).
@@ -61,7 +60,7 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
                     raise ValueError("attn: use_cuda_graph=True needs qo_indptr_buf, paged_kv_indptr_buf, "
                                      f"paged_kv_indices_buf and paged_kv_last_page_len_buf; {name} is missing")
                 check_tensor(f"{name} buffer", b, dtype="i32", device=self._device, dims=1)
-            self._fixed = bufs
+            self._fixed = dict(bufs, custom_mask=custom_mask_buf, mask_indptr=mask_indptr_buf)
             self._max_batch = int(paged_kv_last_page_len_buf.shape[0])
 
     def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads,
@@ -70,7 +69,6 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
              window_left=-1, logits_soft_cap=None, rope_scale=None, rope_theta=None, q_data_type="float16",
              kv_data_type=None, non_blocking=True, sinks=None, variant=None, variant_params=None, **unused):
         """Plans a prefill step (outside CUDA-graph capture); FlashInfer's arguments."""
-        _no_custom_mask(custom_mask, packed_custom_mask)
         _check_head_dim_vo(head_dim_qk, head_dim_vo)
         dtype = q_kv_dtypes(q_data_type, kv_data_type)
         qo_h = host_i32("qo_indptr", qo_indptr)
@@ -86,7 +84,8 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
                          max_total_q_rows=self._max_total_q_rows if graph else None,
                          pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
                          rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
-                         variant_params=variant_params)
+                         variant_params=variant_params, custom_mask=custom_mask,
+                         packed_custom_mask=packed_custom_mask)
 
     begin_forward = plan
 
@@ -126,7 +125,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
                 if b is None:
                     raise ValueError(f"attn: use_cuda_graph=True needs {name}")
                 check_tensor(name, b, dtype="i32", device=self._device, dims=1)
-            self._fixed = {"qo": qo_indptr_buf, "kv_indptr": kv_indptr_buf}
+            self._fixed = {"qo": qo_indptr_buf, "kv_indptr": kv_indptr_buf, "custom_mask": custom_mask_buf,
+                           "mask_indptr": mask_indptr_buf}
             self._max_batch = int(qo_indptr_buf.shape[0]) - 1
 
     def plan(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo=None,
@@ -134,14 +134,16 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
              use_fp16_qk_reduction=False, window_left=-1, logits_soft_cap=None, sm_scale=None, rope_scale=None,
              rope_theta=None, q_data_type="float16", kv_data_type=None, non_blocking=True, sinks=None,
              variant=None, variant_params=None, **unused):
-        """Plans a ragged prefill step (outside CUDA-graph capture)."""
-        _no_custom_mask(custom_mask, packed_custom_mask)
+        """Plans a ragged prefill step (outside CUDA-graph capture); custom masks as for paged."""
         _check_head_dim_vo(head_dim_qk, head_dim_vo)
         check_heads(num_qo_heads, num_kv_heads, head_dim_qk)
         dtype = q_kv_dtypes(q_data_type, kv_data_type)
+        has_mask = custom_mask is not None or packed_custom_mask is not None
+        causal = bool(causal) and not has_mask
         spec, values = make_spec(num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim_qk,
                                  page_size=1, dtype=dtype, kv_layout=self._kv_layout,
-                                 query_rows=PREFILL_QUERY_ROWS, indexing="ragged", causal=causal,
+                                 query_rows=PREFILL_QUERY_ROWS, indexing="ragged", custom_mask=has_mask,
+                                 causal=causal,
                                  window_left=window_left, pos_encoding_mode=pos_encoding_mode,
                                  logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
                                  sinks=sinks, variant=variant, variant_params=variant_params)
@@ -154,11 +156,14 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, causal=causal,
                        window_left=-1 if window_left is None else window_left,
                        max_batch=self._max_batch if graph else None,
-                       max_total_q_rows=self._max_total_q_rows if graph else None)
+                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask)
         d_qo = to_device_i32("qo_indptr", qo_indptr, self._device, self._fixed.get("qo"))
         d_kv = to_device_i32("kv_indptr", kv_indptr, self._device, self._fixed.get("kv_indptr"))
         p.keepalive = [d_qo, d_kv]
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr()}
+        if has_mask:
+            kv_lens = [kv_h[b + 1] - kv_h[b] for b in range(len(kv_h) - 1)]
+            self._plan_mask(p, custom_mask, packed_custom_mask, qo_h, kv_lens, self._fixed)
         p.sm_scale = core.default_sm_scale(head_dim_qk, sm_scale)
         p.dtype, p.total_kv = dtype, kv_h[-1]
         self._planned = p
@@ -180,7 +185,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k.data_ptr()), ("v_cache", "ptr", v.data_ptr()),
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
                 ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
-                ("sm_scale", "f32", p.sm_scale)]
+                ("sm_scale", "f32", p.sm_scale)] + core.mask_args(p)
         self._launch(p, args)
         return (out, lse) if return_lse else out
 

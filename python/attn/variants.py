@@ -129,7 +129,9 @@ class AttentionSpec:
     ``indexing`` is ``"paged"`` (``page_size`` tokens per page) or
     ``"ragged"``; ``query_rows`` is the expected query rows per request
     (1 for decode; it steers tile selection); ``variants`` are names in
-    application order, built-in or defined in ``variant_defs``.
+    application order, built-in or defined in ``variant_defs``;
+    ``custom_mask`` adds a bit-packed mask operand (the kernels then take
+    ``custom_mask`` and ``mask_indptr``).
 
     >>> s = AttentionSpec(head_dim=128, num_qo_heads=32, num_kv_heads=8, page_size=16)
     >>> "attn.attention" in s.to_ir() and s.param_list() == []
@@ -147,6 +149,7 @@ class AttentionSpec:
     variants: tuple = ()
     variant_defs: str = ""
     custom_params: tuple = ()  # ((variant, ((name, type), ...)), ...)
+    custom_mask: bool = False  # a bit-packed custom mask operand (tensor<?xi8>)
 
     def param_list(self):
         """[(variant, param, type)] in the order of attn.attention's params."""
@@ -168,7 +171,9 @@ class AttentionSpec:
             kv = (f"tensor<?x{P}x{Hkv}x{D}x{t}>" if self.layout == "NHD"
                   else f"tensor<?x{Hkv}x{P}x{D}x{t}>")
             fmt = f"#attn.bsr<block_rows = {self.query_rows}, block_cols = {P}, layout = {self.layout}>"
-            names = ["%qo_indptr", "%kv_indptr", "%kv_indices", "%kv_last_len"]
+            # block_cols = 1 (the column-vector form) has no last-page length:
+            # every page is full. The kernels still take kv_last_len.
+            names = ["%qo_indptr", "%kv_indptr", "%kv_indices"] + (["%kv_last_len"] if P > 1 else [])
         else:
             kv = (f"tensor<?x{Hkv}x{D}x{t}>" if self.layout == "NHD"
                   else f"tensor<{Hkv}x?x{D}x{t}>")
@@ -177,11 +182,15 @@ class AttentionSpec:
             names = ["%qo_indptr", "%kv_indptr"]
         params = self.param_list()
         args = [f"%q: {q}", f"%k: {kv}", f"%v: {kv}"] + [f"{n}: {idx}" for n in names]
+        if self.custom_mask:
+            args.append("%mask: tensor<?xi8>")
         args.append("%sm_scale: f32")
         args += [f"%p{i}: {ty}" for i, (_, _, ty) in enumerate(params)]
         body = (f"  %o, %lse = attn.attention %q, %k, %v format({fmt})\n"
-                f"      indices({', '.join(names)} : {', '.join([idx] * len(names))})\n"
-                f"      sm_scale(%sm_scale)")
+                f"      indices({', '.join(names)} : {', '.join([idx] * len(names))})\n")
+        if self.custom_mask:
+            body += "      mask(%mask : tensor<?xi8>)\n"
+        body += "      sm_scale(%sm_scale)"
         if self.variants:
             body += "\n      variants [" + ", ".join("@" + v for v in self.variants) + "]"
         if params:

@@ -64,6 +64,10 @@ static cl::opt<int64_t> kvTile("kv-tile", cl::init(64), cl::cat(category),
                                cl::desc("Planner granule (manifest tile.kv)"));
 static cl::opt<bool> ragged("ragged", cl::init(false), cl::cat(category),
                             cl::desc("Ragged (contiguous) KV instead of pages"));
+static cl::opt<bool>
+    customMask("custom-mask", cl::init(false), cl::cat(category),
+               cl::desc("Read a bit-packed custom mask (custom_mask, "
+                        "mask_indptr arguments)"));
 static cl::list<std::string>
     variants("variants", cl::CommaSeparated, cl::cat(category),
              cl::desc("Built-in variants to inline, in order "
@@ -129,6 +133,7 @@ int main(int argc, char **argv) {
     pf.minCTAsPerSM = minCTAs.getNumOccurrences() ? minCTAs : 0;
     pf.indexing = ragged ? ::attn::KVIndexingKind::Ragged
                          : ::attn::KVIndexingKind::Paged;
+    pf.customMask = customMask;
     auto pdt = ::attn::parseDType(dtype);
     auto play = ::attn::parseLayout(layout);
     if (!pdt || !play) {
@@ -155,6 +160,7 @@ int main(int argc, char **argv) {
   spec.minCTAsPerSM = minCTAs;
   spec.kernelName = kernelName;
   spec.chip = chip;
+  spec.customMask = customMask;
   spec.indexing = ragged ? ::attn::KVIndexingKind::Ragged
                          : ::attn::KVIndexingKind::Paged;
   auto dt = ::attn::parseDType(dtype);

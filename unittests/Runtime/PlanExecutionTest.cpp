@@ -117,9 +117,9 @@ INSTANTIATE_TEST_SUITE_P(
     Variants, PlanExecution,
     ::testing::Values(
         ExecCase{"plain_bs16_gqa4", 16, 8, 2, 4, 16, 16, 10},
-        ExecCase{"plain_bs1_gqa1", 1, 4, 4, 1, 4, 16, 10},
+        ExecCase{"plain_bs1_gqa1", 1, 4, 4, 1, 4, 16, 24},
         ExecCase{"plain_bs64_gqa8", 64, 8, 1, 8, 16, 64, 6},
-        ExecCase{"gqa8_unpacked", 16, 8, 1, 1, 4, 16, 10},
+        ExecCase{"gqa8_unpacked", 16, 8, 1, 1, 4, 16, 24},
         ExecCase{"skewed_bs16_gqa4", 16, 8, 2, 4, 16, 16, 16, 0, -1, 0, 0, 0, 0, 0, 1},
         ExecCase{"skewed_bs1_gqa8", 1, 8, 1, 8, 8, 16, 16, 0, -1, 0, 0, 0, 0, 0, 1},
         ExecCase{"causal_bs16_gqa4", 16, 8, 2, 4, 16, 16, 10, 1},

@@ -7,9 +7,11 @@
 // Reads each tiled attn.attention into a plain kernel spec and hands it to a
 // generator: decode tiles (q = 16) to the persistent split-KV decode kernel
 // (DecodeKernel.cpp), larger tiles to the prefill kernel (PrefillKernel.cpp),
-// plus one LSE merge kernel per (head_dim, dtype). The generators dedupe by
-// kernel name, which encodes every field of a spec, so identical attentions
-// share one kernel. Nothing here builds kernel IR itself.
+// plus one LSE merge kernel per (head_dim, dtype). A bit-packed custom mask
+// operand becomes the kernels' `custom_mask` / `mask_indptr` arguments (the
+// offsets are a host-side array: the IR's mask is one flat tensor). The
+// generators dedupe by kernel name, which encodes every field of a spec, so
+// identical attentions share one kernel. Nothing here builds kernel IR itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +47,8 @@ struct AttentionShape {
   TileAttr tile;
   SmallVector<VariantOp> variants;
   SmallVector<std::string> variantNames;
+  /// The op has a (bit-packed) custom mask operand.
+  bool customMask = false;
 };
 
 /// Reads `op` into an AttentionShape, or fails with a diagnostic on `op`.
@@ -55,9 +59,16 @@ FailureOr<AttentionShape> getShape(AttentionOp op) {
   if (views.size() != 1)
     return op.emitOpError("has a composed format; run "
                           "attn-decompose-composed before convert-attn-to-gpu");
-  if (op.getMask())
-    return op.emitOpError("uses a custom mask, which the generated kernels "
-                          "do not support yet");
+  if (Value mask = op.getMask()) {
+    // The kernels read one bit per (row, key); an i1 tensor has no agreed
+    // memory layout to read bits from.
+    if (!cast<ShapedType>(mask.getType()).getElementType().isInteger(8))
+      return op.emitOpError("has an unpacked (i1) custom mask; the generated "
+                            "kernels read it bit-packed: pack it into i8, "
+                            "little-endian, each request starting on its own "
+                            "byte (FlashInfer's packbits)");
+    shape.customMask = true;
+  }
   BsrAttr view = views.front();
   Type elt = op.getQuery().getType().getElementType();
   shape.dtype = elt.isBF16() ? gen::KernelDType::BF16 : gen::KernelDType::F16;
@@ -98,6 +109,7 @@ convertDecode(ModuleOp module, AttentionOp op, const AttentionShape &shape,
   spec.minCTAsPerSM = getDecodeOccupancy(spec.numWarps);
   spec.chip = options.chip;
   spec.variantNames = shape.variantNames;
+  spec.customMask = shape.customMask;
   if (llvm::Error err = spec.validate())
     return op.emitOpError("cannot generate its decode kernel: ")
            << llvm::toString(std::move(err));
@@ -132,6 +144,7 @@ convertPrefill(ModuleOp module, AttentionOp op, const AttentionShape &shape,
   spec.numStages = shape.tile.getStages();
   spec.gqaPack = shape.tile.getGqaPack();
   spec.chip = options.chip;
+  spec.customMask = shape.customMask;
   // Masks other than @causal's run on every tile.
   spec.maskEveryTile = llvm::any_of(shape.variants, [](VariantOp v) {
     return v.getSymName() != "causal" && v.getHook(HookKind::logits_mask);

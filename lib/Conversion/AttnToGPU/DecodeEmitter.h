@@ -53,6 +53,9 @@ struct WorkItemValues {
   /// its query row in q/o, its query head and its position (p = kv_len -
   /// qo_len + token).
   mlir::Value rowValid[2], qRow[2], head[2], qPos[2];
+  /// With a custom mask: the bit of the request's mask where row `token`
+  /// starts (mask_indptr[request] * 8 + token * kv_len), per row.
+  mlir::Value maskRowBit[2];
 };
 
 /// Emits the body of one decode kernel into a gpu.func.
@@ -111,7 +114,8 @@ private:
 
   // Arguments.
   mlir::Value ctaIndptr, workItems, partialO, partialLse, slotRows, q, kCache,
-      vCache, out, lse, qoIndptr, kvIndptr, kvIndices, kvLastLen, smScale;
+      vCache, out, lse, qoIndptr, kvIndptr, kvIndices, kvLastLen, customMask,
+      maskIndptr, smScale;
   // Shared-memory views.
   mlir::Value tiles, merge, stats;
   // Thread coordinates (index) and per-kernel constants.

@@ -75,6 +75,8 @@ void DecodeKernelEmitter::emitSetup(gpu::GPUFuncOp func,
   qoIndptr = args[next++], kvIndptr = args[next++];
   if (!ragged)
     kvIndices = args[next++], kvLastLen = args[next++];
+  if (spec.customMask)
+    customMask = args[next++], maskIndptr = args[next++];
   smScale = args[next++];
 
   // The variants' parameters: i1 travels as i32 (a kernel ABI has no bool).
@@ -437,6 +439,7 @@ static gpu::GPUFuncOp createKernelFunc(ImplicitLocOpBuilder &b,
     if (arg.kind == "ptr") {
       Type elt = arg.elementType == "i32"   ? Type(b.getI32Type())
                  : arg.elementType == "f32" ? Type(b.getF32Type())
+                 : arg.elementType == "u8"  ? Type(b.getI8Type())
                                             : eltType;
       argTypes.push_back(getFlatBuffer(ctx, elt));
     } else {

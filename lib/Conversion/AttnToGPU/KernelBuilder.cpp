@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Arithmetic, comparison and warp-shuffle helpers used by the kernel bodies.
-// Only upstream arith, math and gpu ops are built here.
+// Only upstream arith, math, memref and gpu ops are built here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <limits>
 
@@ -90,4 +91,13 @@ Value KernelBuilder::quadMax(Value x) {
 Value KernelBuilder::quadSum(Value x) {
   x = fadd(x, shuffleXor(x, 1));
   return fadd(x, shuffleXor(x, 2));
+}
+
+Value KernelBuilder::loadMaskBit(Value mask, Value bit) {
+  Value byte = memref::LoadOp::create(b, mask, ValueRange{divu(bit, 8)});
+  Value word = arith::ExtUIOp::create(b, b.getI32Type(), byte);
+  Value shifted = arith::ShRUIOp::create(b, word, toI32(remu(bit, 8)));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                               arith::AndIOp::create(b, shifted, i32(1)),
+                               i32(0));
 }

@@ -70,6 +70,8 @@ std::string DecodeKernelSpec::getKernelName() const {
           .str();
   for (const std::string &variant : variantNames)
     name += "_" + variant;
+  if (customMask)
+    name += "_mask";
   return name;
 }
 
@@ -203,11 +205,19 @@ attn::getDecodeLaunchInfo(const DecodeKernelSpec &spec,
     info.args.push_back({"kv_indices", "ptr", "i32", "[kv_indptr[batch]]"});
     info.args.push_back({"kv_last_len", "ptr", "i32", "[batch]"});
   }
+  if (spec.customMask)
+    appendCustomMaskArgs(info.args);
   info.args.push_back({"sm_scale", "f32", "", ""});
   for (const auto &[name, kind] : params)
     info.args.push_back(
         {name, kind, kind == "ptr" ? "f32" : "", kind == "ptr" ? "[num_qo_heads]" : ""});
   return info;
+}
+
+void attn::appendCustomMaskArgs(llvm::SmallVectorImpl<KernelArg> &args) {
+  args.push_back({"custom_mask", "ptr", "u8",
+                  "[mask_indptr[batch] bytes, bit-packed little-endian]"});
+  args.push_back({"mask_indptr", "ptr", "i32", "[batch + 1]"});
 }
 
 KernelLaunchInfo attn::getMergeLaunchInfo(const MergeKernelSpec &spec) {

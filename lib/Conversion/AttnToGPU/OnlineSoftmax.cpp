@@ -10,7 +10,8 @@
 //     n-tiles of 8 keys; thread (g, t) holds rows g and g + 8, keys 2t, 2t+1.
 //  2. Logits: s * sm_scale, the variants' logits transforms (soft-cap,
 //     ALiBi, ...), then * log2(e) for base-2 softmax; keys outside the item's
-//     range or rejected by any logits mask become -inf.
+//     range, rejected by any logits mask or by the custom mask (one bit per
+//     key, spec.customMask) become -inf.
 //  3. Online softmax per row (running max m, running sum l, both base 2);
 //     the probabilities are already the A operand of P V (the C fragment of
 //     two n-tiles is the A fragment of one k16 step); V through
@@ -115,6 +116,14 @@ void DecodeKernelEmitter::computeTile(const WorkItemValues &item, Value tile,
             b, valid,
             hooks.emitLogitsMask(b, b.getLoc(), item.qPos[r], kPos,
                                  item.head[r]));
+      if (spec.customMask) {
+        // Keys outside [0, kv_len) (the zero-filled tail of a tile) read the
+        // row's last bit, so no load leaves the request's mask.
+        Value key = kb.maxs(kb.mins(kPos, kb.sub(item.kvLen, kb.idx(1))),
+                            kb.idx(0));
+        valid = kb.andi(valid,
+                        kb.loadMaskBit(customMask, kb.add(item.maskRowBit[r], key)));
+      }
       Value logit;
       if (transform) {
         logit = hooks.emitLogitsTransform(b, b.getLoc(),

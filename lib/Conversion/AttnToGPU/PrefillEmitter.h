@@ -90,7 +90,7 @@ private:
   // Kernel arguments.
   mlir::Value ctaIndptr, workItems, partialO, partialLse, slotRows;
   mlir::Value q, kCache, vCache, out, lse, qoIndptr, kvIndptr, kvIndices,
-      kvLastLen, smScale;
+      kvLastLen, customMask, maskIndptr, smScale;
   // Thread coordinates (index).
   mlir::Value tid, lane, warp, g, t;
   /// [totalRows][headDim] element view of the dynamic shared memory.
@@ -104,6 +104,9 @@ private:
   mlir::Value qoStart, qoLen, kvBase, kvLen, posOffset, kvHead, numTiles;
   /// Position of the item's first row (for the diagonal test).
   mlir::Value firstPos;
+  /// With a custom mask: the first bit of the request's mask
+  /// (mask_indptr[request] * 8).
+  mlir::Value maskBase;
   /// Query A fragments when kept in registers: headDim / 16 x 4 i32.
   llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>> qFrag;
 };

@@ -11,7 +11,8 @@
 //     request's query range (qo_indptr), KV range (kv_indptr, kv_last_len) and
 //     the item's rows and keys [kv_begin, kv_end).
 //  2. With the @causal variant, stop the KV loop at the last row's position
-//     (p = kv_len - qo_len + token): later tiles are fully masked.
+//     (p = kv_len - qo_len + token): later tiles are fully masked. A custom
+//     mask replaces causal: every tile runs, and every tile is masked.
 //  3. Issue the Q tile (cp.async, zero-filled past row_count), then the first
 //     stages - 1 K/V tiles; once Q lands, load its A fragments.
 //  4. Steady state, one CTA barrier per tile: wait for tile j, refill the slot
@@ -70,6 +71,8 @@ void PrefillEmitter::bindArguments(gpu::GPUFuncOp func) {
   lse = args[i++], qoIndptr = args[i++], kvIndptr = args[i++];
   if (spec.indexing == KVIndexingKind::Paged)
     kvIndices = args[i++], kvLastLen = args[i++];
+  if (spec.customMask)
+    customMask = args[i++], maskIndptr = args[i++];
   smScale = args[i++];
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -170,11 +173,14 @@ void PrefillEmitter::emitItem(Value item) {
   posOffset = kb.sub(kvLen, qoLen);
   kvHead = kb.divu(kb.mul(headGroup, P), spec.groupSize());
   firstPos = kb.add(posOffset, P == 1 ? rowBegin : kb.divu(rowBegin, P));
+  if (spec.customMask)
+    maskBase = kb.mul(load(maskIndptr, request), 8);
 
   // Keys this item visits: [kv_begin, stop), stop cut at the last row's
   // position with causal block skipping.
   Value stop = kvEnd;
-  if (hooks && hooks->uses("causal") && spec.causalBlockSkip) {
+  if (hooks && hooks->uses("causal") && spec.causalBlockSkip &&
+      !spec.customMask) {
     Value lastRow = kb.sub(kb.add(rowBegin, rowCount), kb.idx(1));
     Value lastPos =
         kb.add(posOffset, P == 1 ? lastRow : kb.divu(lastRow, P));
@@ -321,6 +327,7 @@ buildPrefill(ModuleOp module, const PrefillKernelSpec &spec,
     } else {
       Type type = arg.elementType == "i32"   ? b.getI32Type()
                   : arg.elementType == "f32" ? b.getF32Type()
+                  : arg.elementType == "u8"  ? b.getI8Type()
                                              : elt;
       argTypes.push_back(MemRefType::get({kFlatExtent}, type,
                                          MemRefLayoutAttrInterface{}, global));

@@ -11,9 +11,11 @@
 //  2. Logits stay raw unless a logits-transform hook needs them scaled: the
 //     exponent is then exp2(fma(s, sm_scale*log2e, -m)), one FMA + ex2 per
 //     element (needs sm_scale > 0, as every caller passes).
-//  3. The mask (key < kv_end AND the variants' mask hooks) runs only where it
-//     can bite: on the last tile and, with @causal, on tiles crossing the
-//     diagonal of the item's first row; elsewhere an scf.if skips it.
+//  3. The mask (key < kv_end AND the variants' mask hooks AND the custom
+//     mask's bit) runs only where it can bite: on the last tile and, with
+//     @causal, on tiles crossing the diagonal of the item's first row;
+//     elsewhere an scf.if skips it. A custom mask or a non-causal mask hook
+//     bites anywhere: every tile runs it.
 //  4. Online softmax per row (max over the quad's lanes); the accumulator
 //     is rescaled by exp2(m_old - m_new); fully masked rows keep m = -inf.
 //  5. P is already the A operand of P·V (C fragments of n-tiles 2k, 2k+1 are
@@ -88,7 +90,20 @@ void PrefillEmitter::computeTile(Value tile, Value stage, PrefillState &st) {
   // 3. Mask where it can bite.
   const bool maskHooks = hooks && hooks->has(HookKind::logits_mask);
   const bool diagonalOnly = maskHooks && hooks->uses("causal") &&
-                            spec.causalBlockSkip && !spec.maskEveryTile;
+                            spec.causalBlockSkip && !spec.maskEveryTile &&
+                            !spec.customMask;
+  // The custom mask's bit of row r's first key: rows past row_count and
+  // keys past kv_len are clamped into the request's matrix, so no load
+  // leaves it (those elements are discarded or masked anyway).
+  Value maskRowBit[2];
+  if (spec.customMask) {
+    Value lastRow = kb.sub(rowCount, kb.idx(1));
+    for (int64_t r = 0; r < 2; ++r) {
+      Value token = rowToken(kb.mins(localRow(r), lastRow));
+      maskRowBit[r] = kb.add(maskBase, kb.mul(token, kvLen));
+    }
+  }
+  Value lastKey = spec.customMask ? kb.sub(kvLen, kb.idx(1)) : Value();
   auto applyMask = [&](SmallVector<SmallVector<Value, 4>> &v) {
     for (int64_t nt = 0; nt < NT; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
@@ -97,10 +112,14 @@ void PrefillEmitter::computeTile(Value tile, Value stage, PrefillState &st) {
         if (maskHooks)
           keep = kb.andi(keep, hooks->emitLogitsMask(b, b.getLoc(), qPos[i / 2],
                                                      k, head[i / 2]));
+        if (spec.customMask)
+          keep = kb.andi(keep, kb.loadMaskBit(customMask,
+                                              kb.add(maskRowBit[i / 2],
+                                                     kb.mins(k, lastKey))));
         v[nt][i] = kb.select(keep, v[nt][i], negInf);
       }
   };
-  if (maskHooks && !diagonalOnly) {
+  if ((maskHooks && !diagonalOnly) || spec.customMask) {
     applyMask(s);
   } else {
     Value tileEnd = kb.add(tileStart, kb.idx(N));

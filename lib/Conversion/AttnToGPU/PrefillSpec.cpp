@@ -41,6 +41,8 @@ std::string PrefillKernelSpec::getKernelName() const {
           .str();
   for (const std::string &variant : variantNames)
     name += "_" + variant;
+  if (customMask)
+    name += "_mask";
   return name;
 }
 
@@ -145,6 +147,8 @@ KernelLaunchInfo attn::getPrefillLaunchInfo(const PrefillKernelSpec &spec) {
     ptr("kv_indices", "i32", "[kv_indptr[batch]]");
     ptr("kv_last_len", "i32", "[batch]");
   }
+  if (spec.customMask)
+    appendCustomMaskArgs(info.args);
   info.args.push_back({"sm_scale", "f32", "", ""});
   for (const PrefillVariantParam &p : spec.variantParams)
     info.args.push_back({p.name, p.kind, "", ""});

@@ -77,6 +77,10 @@ WorkItemValues DecodeKernelEmitter::loadWorkItem(Value itemIndex) {
   // This thread's rows g and g + 8 of the tile. Rows past row_count stand in
   // for the item's last row (in bounds) and are zeroed or skipped.
   Value lastRow = kb.sub(item.rowCount, kb.idx(1));
+  // A custom mask is bit-packed per request from byte mask_indptr[b]; row
+  // `token` of the qo_len x kv_len matrix starts token * kv_len bits further.
+  Value maskBase =
+      spec.customMask ? kb.mul(loadIndex(maskIndptr, item.request), 8) : Value();
   for (int64_t r = 0; r < 2; ++r) {
     Value row = kb.add(g, r * 8);
     item.rowValid[r] = kb.slt(row, item.rowCount);
@@ -85,6 +89,8 @@ WorkItemValues DecodeKernelEmitter::loadWorkItem(Value itemIndex) {
     item.head[r] = kb.add(kb.mul(item.headGroup, P), kb.remu(packed, P));
     item.qRow[r] = kb.add(item.qoStart, token);
     item.qPos[r] = kb.add(kb.sub(item.kvLen, item.qoLen), token);
+    if (spec.customMask)
+      item.maskRowBit[r] = kb.add(maskBase, kb.mul(token, item.kvLen));
   }
   return item;
 }

@@ -41,7 +41,7 @@
 // CHECK-SAME: {attn.name = "plan"}
 // CHECK-SAME: {attn.name = "merge_indptr"}
 // CHECK-SAME: {attn.name = "merge_units"}
-// CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK: gpu.grid_dim x
 // CHECK: math.log2
 func.func @decode_causal_window_softcap(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>,

@@ -89,6 +89,13 @@ struct DecodeKernelSpec {
   /// to buildDecodeKernel as attn.variant ops).
   llvm::SmallVector<std::string> variantNames;
 
+  /// A custom mask (DESIGN.md §3b): the kernel takes `custom_mask` (uint8,
+  /// bit-packed little-endian) and `mask_indptr` (int32 [batch + 1], the byte
+  /// where request b's mask starts); key j of query row i of request b is
+  /// visible iff bit mask_indptr[b] * 8 + i * kv_len + j is set, ANDed with
+  /// the variants' masks. It replaces causal masking.
+  bool customMask = false;
+
   /// Symbol of the gpu.func; empty derives one from the parameters.
   std::string kernelName;
 
@@ -115,7 +122,7 @@ struct DecodeKernelSpec {
 struct MergeKernelSpec {
   int64_t headDim = 128;
   KernelDType dtype = KernelDType::BF16;
-  int64_t numWarps = 4;
+  int64_t numWarps = 8;
   std::string chip = "sm_90";
   std::string kernelName;
 
@@ -130,7 +137,8 @@ struct KernelArg {
   std::string name;
   /// "ptr" (a device pointer, passed as u64) or a scalar type ("f32", "i32").
   std::string kind;
-  /// Element type behind a pointer ("bf16", "i32", "f32"); empty for scalars.
+  /// Element type behind a pointer ("bf16", "i32", "f32", "u8"); empty for
+  /// scalars.
   std::string elementType;
   /// Shape in words, for the manifest (e.g. "[batch, num_qo_heads, head_dim]").
   std::string shape;
@@ -151,8 +159,9 @@ struct KernelLaunchInfo {
 };
 
 /// The launch contract of the decode kernel generated for `spec`: grid
-/// "num_ctas", the work-list arguments of docs/Manifest.md, then the
-/// variants' runtime parameters (`params`: name and kind, in order).
+/// "num_ctas", the work-list arguments of docs/Manifest.md (with
+/// `custom_mask`, `mask_indptr` after the page table when spec.customMask),
+/// then the variants' runtime parameters (`params`: name and kind, in order).
 KernelLaunchInfo getDecodeLaunchInfo(
     const DecodeKernelSpec &spec,
     llvm::ArrayRef<std::pair<std::string, std::string>> params = {});
@@ -172,6 +181,9 @@ struct DecodeSmemLayout {
   int64_t totalBytes = 0;
 };
 DecodeSmemLayout getDecodeSmemLayout(const DecodeKernelSpec &spec);
+
+/// The two arguments of a custom mask (docs/Manifest.md), in kernel order.
+void appendCustomMaskArgs(llvm::SmallVectorImpl<KernelArg> &args);
 
 } // namespace attn
 

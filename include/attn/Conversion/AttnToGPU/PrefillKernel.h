@@ -11,6 +11,7 @@
 //   kernel(plan, cta_indptr, work_items, partial_o, partial_lse, slot_rows,
 //          q, k_cache, v_cache, o, lse, qo_indptr, kv_indptr,
 //          [kv_indices, kv_last_len,]   (paged only)
+//          [custom_mask, mask_indptr,]  (customMask only)
 //          sm_scale, <variant parameters>)      grid (plan.num_ctas)
 //
 // A work item is up to tileQ packed rows (token * gqaPack + head % gqaPack) of
@@ -83,6 +84,11 @@ struct PrefillKernelSpec {
   /// Set when a variant other than @causal also masks (sliding window, custom
   /// mask): every tile then runs the element mask.
   bool maskEveryTile = false;
+  /// A bit-packed custom mask (DESIGN.md §3b; arguments `custom_mask`,
+  /// `mask_indptr` as for DecodeKernelSpec::customMask). It replaces causal
+  /// (no causal tile skipping) and runs on every tile, ANDed with the
+  /// variants' masks.
+  bool customMask = false;
   /// Keep the Q fragments in registers across the KV loop (0: auto, true for
   /// head_dim <= 128; head_dim 256 re-reads them from shared memory).
   int64_t queryInRegisters = 0;

@@ -1,0 +1,79 @@
+// RUN: attn-opt %s --convert-attn-to-gpu -split-input-file -verify-diagnostics | FileCheck %s
+
+// Speculative token-tree verification: the column-vector BSR form (1-token
+// pages, explicit kv_indices, no last-page length) with a bit-packed custom mask and a sliding
+// window. The prefill kernel takes custom_mask (i8) and mask_indptr after the
+// page table, reads request b's byte offset from mask_indptr, and ANDs one
+// mask bit per (row, key) with the window's mask on every tile.
+
+// CHECK-LABEL: func.func @tree_verify
+// CHECK: attn.kernel = @attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_p1_nhd_q128_kv64_s2_k1_sliding_window_mask]]
+// CHECK: gpu.func @[[K]](
+// CHECK-SAME: {attn.name = "kv_last_len"}
+// CHECK-SAME: %[[MASK:arg[0-9]+]]: memref<{{[0-9]+}}xi8, #gpu.address_space<global>> {attn.name = "custom_mask"}
+// CHECK-SAME: %[[MASKPTR:arg[0-9]+]]: memref<{{[0-9]+}}xi32, #gpu.address_space<global>> {attn.name = "mask_indptr"}
+// CHECK-SAME: %{{.*}}: f32 {attn.name = "sm_scale"}
+// CHECK-SAME: %{{.*}}: i32 {attn.name = "window_left"}
+// CHECK: memref.load %[[MASKPTR]][%{{.*}}] : memref<{{[0-9]+}}xi32, #gpu.address_space<global>>
+// CHECK: nvvm.mma.sync
+// The window's mask, then the mask byte, shifted by the bit within it.
+// CHECK: arith.cmpi sge
+// CHECK: memref.load %[[MASK]][%{{.*}}] : memref<{{[0-9]+}}xi8, #gpu.address_space<global>>
+// CHECK-NEXT: arith.extui %{{.*}} : i8 to i32
+// CHECK: arith.shrui
+// CHECK: math.exp2
+// CHECK: gpu.func @attn_merge_bf16_d128(
+func.func @tree_verify(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>,
+    %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>,
+    %mask: tensor<?xi8>, %w: i32) -> tensor<?x32x128xbf16> {
+  %o, %lse = attn.attention %q, %k, %v
+      format(#attn.bsr<block_rows = 16, block_cols = 1>)
+      indices(%qo, %kvp, %kvi : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      mask(%mask : tensor<?xi8>)
+      variants [@sliding_window] params(%w : i32)
+      {tile = #attn.tile<q = 128, kv = 64, warps = 8, stages = 2, gqa_pack = 1>}
+      : tensor<?x32x128xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x8x128xbf16>
+      -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return %o : tensor<?x32x128xbf16>
+}
+
+// -----
+
+// The decode kernel (tile q = 16) reads the mask the same way.
+
+// CHECK-LABEL: func.func @tree_decode_tile
+// CHECK: attn.kernel = @attn_kernels::@[[K:attn_decode_bf16_d128_h32x8_p1_nhd_k4_w3_s2_mask]]
+// CHECK: gpu.func @[[K]](
+// CHECK-SAME: %[[MASK:arg[0-9]+]]: memref<{{[0-9]+}}xi8, #gpu.address_space<global>> {attn.name = "custom_mask"}
+// CHECK-SAME: %[[MASKPTR:arg[0-9]+]]: memref<{{[0-9]+}}xi32, #gpu.address_space<global>> {attn.name = "mask_indptr"}
+// CHECK: memref.load %[[MASKPTR]]
+// CHECK: memref.load %[[MASK]]
+// CHECK: arith.shrui
+func.func @tree_decode_tile(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>,
+    %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>,
+    %mask: tensor<?xi8>) -> tensor<?x32x128xbf16> {
+  %o, %lse = attn.attention %q, %k, %v
+      format(#attn.bsr<block_rows = 1, block_cols = 1>)
+      indices(%qo, %kvp, %kvi : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      mask(%mask : tensor<?xi8>)
+      {tile = #attn.tile<q = 16, kv = 16, warps = 3, stages = 2, gqa_pack = 4>}
+      : tensor<?x32x128xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x8x128xbf16>
+      -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return %o : tensor<?x32x128xbf16>
+}
+
+// -----
+
+func.func @unpacked_mask(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>,
+    %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>,
+    %mask: tensor<?xi1>) -> tensor<?x32x128xbf16> {
+  // expected-error @+1 {{has an unpacked (i1) custom mask; the generated kernels read it bit-packed: pack it into i8}}
+  %o, %lse = attn.attention %q, %k, %v
+      format(#attn.bsr<block_rows = 16, block_cols = 1>)
+      indices(%qo, %kvp, %kvi : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      mask(%mask : tensor<?xi1>)
+      {tile = #attn.tile<q = 128, kv = 64, warps = 8, stages = 2, gqa_pack = 1>}
+      : tensor<?x32x128xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x8x128xbf16>
+      -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return %o : tensor<?x32x128xbf16>
+}
