@@ -5,6 +5,7 @@
 # then the benchmark. Everything it prints and writes lands in $OUT.
 #   bench/gpu_run.sh [workload ids, e.g. D1,D2]  (empty: tests + all workloads)
 #   SKIP_TESTS=1 bench/gpu_run.sh P1,P2          (benchmark only)
+#   SKIP_BENCH=1 ...                             (tests only)
 set -uo pipefail
 only=${1:-}
 OUT=${OUT:-/tmp/attn-out}
@@ -20,5 +21,20 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   echo "=== pytest on the GPU ==="
   python3 -m pytest -q -rs python/tests 2>&1 | tee "$OUT/pytest.log" | tail -15
 fi
+if [ -z "${SKIP_TESTS:-}" ]; then
+  echo "=== make demo's GPU check (examples/check_llama3.py) ==="
+  python3 examples/check_llama3.py 2>&1 | tee "$OUT/demo-check.log"
+  echo "=== compute-sanitizer memcheck: the demo check's kernels ==="
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [ -x "$sanitizer" ]; then
+    "$sanitizer" --tool memcheck --error-exitcode 3 python3 examples/check_llama3.py \
+      > "$OUT/memcheck.log" 2>&1
+    echo "memcheck exit status $? ($(grep -c "Invalid" "$OUT/memcheck.log") invalid accesses reported)"
+    tail -3 "$OUT/memcheck.log"
+  else
+    echo "compute-sanitizer not found: memcheck not run"
+  fi
+fi
+[ -n "${SKIP_BENCH:-}" ] && exit 0
 echo "=== benchmark ==="
 python3 bench/harness/run_bench.py --out "$OUT" ${only:+--only "$only"} 2>&1 | tee "$OUT/bench.log" | grep -v "^|" | tail -45
