@@ -114,6 +114,9 @@ def main():
         if only and wid not in only:
             continue
         w = build()
+        # FlexAttention compiles per shape; a fresh cache per workload keeps
+        # it under dynamo's recompile limit (past it, flex runs unfused).
+        torch._dynamo.reset()
         ref = reference(w)
         systems = attn_system.systems_for(w)
         if not args.no_peers:
