@@ -16,7 +16,7 @@ using namespace attn;
 namespace json = llvm::json;
 
 /// The "args" array of a launch contract.
-static json::Array getArgs(const KernelLaunchInfo &info) {
+json::Array attn::getManifestArgs(const KernelLaunchInfo &info) {
   json::Array args;
   for (const KernelArg &arg : info.args) {
     json::Object entry{{"name", arg.name}, {"kind", arg.kind}};
@@ -29,8 +29,8 @@ static json::Array getArgs(const KernelLaunchInfo &info) {
   return args;
 }
 
-static void addResources(json::Object &kernel,
-                         const KernelResourceUsage *usage) {
+void attn::addManifestResources(json::Object &kernel,
+                                const KernelResourceUsage *usage) {
   if (usage)
     kernel["resources"] =
         json::Object{{"registers", usage->registers},
@@ -81,9 +81,9 @@ json::Object attn::getDecodeKernelManifest(
       {"variants", std::move(variants)},
       {"variant_params", std::move(variantParams)},
       {"lse_base", 2},
-      {"args", getArgs(info)},
+      {"args", getManifestArgs(info)},
   };
-  addResources(kernel, usage);
+  addManifestResources(kernel, usage);
   return kernel;
 }
 
@@ -102,9 +102,9 @@ json::Object attn::getMergeKernelManifest(const MergeKernelSpec &spec,
       {"num_qo_heads", numQoHeads},
       {"num_kv_heads", numKVHeads},
       {"lse_base", 2},
-      {"args", getArgs(info)},
+      {"args", getManifestArgs(info)},
   };
-  addResources(kernel, usage);
+  addManifestResources(kernel, usage);
   return kernel;
 }
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Target/PrefillManifest.h"
+#include "attn/Target/KernelManifest.h"
 
 using namespace attn;
 namespace json = llvm::json;
@@ -19,15 +20,7 @@ json::Object attn::getPrefillKernelManifest(const PrefillKernelSpec &spec,
                                             const KernelResourceUsage *usage) {
   KernelLaunchInfo info = getPrefillLaunchInfo(spec);
   bool ragged = spec.indexing == KVIndexingKind::Ragged;
-  json::Array args, variantParams, variants;
-  for (const KernelArg &arg : info.args) {
-    json::Object entry{{"name", arg.name}, {"kind", arg.kind}};
-    if (!arg.elementType.empty())
-      entry["dtype"] = arg.elementType;
-    if (!arg.shape.empty())
-      entry["shape"] = arg.shape;
-    args.push_back(std::move(entry));
-  }
+  json::Array variantParams, variants;
   for (const PrefillVariantParam &p : spec.variantParams)
     variantParams.push_back(json::Object{{"name", p.name}, {"type", p.kind}});
   for (const std::string &name : spec.variantNames)
@@ -59,14 +52,8 @@ json::Object attn::getPrefillKernelManifest(const PrefillKernelSpec &spec,
       {"variants", std::move(variants)},
       {"variant_params", std::move(variantParams)},
       {"lse_base", 2},
-      {"args", std::move(args)},
+      {"args", getManifestArgs(info)},
   };
-  if (usage)
-    kernel["resources"] =
-        json::Object{{"registers", usage->registers},
-                     {"spill_store_bytes", usage->spillStoreBytes},
-                     {"spill_load_bytes", usage->spillLoadBytes},
-                     {"stack_frame_bytes", usage->stackFrameBytes},
-                     {"static_shared_bytes", usage->sharedMemBytes}};
+  addManifestResources(kernel, usage);
   return kernel;
 }

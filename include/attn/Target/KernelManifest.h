@@ -44,6 +44,14 @@ llvm::json::Object getMergeKernelManifest(const MergeKernelSpec &spec,
                                           int64_t numKVHeads,
                                           const KernelResourceUsage *usage);
 
+/// The manifest's `args` list of a launch contract, in order.
+llvm::json::Array getManifestArgs(const KernelLaunchInfo &info);
+
+/// Adds what ptxas reported (`usage`, may be null) as the kernel's
+/// `resources`.
+void addManifestResources(llvm::json::Object &kernel,
+                          const KernelResourceUsage *usage);
+
 /// The ptxas report of `kernelName` in `usage`, or null.
 const KernelResourceUsage *
 findResourceUsage(llvm::ArrayRef<KernelResourceUsage> usage,
