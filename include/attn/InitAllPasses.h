@@ -9,6 +9,7 @@
 
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/Pipelines/Pipelines.h"
 
 namespace mlir::attn {
 
@@ -16,6 +17,8 @@ inline void registerAllPasses() {
   registerAttnPasses();
   registerAttnPreparePipeline();
   registerAttnConversionPasses();
+  ::attn::registerAttnPipelines();
+  ::attn::registerAttnToNVVMPipeline();
 }
 
 } // namespace mlir::attn

@@ -7,6 +7,7 @@
 
 #include "attn/InitAllDialects.h"
 #include "attn/InitAllPasses.h"
+#include "attn/Target/Serialization.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -17,6 +18,8 @@ int main(int argc, char **argv) {
   mlir::attn::registerAllPasses();
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
+  // What attn-lower-to-nvvm needs: NVVM target attributes, LLVM translations.
+  ::attn::registerTargetDialectsAndInterfaces(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "attn optimizer driver\n", registry));
 }

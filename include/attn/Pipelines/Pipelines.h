@@ -57,6 +57,9 @@ std::unique_ptr<mlir::Pass> createExternalizeDynamicSharedMemoryPass();
 /// Registers `attn-lower-to-nvvm` and the passes above.
 void registerAttnPipelines();
 
+/// Registers `attn-to-nvvm-pipeline`: attn IR to LLVM/NVVM kernels.
+void registerAttnToNVVMPipeline();
+
 } // namespace attn
 
 #endif // ATTN_PIPELINES_PIPELINES_H

@@ -1,0 +1,50 @@
+//===- AttnToNVVM.cpp - the whole compiler as one pipeline ----------------===//
+//
+// `attn-to-nvvm-pipeline`: attn IR in, LLVM/NVVM kernels with an
+// #nvvm.target out, ready for PTX/cubin serialization. The stages are the
+// ones attn-compile times one by one: attn-prepare-pipeline,
+// convert-attn-to-gpu, attn-lower-to-nvvm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/Passes.h"
+#include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/Pipelines/Pipelines.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace {
+struct AttnToNVVMOptions : public PassPipelineOptions<AttnToNVVMOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("target GPU (sm_80 ... sm_90a)"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features, e.g. +ptx80"),
+                               llvm::cl::init("+ptx80")};
+  Option<bool> candidates{
+      *this, "candidates",
+      llvm::cl::desc("keep every fitting tile for the runtime planner"),
+      llvm::cl::init(false)};
+};
+} // namespace
+
+void ::attn::registerAttnToNVVMPipeline() {
+  PassPipelineRegistration<AttnToNVVMOptions>(
+      "attn-to-nvvm-pipeline",
+      "attn IR to LLVM/NVVM kernels: attn-prepare-pipeline, "
+      "convert-attn-to-gpu, attn-lower-to-nvvm",
+      [](OpPassManager &pm, const AttnToNVVMOptions &options) {
+        mlir::attn::buildAttnPreparePipeline(
+            pm, {options.chip, options.candidates});
+        mlir::attn::ConvertAttnToGPUPassOptions convert;
+        convert.chip = options.chip;
+        pm.addPass(mlir::attn::createConvertAttnToGPUPass(convert));
+        ::attn::LowerToNVVMOptions lower;
+        lower.chip = options.chip;
+        lower.features = options.features;
+        ::attn::buildLowerToNVVMPipeline(pm, lower);
+      });
+}

@@ -1,0 +1,18 @@
+// RUN: attn-opt %s --attn-to-nvvm-pipeline="chip=sm_90" | FileCheck %s
+
+// The whole compiler in one pipeline: the built-in variant expanded, the
+// tile chosen, the kernels generated and lowered to LLVM/NVVM.
+// CHECK: attn.attention {{.*}} {attn.kernel = @attn_kernels::@attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_causal, attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128
+// CHECK: gpu.module @attn_kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
+// CHECK-DAG: llvm.func @attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_causal({{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel
+// CHECK-DAG: llvm.func @attn_merge_bf16_d128(
+func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %v: tensor<?x16x8x128xbf16>,
+                  %qo: tensor<?xi32>, %kp: tensor<?xi32>, %ki: tensor<?xi32>, %kl: tensor<?xi32>)
+    -> (tensor<?x32x128xbf16>, tensor<?x32xf32>) {
+  %o, %lse = attn.attention %q, %k, %v format(#attn.bsr<block_rows = 1, block_cols = 16>)
+      indices(%qo, %kp, %ki, %kl : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variants [@causal]
+      : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>
+      -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return %o, %lse : tensor<?x32x128xbf16>, tensor<?x32xf32>
+}
