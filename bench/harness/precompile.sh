@@ -13,7 +13,7 @@ pc --heads 32/8 --head-dim 256 --kinds ragged                     # P3
 pc --heads 32/8 --head-dim 128 --kinds decode --logits-soft-cap 30 # tests
 pc --heads 32/8 --head-dim 128 --kinds decode --window-left 100   # tests
 for h in 32/4 8/8 64/8; do pc --heads $h --head-dim 128 --kinds decode; done
-pc --model llama3-8b --kinds prefill --non-causal                 # cascade levels
+pc --model llama3-8b --kinds prefill,ragged --non-causal          # cascade levels, split attention
 pc --heads 32/8 --head-dim 128 --kinds prefill --custom-mask --page-size 1,16  # token trees
 pc --heads 32/8 --head-dim 128 --kinds decode --page-size 1                    # token trees
 for v in "--window-left 64" "--logits-soft-cap 30" "--pos-encoding-mode ALIBI" "--pos-encoding-mode ROPE_LLAMA"; do
