@@ -10,9 +10,12 @@
 //   2. cost every query tile under every candidate (fixed cost + keys * cost
 //      per key, keys clipped to what causal/window masks leave visible) and pick
 //      the candidate with the smallest estimated makespan (graph mode: fixed);
-//   3. walk the tiles in (request, row tile, head group) order and fill CTA
-//      after CTA up to a running target of remaining cost / remaining CTAs,
-//      splitting a tile's KV range at a granule boundary when it overflows;
+//   3. walk the tiles in (request, row tile, head group) order (when
+//      splitting: the tiles too short to split first, then the rest) and fill
+//      CTA after CTA up to a running target of remaining cost / remaining
+//      CTAs, splitting a tile's KV range at a granule boundary when it
+//      overflows (a tile longer than an empty CTA: into equal chunks, one CTA
+//      each, when some chunk count lands within 1/64 of the target);
 //      but first, when the largest tile is within 9/8 of the balanced target,
 //      try the same pass without splitting and keep it if its makespan is
 //      within 9/8 too (no merge pass, no extra chunks: D1's shape).
@@ -286,6 +289,24 @@ static void batchCost(const PlanConfig &c, const Lengths &len,
 /// 96% of copy vs 91% split).
 constexpr int64_t kNoSplitSlackNum = 9, kNoSplitSlackDen = 8;
 
+/// Equal chunks of a tile whose keys cost `work` on CTAs with `room` for keys
+/// each (the running target less the fixed cost): ceil(work / room) chunks
+/// when each is then at most 1/kEqualTol under the room (the difference
+/// drifts into later targets), else floor(work / room) when each is at most
+/// 1/kEqualTol over it; 0 when neither (the greedy fill then cuts at the
+/// targets). D4: 131072 keys over rooms of 1986 -> 66 chunks of 1984 / 2048.
+constexpr int64_t kEqualTol = 64;
+static int64_t equalChunkCount(int64_t work, int64_t room) {
+  if (room <= 0)
+    return 0;
+  const int64_t hi = ceilDiv(work, room), lo = work / room;
+  if (hi * room - work <= hi * room / kEqualTol)
+    return hi;
+  if (lo >= 1 && work - lo * room <= lo * room / kEqualTol)
+    return lo;
+  return 0;
+}
+
 namespace {
 
 /// Greedy filling of CTAs in tile order (step 3 of the file comment). The fast
@@ -323,6 +344,15 @@ struct Assigner {
                              (direct ? kItemDirect : 0)};
   }
 
+  /// Extra piece of a split tile: its fixed cost comes from the reserve
+  /// counted up front, or on top of the total once that is used up.
+  void chargeExtraPiece() {
+    if (reserve >= fi)
+      reserve -= fi;
+    else
+      total += fi;
+  }
+
   /// Places one tile that does not fit the current CTA whole.
   __attribute__((noinline)) void place(int32_t b, int32_t g, int32_t r,
                                        int32_t rc, int32_t kb, int32_t ke) {
@@ -332,18 +362,42 @@ struct Assigner {
       int64_t cost = fi + int64_t(ke - kb) * ft;
       bool lastCta = cta == C - 1;
       if (!lastCta && acc + cost > target) {
+        if (split && acc == 0) {
+          // A fresh CTA and a (rest of a) tile longer than it: cut it into n
+          // equal chunks, one CTA each (the last stays open for what follows).
+          // Greedy cuts at each running target left the remainder, and every
+          // granule of rounding, to the last chunk and the last CTAs (D4:
+          // 1.18x the mean); equal chunks differ by at most one granule.
+          int64_t n = equalChunks(ke - kb);
+          if (n >= 2) {
+            const int64_t len = ke - kb;
+            int64_t from = kb;
+            for (int64_t j = 1; j <= n && !overflow; ++j) {
+              // Boundary j at kb + j * len / n, to the nearest granule.
+              int64_t at =
+                  j < n ? (kb + len * j / n + granule / 2) / granule * granule
+                        : ke;
+              if (j > 1) // piece 1's fixed cost is in the total already
+                chargeExtraPiece();
+              emit(b, g, r, rc, int32_t(from), int32_t(at), first && j == 1,
+                   j == n);
+              acc += fi + (at - from) * ft;
+              from = at;
+              if (j < n || (acc >= target && cta != C - 1))
+                closeCta();
+            }
+            pieces += int(n);
+            break;
+          }
+        }
         int64_t room = target - acc - fi;
         if (split && room > 0) {
           // Nearest granule boundary: rounding down left every CTA up to a
           // granule short and piled the difference onto the last CTAs.
           int64_t at = (kb + room / ft + granule / 2) / granule * granule;
           if (at - kb >= minChunk && ke - at >= minChunk) {
-            // The second piece pays the fixed cost again: from the reserve
-            // counted up front, or on top of the total once it is used up.
-            if (reserve >= fi)
-              reserve -= fi;
-            else
-              total += fi;
+            // The second piece pays the fixed cost again.
+            chargeExtraPiece();
             emit(b, g, r, rc, kb, int32_t(at), first, false);
             acc += fi + (at - kb) * ft;
             kb = int32_t(at);
@@ -371,6 +425,16 @@ struct Assigner {
       units[numUnits] = {b, g, r, rc};
       mergeIndptr[++numUnits] = numSlots;
     }
+  }
+
+  /// Equal chunks for `len` keys starting on an empty CTA, or 0 to fill
+  /// CTAs greedily instead (equalChunkCount). Never more chunks than CTAs
+  /// left; every chunk keeps minChunk keys.
+  int64_t equalChunks(int64_t len) const {
+    const int64_t n = equalChunkCount(len * ft, target - fi);
+    const int64_t maxN =
+        std::min<int64_t>(len / (minChunk + granule), C - cta);
+    return n >= 2 && n <= maxN ? n : 0;
   }
 };
 
@@ -428,15 +492,15 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
 
   // Splitting adds a fixed cost per extra chunk. Counted only as it happens,
   // it raised the running target CTA after CTA and piled up on the last
-  // CTAs (D4: 1.45x the mean). Estimate it up front instead: a tile of cost
-  // x that may split (>= 2 chunks' worth of keys) gets about x / target
-  // extra chunks; two rounds of the fixed point are close enough (the rest
-  // is added as it happens).
+  // CTAs (D4: 1.45x the mean). Estimate it up front instead: a tile that
+  // may split (>= 2 chunks' worth of keys) gets the chunks place() will cut
+  // from an empty CTA; three rounds of the fixed point (the rest, e.g. head
+  // pieces, is added as it happens).
   const int64_t minChunk =
       c.min_chunk_tokens > 0 ? c.min_chunk_tokens : 2 * granule;
   int64_t splitReserve = 0, splitTarget = target0;
   if (!c.disable_split && t.cost_per_item > 0) {
-    for (int round = 0; round < 2; ++round) {
+    for (int round = 0; round < 3; ++round) {
       int64_t extra = 0;
       for (int32_t b = 0; b < in.batch; ++b) {
         const int32_t qo = len.qoLen(b), kv = len.kvLen(b);
@@ -444,8 +508,16 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
         for (int32_t r = 0; r < rows; r += Q) {
           const int32_t rc = std::min(Q, rows - r);
           const Range k = visibleKeys(c, qo, kv, r / P, (r + rc - 1) / P);
-          if (k.end - k.begin >= 2 * minChunk)
-            extra += ceilDiv(itemCost(t, k.end - k.begin), splitTarget);
+          const int64_t keys = k.end - k.begin;
+          if (keys < 2 * minChunk)
+            continue;
+          // Pieces as place() will cut them from an empty CTA: equal chunks,
+          // or about one per target (a head piece may add one more).
+          const int64_t room = splitTarget - t.cost_per_item;
+          int64_t n = equalChunkCount(keys * t.cost_per_kv_token, room);
+          if (n == 0 || n > keys / (minChunk + granule))
+            n = ceilDiv(itemCost(t, keys), splitTarget);
+          extra += n - 1;
         }
       }
       extra = std::min<int64_t>(extra * groups, C - 1);
@@ -473,12 +545,20 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     a.minChunk = minChunk;
     a.ctaIndptr[0] = 0;
     a.mergeIndptr[0] = 0;
+    // When splitting, the tiles too short to split go first and the long
+    // ones last: the CTAs of whole short tiles end up to a tile's cost off
+    // the target, and only the long tiles' chunks can absorb that drift (D3:
+    // 4 x 640 = 2560 per CTA against a target of 2670; placed in request
+    // order, the drift piled 5 short tiles on each of the last CTAs).
+    for (int pass = split ? 0 : 1; pass < 2; ++pass)
     for (int32_t b = 0; b < in.batch && !a.overflow; ++b) {
       const int32_t qo = len.qoLen(b), kv = len.kvLen(b);
       const int32_t rows = qo * P;
       for (int32_t r = 0; r < rows; r += Q) {
         const int32_t rc = std::min(Q, rows - r);
         const Range k = visibleKeys(c, qo, kv, r / P, (r + rc - 1) / P);
+        if (split && (pass == 0) != (k.end - k.begin < 2 * minChunk))
+          continue;
         const int64_t cost = a.fi + int64_t(k.end - k.begin) * a.ft;
         for (int32_t g = 0; g < groups; ++g) {
           // Fast path: the whole tile fits the current CTA.
