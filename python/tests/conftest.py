@@ -1,24 +1,29 @@
 """pytest setup: find the built package, and mark what needs a GPU or torch.
 
 The package under test is the one CMake lays out in the build directory:
-``$ATTN_BUILD_DIR/python`` (default /work/main/build) goes first on
-sys.path, so ``import attn`` gets the binding module built there. Without a
-build, the pure-Python tests still run and the binding tests skip.
+``$ATTN_BUILD_DIR/python`` (default: the checkout's ``build``) goes first on
+sys.path, so ``import attn`` gets the binding module built there. Without
+that build, an ``attn`` already on PYTHONPATH is used; failing that, the
+sources, where the pure-Python tests still run and the binding and GPU tests
+skip.
 
 Markers: ``gpu`` (needs torch with CUDA and a GPU; skipped with a reason
 otherwise), ``compiler`` (needs a binding built with the compiler).
 """
 
+import importlib.util
 import os
 import sys
 
 import pytest
 
-BUILD_DIR = os.environ.get("ATTN_BUILD_DIR", "/work/main/build")
-sys.path.insert(0, os.path.join(BUILD_DIR, "python"))
-if not os.path.isdir(os.path.join(BUILD_DIR, "python", "attn")):
-    # No built package: test the sources (binding tests skip).
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD_DIR = os.environ.get("ATTN_BUILD_DIR", os.path.join(HERE, "..", "..", "build"))
+if os.path.isdir(os.path.join(BUILD_DIR, "python", "attn")):
+    sys.path.insert(0, os.path.join(BUILD_DIR, "python"))
+elif importlib.util.find_spec("attn") is None:
+    # No built package anywhere: test the sources (binding tests skip).
+    sys.path.insert(0, os.path.join(HERE, ".."))
 
 
 def pytest_configure(config):
@@ -44,6 +49,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and gpu:
             item.add_marker(pytest.mark.skip(reason=gpu))
+        elif "gpu" in item.keywords and not native:
+            item.add_marker(pytest.mark.skip(reason=f"binding module not built under {BUILD_DIR}/python"))
         if "native" in item.fixturenames and not native:
             item.add_marker(pytest.mark.skip(reason=f"binding module not built under {BUILD_DIR}/python"))
         if "compiler" in item.keywords and not compiler:

@@ -94,7 +94,8 @@ class _Options(ctypes.Structure):
 
 @pytest.mark.compiler
 def test_c_api_description_with_a_mask():
-    build = os.environ.get("ATTN_BUILD_DIR", "/work/main/build")
+    build = os.environ.get("ATTN_BUILD_DIR",
+                           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build"))
     libs = glob.glob(os.path.join(build, "**", "libattn_compiler.so*"), recursive=True)
     if not libs:
         pytest.skip(f"no libattn_compiler.so under {build}")
