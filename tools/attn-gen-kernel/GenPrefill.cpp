@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ToolOutput.h"
 #include "GenPrefill.h"
 
 #include "attn/Conversion/AttnToGPU/DecodeKernel.h"
@@ -20,20 +21,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
-static int fail(const llvm::Twine &message) {
-  llvm::errs() << "attn-gen-kernel: " << message << "\n";
-  return 1;
-}
-
-static int writeFile(llvm::StringRef path, llvm::StringRef bytes) {
-  std::string err;
-  auto file = mlir::openOutputFile(path, &err);
-  if (!file)
-    return fail(err);
-  file->os() << bytes;
-  file->keep();
-  return 0;
-}
 
 int attn::genPrefillKernel(PrefillKernelSpec spec,
                            llvm::ArrayRef<std::string> variants,

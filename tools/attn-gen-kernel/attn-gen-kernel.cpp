@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ToolOutput.h"
 #include "GenPrefill.h"
 #include "attn/Conversion/AttnToGPU/DecodeKernel.h"
 #include "attn/Dialect/Attn/IR/Attn.h"
@@ -41,6 +42,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+using attn::fail;
+using attn::writeFile;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("attn-gen-kernel options");
@@ -100,20 +103,6 @@ static cl::opt<std::string> output("o", cl::init("-"), cl::cat(category),
 static cl::opt<bool> timing("timing", cl::init(false), cl::cat(category),
                             cl::desc("Print per-stage times to stderr"));
 
-static int fail(const llvm::Twine &message) {
-  llvm::errs() << "attn-gen-kernel: " << message << "\n";
-  return 1;
-}
-
-static int writeFile(llvm::StringRef path, llvm::StringRef bytes) {
-  std::string err;
-  auto file = mlir::openOutputFile(path, &err);
-  if (!file)
-    return fail(err);
-  file->os() << bytes;
-  file->keep();
-  return 0;
-}
 
 static cl::opt<std::string> kind("kind", cl::init("decode"), cl::cat(category),
                                  cl::desc("decode | prefill"));
