@@ -42,8 +42,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
-using attn::fail;
-using attn::writeFile;
+using ::attn::fail;
+using ::attn::writeFile;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("attn-gen-kernel options");
