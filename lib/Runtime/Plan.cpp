@@ -261,11 +261,12 @@ static Status validateInputs(const PlanConfig &c, const PlanInputs &in) {
   return Status::success();
 }
 
-/// Total cost of all tiles of the batch under candidate `t`, and the largest
-/// single tile cost.
+/// Total cost of all tiles of the batch under candidate `t`, the largest
+/// single tile cost, and the number of tiles.
 static void batchCost(const PlanConfig &c, const Lengths &len,
-                      const TileCandidate &t, int64_t *total, int64_t *largest) {
-  int64_t sum = 0, big = 0;
+                      const TileCandidate &t, int64_t *total, int64_t *largest,
+                      int64_t *tiles) {
+  int64_t sum = 0, big = 0, count = 0;
   int32_t P = t.gqa_pack, Q = t.q_rows;
   for (int32_t b = 0; b < len.in.batch; ++b) {
     int32_t qo = len.qoLen(b), kv = len.kvLen(b);
@@ -276,11 +277,13 @@ static void batchCost(const PlanConfig &c, const Lengths &len,
       int64_t cost = itemCost(t, k.end - k.begin);
       sum += cost;
       big = std::max(big, cost);
+      ++count;
     }
   }
   int64_t groups = c.num_qo_heads / P;
   *total = sum * groups;
   *largest = big;
+  *tiles = count * groups;
 }
 
 /// A plan keeps every tile whole when its estimated makespan is within this
@@ -326,9 +329,13 @@ struct Assigner {
   int64_t makespan = 0; ///< largest closed CTA cost
   int64_t reserve = 0;  ///< split fixed costs counted in `total` ahead of time
   bool split = true, overflow = false;
+  /// Count and cost only, write nothing: the no-split trial (plan()).
+  bool dry = false;
 
   void closeCta() {
-    ctaIndptr[++cta] = numItems;
+    ++cta;
+    if (!dry)
+      ctaIndptr[cta] = numItems;
     makespan = std::max(makespan, acc);
     assigned += acc;
     acc = 0;
@@ -342,6 +349,10 @@ struct Assigner {
       return;
     }
     bool direct = first && last;
+    if (dry) {
+      ++numItems;
+      return;
+    }
     items[numItems++] = {b, g, r0, rc, k0, k1, direct ? -1 : numSlots++,
                          (first ? kItemFirstChunk : 0) |
                              (last ? kItemLastChunk : 0) |
@@ -426,8 +437,11 @@ struct Assigner {
       break;
     }
     if (pieces > 1) {
-      units[numUnits] = {b, g, r, rc};
-      mergeIndptr[++numUnits] = numSlots;
+      if (!dry) {
+        units[numUnits] = {b, g, r, rc};
+        mergeIndptr[numUnits + 1] = numSlots;
+      }
+      ++numUnits;
     }
   }
 
@@ -464,14 +478,14 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // Pick the tile: the smallest estimated makespan, first on ties.
   int32_t cand = c.graph_mode ? c.graph_candidate : 0;
   const int64_t C = l.max_ctas;
-  int64_t total = 0, largest = 0;
+  int64_t total = 0, largest = 0, tiles = 0;
   if (c.graph_mode || c.num_candidates == 1) {
-    batchCost(c, len, c.candidates[cand], &total, &largest);
+    batchCost(c, len, c.candidates[cand], &total, &largest, &tiles);
   } else {
     int64_t best = std::numeric_limits<int64_t>::max();
     for (int32_t i = 0; i < c.num_candidates; ++i) {
-      int64_t tot, big;
-      batchCost(c, len, c.candidates[i], &tot, &big);
+      int64_t tot, big, count;
+      batchCost(c, len, c.candidates[i], &tot, &big, &count);
       int64_t est = ceilDiv(tot, C);
       if (c.disable_split)
         est = std::max(est, big);
@@ -480,6 +494,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
         cand = i;
         total = tot;
         largest = big;
+        tiles = count;
       }
     }
   }
@@ -531,8 +546,9 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   }
 
   // One greedy pass (step 3) into the workspace, splitting or not.
-  auto assign = [&](Assigner &a, bool split) {
+  auto assign = [&](Assigner &a, bool split, bool dry = false) {
     a = Assigner();
+    a.dry = dry;
     a.ctaIndptr = w + l.off_cta_indptr;
     a.items = reinterpret_cast<WorkItem *>(w + l.off_items);
     a.mergeIndptr = w + l.off_merge_indptr;
@@ -568,9 +584,11 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
           // Fast path: the whole tile fits the current CTA.
           if ((a.acc + cost <= a.target || a.cta == C - 1) &&
               a.numItems < a.maxItems) {
-            a.items[a.numItems++] = {b, g, r, rc, k.begin, k.end, -1,
+            if (!a.dry)
+              a.items[a.numItems] = {b, g, r, rc, k.begin, k.end, -1,
                                      kItemFirstChunk | kItemLastChunk |
                                          kItemDirect};
+            ++a.numItems;
             a.acc += cost;
             if (a.acc >= a.target && a.cta != C - 1)
               a.closeCta();
@@ -592,11 +610,19 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // makespan is within kNoSplitSlack of the balanced one.
   Assigner a;
   bool planned = false;
+  // Only batches of similar tiles are tried: with a tile over twice the mean
+  // (skewed batches) the greedy fill piles the difference on the last CTAs
+  // and the trial fails, at the price of a whole extra walk.
   if (!c.disable_split &&
-      largest * kNoSplitSlackDen <= target0 * kNoSplitSlackNum) {
-    assign(a, false);
+      largest * kNoSplitSlackDen <= target0 * kNoSplitSlackNum &&
+      largest * tiles <= 2 * total) {
+    // A dry run first: a trial that fails (skewed batches) then costs a
+    // walk without the item writes, not a whole second plan.
+    assign(a, false, /*dry=*/true);
     planned = !a.overflow &&
               a.makespan * kNoSplitSlackDen <= target0 * kNoSplitSlackNum;
+    if (planned)
+      assign(a, false);
   }
   if (!planned)
     assign(a, !c.disable_split);
