@@ -56,23 +56,32 @@ int64_t DecodeKernelSpec::getGqaPack() const {
   return pack;
 }
 
+std::string attn::getKVNameWord(KVIndexingKind indexing, int64_t pageSize) {
+  return indexing == KVIndexingKind::Ragged ? std::string("ragged")
+                                            : formatv("p{0}", pageSize).str();
+}
+
+std::string attn::getVariantNameSuffix(llvm::ArrayRef<std::string> variantNames,
+                                       bool customMask) {
+  std::string suffix;
+  for (const std::string &variant : variantNames)
+    suffix += "_" + variant;
+  if (customMask)
+    suffix += "_mask";
+  return suffix;
+}
+
 std::string DecodeKernelSpec::getKernelName() const {
   if (!kernelName.empty())
     return kernelName;
-  std::string kv = indexing == KVIndexingKind::Ragged
-                       ? std::string("ragged")
-                       : formatv("p{0}", pageSize).str();
+  std::string kv = getKVNameWord(indexing, pageSize);
   std::string name =
       formatv("attn_decode_{0}_d{1}_h{2}x{3}_{4}_{5}_k{6}_w{7}_s{8}",
               stringifyDType(dtype), headDim, numQoHeads, numKVHeads, kv,
               stringifyLayout(layout).lower(), getGqaPack(), numWarps,
               numStages)
           .str();
-  for (const std::string &variant : variantNames)
-    name += "_" + variant;
-  if (customMask)
-    name += "_mask";
-  return name;
+  return name + getVariantNameSuffix(variantNames, customMask);
 }
 
 std::string MergeKernelSpec::getKernelName() const {

@@ -30,20 +30,14 @@ static int64_t maxSharedBytes(llvm::StringRef chip) {
 std::string PrefillKernelSpec::getKernelName() const {
   if (!kernelName.empty())
     return kernelName;
-  std::string kv = indexing == KVIndexingKind::Ragged
-                       ? std::string("ragged")
-                       : formatv("p{0}", pageSize).str();
+  std::string kv = getKVNameWord(indexing, pageSize);
   std::string name =
       formatv("attn_prefill_{0}_d{1}_h{2}x{3}_{4}_{5}_q{6}_kv{7}_s{8}_k{9}",
               stringifyDType(dtype), headDim, numQoHeads, numKVHeads, kv,
               stringifyLayout(layout).lower(), tileQ, tileKV, numStages,
               gqaPack)
           .str();
-  for (const std::string &variant : variantNames)
-    name += "_" + variant;
-  if (customMask)
-    name += "_mask";
-  return name;
+  return name + getVariantNameSuffix(variantNames, customMask);
 }
 
 llvm::Error PrefillKernelSpec::validate() const {

@@ -42,6 +42,14 @@ llvm::Expected<KVLayout> parseLayout(llvm::StringRef text);
 /// indexing).
 enum class KVIndexingKind { Paged, Ragged };
 
+/// The pieces every generated kernel's name shares: the KV addressing word
+/// (`p<page size>` or `ragged`) and the suffix naming the variants and a
+/// custom mask. Names encode every field of a spec, so identical attentions
+/// share one kernel.
+std::string getKVNameWord(KVIndexingKind indexing, int64_t pageSize);
+std::string getVariantNameSuffix(llvm::ArrayRef<std::string> variantNames,
+                                 bool customMask);
+
 /// A persistent split-KV decode attention kernel on the planner's work list
 /// (attn/Runtime/Plan.h): grid = plan.num_ctas, each CTA walks its work items;
 /// an item is up to 16 packed rows (token * gqaPack + head % gqaPack) of one
