@@ -36,6 +36,10 @@ using namespace mlir;
 
 void attn::buildLowerToNVVMPipeline(OpPassManager &pm,
                                     const LowerToNVVMOptions &options) {
+  // Before anything lowers math: RoPE's sin/cos on the hardware's
+  // approximation, after an exact-enough range reduction.
+  if (options.approximateTrig)
+    pm.nest<gpu::GPUModuleOp>().addPass(attn::createApproximateTrigPass());
   // Device-side dialects that still need memref/vector semantics.
   pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createConvertVectorToSCFPass());
@@ -79,4 +83,5 @@ void attn::registerAttnPipelines() {
   PassRegistration<Pass>([] {
     return attn::createExternalizeDynamicSharedMemoryPass();
   });
+  PassRegistration<Pass>([] { return attn::createApproximateTrigPass(); });
 }

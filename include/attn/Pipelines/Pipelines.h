@@ -42,6 +42,11 @@ struct LowerToNVVMOptions
       *this, "bare-ptr-call-conv",
       llvm::cl::desc("Pass memref kernel arguments as bare pointers"),
       llvm::cl::init(true)};
+  Option<bool> approximateTrig{
+      *this, "approximate-trig",
+      llvm::cl::desc("Lower f32 sin/cos through a Cody-Waite reduction and "
+                     "the hardware approximation (attn-approximate-trig)"),
+      llvm::cl::init(true)};
 };
 
 /// Appends the lowering to `pm` (anchored on builtin.module).
@@ -53,6 +58,12 @@ void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
 /// linkage, so NVPTX emits `.extern .shared .b8 name[]` rather than demoting
 /// them to a 1-byte internal array.
 std::unique_ptr<mlir::Pass> createExternalizeDynamicSharedMemoryPass();
+
+/// `attn-approximate-trig`: reduces f32 math.sin/math.cos into [-pi, pi]
+/// (three-term Cody-Waite) and marks them `afn`, so they lower to
+/// sin.approx/cos.approx rather than libdevice's sinf/cosf with its local-
+/// memory slow path. Absolute error about 1e-6 for |x| < 2^28 * 2pi.
+std::unique_ptr<mlir::Pass> createApproximateTrigPass();
 
 /// Registers `attn-lower-to-nvvm` and the passes above.
 void registerAttnPipelines();
