@@ -14,9 +14,37 @@ from .cache import CachedKernel, cache_key, default_cache
 from .errors import CompileError, KernelNotFoundError
 
 
+_build_id = None
+
+
+def _compiler_build_id():
+    """Size and modification time of the loaded libattn_compiler.so: a rebuilt
+    compiler makes the disk cache's entries of the old one misses, since the
+    version number alone does not change between builds. Empty where the
+    library cannot be found (Linux's /proc/self/maps names it)."""
+    global _build_id
+    if _build_id is None:
+        _build_id = ""
+        try:
+            with open("/proc/self/maps") as maps:
+                paths = {line.split()[-1] for line in maps if "libattn_compiler" in line}
+            for path in sorted(paths):
+                st = os.stat(path)
+                _build_id = f"{st.st_size:x}-{st.st_mtime_ns:x}"
+                break
+        except OSError:
+            pass
+    return _build_id
+
+
 def compiler_version():
-    """The compiler's version string, or None on a runtime-only build."""
-    return _native.native().compiler_version() if _native.has_compiler() else None
+    """The compiler's version string plus its build id, or None on a
+    runtime-only build. A cache entry from another string is a miss."""
+    if not _native.has_compiler():
+        return None
+    version = _native.native().compiler_version()
+    build = _compiler_build_id()
+    return f"{version} build {build}" if build else version
 
 
 def compile_ir(ir, arch="sm_90", emit_cubin=True, what="attention"):

@@ -189,3 +189,20 @@ def test_precompile_writes_a_loadable_cache(tmp_path, capsys):
     spec, _ = make_spec(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16, dtype="bf16",
                         kv_layout="NHD", query_rows=1)
     assert cache_mod.KernelCache(str(out)).lookup(cache_mod.cache_key(spec.to_ir(), "sm_90")) is not None
+
+
+@pytest.mark.compiler
+def test_rebuilt_compiler_misses_the_old_cache_entries(tmp_path, monkeypatch):
+    from attn import compiler
+    version = compiler.compiler_version()
+    assert " build " in version  # the loaded libattn_compiler.so's size and mtime
+    c = cache_mod.KernelCache(str(tmp_path))
+    spec = AttentionSpec(128, 32, 8, 16)
+    first = get_kernel(spec, "sm_90", cache=c)
+    key = cache_mod.cache_key(spec.to_ir(), "sm_90")
+    assert cache_mod.KernelCache(str(tmp_path)).lookup(key, version) is not None
+    # The same version number from a rebuilt library: a miss, compiled again.
+    monkeypatch.setattr(compiler, "_build_id", "0-0")
+    assert cache_mod.KernelCache(str(tmp_path)).lookup(key, compiler.compiler_version()) is None
+    again = get_kernel(spec, "sm_90", cache=cache_mod.KernelCache(str(tmp_path)))
+    assert again.source == "compiled" and again.image == first.image
