@@ -53,12 +53,11 @@ int attn::genPrefillKernel(PrefillKernelSpec spec,
   if (failed(mlir::verify(*module)))
     return fail("generated IR does not verify");
   // What the builder added to the spec (variant names and parameters).
-  for (mlir::attn::VariantOp op : variantOps) {
-    spec.variantNames.push_back(op.getSymName().str());
-    for (auto p : op.getParams().getAsRange<mlir::attn::ParamAttr>())
-      spec.variantParams.push_back(
-          {p.getName().str(), p.getType().isF32() ? "f32" : "i32"});
-  }
+  mlir::FailureOr<PrefillKernelSpec> named =
+      getPrefillSpecWithVariants(spec, variantOps);
+  if (failed(named))
+    return 1;
+  spec = *named;
 
   if (emit == "mlir" || emit == "nvvm") {
     if (emit == "nvvm")

@@ -149,18 +149,15 @@ convertPrefill(ModuleOp module, AttentionOp op, const AttentionShape &shape,
   spec.maskEveryTile = llvm::any_of(shape.variants, [](VariantOp v) {
     return v.getSymName() != "causal" && v.getHook(HookKind::logits_mask);
   });
-  // The prefill generator appends the variant names itself; the expected
-  // symbol is the spec's name with them.
-  gen::PrefillKernelSpec named = spec;
-  named.variantNames.append(shape.variantNames.begin(),
-                            shape.variantNames.end());
-  auto params = gen::getVariantParamArgs(shape.variants);
-  if (failed(params))
+  // The prefill generator appends the variants' names and parameters
+  // itself; the expected symbol is the spec's name with them.
+  FailureOr<gen::PrefillKernelSpec> named =
+      gen::getPrefillSpecWithVariants(spec, shape.variants);
+  if (failed(named))
     return failure();
-  for (const gen::VariantParamArg &p : *params)
-    named.variantParams.push_back({p.name, p.kind});
-  GeneratedKernel kernel{GeneratedKernel::Kind::Prefill, named.getKernelName()};
-  kernel.prefill = named;
+  GeneratedKernel kernel{GeneratedKernel::Kind::Prefill,
+                         named->getKernelName()};
+  kernel.prefill = *named;
   auto gpuModule =
       module.lookupSymbol<gpu::GPUModuleOp>(options.gpuModuleName);
   if (gpuModule && gpuModule.lookupSymbol(kernel.name))

@@ -79,17 +79,9 @@ void DecodeKernelEmitter::emitSetup(gpu::GPUFuncOp func,
     customMask = args[next++], maskIndptr = args[next++];
   smScale = args[next++];
 
-  // The variants' parameters: i1 travels as i32 (a kernel ABI has no bool).
-  SmallVector<Value> params;
-  for (BlockArgument arg : args.drop_front(next)) {
-    if (auto boolType = func.getArgAttrOfType<TypeAttr>(
-            arg.getArgNumber(), "attn.param_type");
-        boolType && boolType.getValue().isInteger(1))
-      params.push_back(
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, arg, kb.i32(0)));
-    else
-      params.push_back(arg);
-  }
+  // The variants' parameters (VariantParams.h: i1 travels as i32).
+  SmallVector<Value> params =
+      getVariantParamValues(b, func, args.size() - next);
   hooks = mlir::attn::VariantHooks(
       variants, params, {spec.headDim, spec.numQoHeads, spec.numKVHeads});
 
@@ -364,42 +356,6 @@ void DecodeKernelEmitter::emit(gpu::GPUFuncOp func,
 // Entry points
 //===----------------------------------------------------------------------===//
 
-/// Kernel-argument kind of a variant parameter type ("f32", "i32", "ptr").
-static FailureOr<std::string> getParamKind(Type type) {
-  if (type.isF32())
-    return std::string("f32");
-  if (type.isInteger(32) || type.isInteger(1))
-    return std::string("i32");
-  if (auto memref = dyn_cast<MemRefType>(type);
-      memref && memref.getRank() == 1 && memref.getElementType().isF32())
-    return std::string("ptr");
-  return failure();
-}
-
-static FailureOr<SmallVector<VariantParamArg>>
-getVariantParamArgsImpl(ArrayRef<mlir::attn::VariantOp> variants) {
-  SmallVector<VariantParamArg> result;
-  llvm::StringSet<> seen;
-  for (mlir::attn::VariantOp variant : variants) {
-    for (auto param :
-         variant.getParams().getAsRange<mlir::attn::ParamAttr>()) {
-      FailureOr<std::string> kind = getParamKind(param.getType());
-      if (failed(kind))
-        return variant.emitOpError()
-               << "parameter '" << param.getName()
-               << "' has a type no kernel argument carries: "
-               << param.getType();
-      // Two variants may name a parameter alike; the second is qualified.
-      std::string name = param.getName().str();
-      if (!seen.insert(name).second)
-        name = (variant.getSymName() + "_" + name).str();
-      seen.insert(name);
-      result.push_back({name, *kind, param.getType()});
-    }
-  }
-  return result;
-}
-
 /// The flat global memref standing for a device buffer of `type`.
 static MemRefType getFlatBuffer(MLIRContext *ctx, Type type) {
   auto global = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Global);
@@ -470,7 +426,7 @@ buildDecodeKernelImpl(ModuleOp module, const DecodeKernelSpec &spec,
   MLIRContext *ctx = module.getContext();
   loadKernelDialects(ctx);
   FailureOr<SmallVector<VariantParamArg>> params =
-      getVariantParamArgsImpl(variants);
+      getVariantParamArgs(variants);
   if (failed(params))
     return failure();
 
@@ -490,9 +446,7 @@ buildDecodeKernelImpl(ModuleOp module, const DecodeKernelSpec &spec,
       createKernelFunc(b, gpuModule, info, elt, spec.minCTAsPerSM);
   // The declared type of each parameter argument (an i1 travels as i32, a
   // memref<?xf32> table as a flat f32 buffer the cloned hook loads from).
-  size_t firstParam = info.args.size() - params->size();
-  for (auto [i, p] : llvm::enumerate(*params))
-    func.setArgAttr(firstParam + i, "attn.param_type", TypeAttr::get(p.type));
+  setVariantParamTypes(func, *params);
   DecodeKernelEmitter(b, spec).emit(func, variants);
   return name;
 }
@@ -527,10 +481,6 @@ void ::attn::registerKernelGenDialects(DialectRegistry &registry) {
 }
 
 namespace attn {
-FailureOr<SmallVector<VariantParamArg>>
-getVariantParamArgs(ArrayRef<mlir::attn::VariantOp> variants) {
-  return getVariantParamArgsImpl(variants);
-}
 FailureOr<std::string> buildDecodeKernel(ModuleOp module,
                                          const DecodeKernelSpec &spec,
                                          ArrayRef<mlir::attn::VariantOp> variants,

@@ -27,6 +27,7 @@
 #include "PrefillEmitter.h"
 #include "attn/Conversion/AttnToGPU/DecodeKernel.h"
 #include "attn/Conversion/AttnToGPU/VariantHooks.h"
+#include "attn/Conversion/AttnToGPU/VariantParams.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -114,7 +115,8 @@ Value PrefillEmitter::rowPos(Value local) {
 //===----------------------------------------------------------------------===//
 
 void PrefillEmitter::emit(gpu::GPUFuncOp func) {
-  b.setInsertionPointToStart(&func.getBody().front());
+  // After whatever the caller put first (the variant parameters' values).
+  b.setInsertionPointToEnd(&func.getBody().front());
   bindArguments(func);
   Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   auto load = [&](Value memref, Value i) {
@@ -287,14 +289,18 @@ PrefillState PrefillEmitter::emitKVLoop() {
 
 namespace {
 /// Creates the gpu.func with the launch contract's arguments and emits it.
-LogicalResult
-buildPrefill(ModuleOp module, const PrefillKernelSpec &spec,
-             StringRef gpuModuleName,
-             llvm::function_ref<const mlir::attn::VariantHooks *(ValueRange)>
-                 makeHooks) {
+/// The hooks are `fixedHooks` when given, else those of `variants` bound to
+/// the trailing parameter arguments (`params`, VariantParams.h).
+LogicalResult buildPrefill(ModuleOp module, const PrefillKernelSpec &spec,
+                           StringRef gpuModuleName,
+                           const mlir::attn::VariantHooks *fixedHooks,
+                           ArrayRef<mlir::attn::VariantOp> variants = {},
+                           ArrayRef<VariantParamArg> params = {}) {
   if (llvm::Error err = spec.validate())
     return module.emitError("invalid prefill kernel spec: ")
            << llvm::toString(std::move(err));
+  assert(spec.variantParams.size() == params.size() &&
+         "the spec lists the parameters the kernel binds");
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
                    math::MathDialect, memref::MemRefDialect,
@@ -343,10 +349,17 @@ buildPrefill(ModuleOp module, const PrefillKernelSpec &spec,
   for (auto [i, arg] : llvm::enumerate(info.args))
     func.setArgAttr(i, "attn.name", b.getStringAttr(arg.name));
 
-  ValueRange params =
-      func.getArguments().take_back(spec.variantParams.size());
-  const mlir::attn::VariantHooks *hooks = makeHooks(params);
-  PrefillEmitter(b, spec, hooks).emit(func);
+  // The variants' parameters: declared types on the arguments, then the
+  // values the hooks read (first in the body; the emitter appends after).
+  setVariantParamTypes(func, params);
+  b.setInsertionPointToStart(&func.getBody().front());
+  std::optional<mlir::attn::VariantHooks> hooks;
+  if (!fixedHooks && !variants.empty())
+    hooks.emplace(variants, getVariantParamValues(b, func, params.size()),
+                  mlir::attn::HookConfig{spec.headDim, spec.numQoHeads,
+                                         spec.numKVHeads});
+  PrefillEmitter(b, spec, fixedHooks ? fixedHooks : (hooks ? &*hooks : nullptr))
+      .emit(func);
   return success();
 }
 } // namespace
@@ -356,32 +369,38 @@ LogicalResult buildPrefillKernel(ModuleOp module,
                                        const PrefillKernelSpec &spec,
                                        const mlir::attn::VariantHooks *hooks,
                                        StringRef gpuModuleName) {
-  return buildPrefill(module, spec, gpuModuleName,
-                      [&](ValueRange) { return hooks; });
+  if (!spec.variantParams.empty())
+    return module.emitError("prefill kernel: the spec has variant parameters; "
+                            "build it with buildPrefillKernelForVariants");
+  return buildPrefill(module, spec, gpuModuleName, hooks);
+}
+
+FailureOr<PrefillKernelSpec>
+getPrefillSpecWithVariants(PrefillKernelSpec spec,
+                           ArrayRef<mlir::attn::VariantOp> variants) {
+  FailureOr<SmallVector<VariantParamArg>> params =
+      getVariantParamArgs(variants);
+  if (failed(params))
+    return failure();
+  for (mlir::attn::VariantOp variant : variants)
+    spec.variantNames.push_back(variant.getSymName().str());
+  for (const VariantParamArg &p : *params)
+    spec.variantParams.push_back({p.name, p.kind});
+  return spec;
 }
 
 LogicalResult buildPrefillKernelForVariants(
     ModuleOp module, PrefillKernelSpec spec,
     ArrayRef<mlir::attn::VariantOp> variants, StringRef gpuModuleName) {
-  for (mlir::attn::VariantOp variant : variants) {
-    spec.variantNames.push_back(variant.getSymName().str());
-    for (auto param :
-         variant.getParams().getAsRange<mlir::attn::ParamAttr>()) {
-      Type type = param.getType();
-      if (!type.isInteger(32) && !type.isF32())
-        return module.emitError("prefill kernel: parameter '")
-               << param.getName() << "' of @" << variant.getSymName()
-               << " must be i32 or f32";
-      spec.variantParams.push_back(
-          {param.getName().str(), type.isF32() ? "f32" : "i32"});
-    }
-  }
-  std::optional<mlir::attn::VariantHooks> hooks;
-  mlir::attn::HookConfig config{spec.headDim, spec.numQoHeads,
-                                spec.numKVHeads};
-  return buildPrefill(module, spec, gpuModuleName, [&](ValueRange params) {
-    hooks.emplace(variants, SmallVector<Value>(params), config);
-    return &*hooks;
-  });
+  FailureOr<SmallVector<VariantParamArg>> params =
+      getVariantParamArgs(variants);
+  if (failed(params))
+    return failure();
+  FailureOr<PrefillKernelSpec> named =
+      getPrefillSpecWithVariants(std::move(spec), variants);
+  if (failed(named))
+    return failure();
+  return buildPrefill(module, *named, gpuModuleName, /*fixedHooks=*/nullptr,
+                      variants, *params);
 }
 } // namespace attn

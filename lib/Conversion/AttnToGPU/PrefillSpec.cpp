@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Conversion/AttnToGPU/PrefillKernel.h"
+#include "attn/Conversion/AttnToGPU/VariantParams.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -87,9 +88,9 @@ llvm::Error PrefillKernelSpec::validate() const {
                         "stages or a smaller kv tile",
                         smem, maxSharedBytes(chip), chip));
   for (const PrefillVariantParam &p : variantParams)
-    if (p.kind != "i32" && p.kind != "f32")
-      return fail(formatv("variant parameter '{0}' has kind '{1}' (i32 or "
-                          "f32 expected)",
+    if (!isVariantParamKind(p.kind))
+      return fail(formatv("variant parameter '{0}' has kind '{1}' (i32, f32 "
+                          "or ptr expected)",
                           p.name, p.kind));
   return llvm::Error::success();
 }
@@ -145,6 +146,6 @@ KernelLaunchInfo attn::getPrefillLaunchInfo(const PrefillKernelSpec &spec) {
     appendCustomMaskArgs(info.args);
   info.args.push_back({"sm_scale", "f32", "", ""});
   for (const PrefillVariantParam &p : spec.variantParams)
-    info.args.push_back({p.name, p.kind, "", ""});
+    info.args.push_back(getVariantParamKernelArg(p.name, p.kind));
   return info;
 }

@@ -13,7 +13,7 @@
 // CHECK-SAME: %[[MASK:arg[0-9]+]]: memref<{{[0-9]+}}xi8, #gpu.address_space<global>> {attn.name = "custom_mask"}
 // CHECK-SAME: %[[MASKPTR:arg[0-9]+]]: memref<{{[0-9]+}}xi32, #gpu.address_space<global>> {attn.name = "mask_indptr"}
 // CHECK-SAME: %{{.*}}: f32 {attn.name = "sm_scale"}
-// CHECK-SAME: %{{.*}}: i32 {attn.name = "window_left"}
+// CHECK-SAME: %{{.*}}: i32 {attn.name = "window_left", attn.param_type = i32}
 // CHECK: memref.load %[[MASKPTR]][%{{.*}}] : memref<{{[0-9]+}}xi32, #gpu.address_space<global>>
 // CHECK: nvvm.mma.sync
 // The window's mask, then the mask byte, shifted by the bit within it.

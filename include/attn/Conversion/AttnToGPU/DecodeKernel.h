@@ -28,6 +28,7 @@
 
 #include "attn/Conversion/AttnToGPU/KernelSpec.h"
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Conversion/AttnToGPU/VariantParams.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -37,19 +38,6 @@ class DialectRegistry;
 } // namespace mlir
 
 namespace attn {
-
-/// A variant parameter as a kernel argument: its (unique) argument name,
-/// kind ("f32", "i32" or "ptr" for a memref<?xf32> table) and declared type.
-struct VariantParamArg {
-  std::string name;
-  std::string kind;
-  mlir::Type type;
-};
-
-/// The kernel arguments `variants`' parameters become, in order. Fails,
-/// with a diagnostic on the variant, on a type no argument can carry.
-mlir::FailureOr<llvm::SmallVector<VariantParamArg>>
-getVariantParamArgs(llvm::ArrayRef<mlir::attn::VariantOp> variants);
 
 /// Appends the decode kernel for `spec`, with the hooks of `variants`
 /// inlined, to `gpu.module @<gpuModuleName>` in `module` (created if absent;

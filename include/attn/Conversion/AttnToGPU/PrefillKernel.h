@@ -40,10 +40,11 @@ class VariantOp;
 
 namespace attn {
 
-/// A runtime scalar of a variant, appended to the kernel's arguments.
+/// A runtime parameter of a variant, appended to the kernel's arguments
+/// (the ABI of VariantParams.h, shared with decode).
 struct PrefillVariantParam {
   std::string name;
-  /// "i32" or "f32".
+  /// "i32", "f32" or "ptr" (a memref<?xf32> table such as @sinks').
   std::string kind;
 };
 
@@ -99,7 +100,8 @@ struct PrefillKernelSpec {
   int64_t costPerKVToken = 0;
   /// Names of the applied variants (part of the derived kernel name).
   llvm::SmallVector<std::string> variantNames;
-  /// Runtime scalars of the variants, appended to the arguments in order.
+  /// Runtime parameters of the variants, appended to the arguments in order
+  /// (getVariantParamArgs' names and kinds).
   llvm::SmallVector<PrefillVariantParam> variantParams;
   /// Symbol of the gpu.func; empty derives one from the parameters.
   std::string kernelName;
@@ -145,10 +147,20 @@ buildPrefillKernel(mlir::ModuleOp module, const PrefillKernelSpec &spec,
                    const mlir::attn::VariantHooks *hooks = nullptr,
                    llvm::StringRef gpuModuleName = "attn_kernels");
 
-/// The lowering's entry: binds each declared scalar parameter of `variants`
-/// (in order) to a new trailing kernel argument, appends them to
-/// spec.variantParams and their names to spec.variantNames, and inlines the
-/// variants' hooks. Table (memref) parameters are not supported yet.
+/// `spec` with the names of `variants` appended to variantNames and their
+/// parameters (getVariantParamArgs: scalars and memref<?xf32> tables) to
+/// variantParams: the spec buildPrefillKernelForVariants builds and whose
+/// manifest entry describes the kernel. Fails, with a diagnostic on the
+/// variant, on a parameter type no kernel argument carries.
+mlir::FailureOr<PrefillKernelSpec>
+getPrefillSpecWithVariants(PrefillKernelSpec spec,
+                           llvm::ArrayRef<mlir::attn::VariantOp> variants);
+
+/// The lowering's entry: binds each declared parameter of `variants` (in
+/// order) to a new trailing kernel argument as VariantParams.h describes
+/// (f32, i32, i1 as i32, memref<?xf32> as a flat f32 buffer), names the
+/// kernel as getPrefillSpecWithVariants(spec, variants) does, and inlines
+/// the variants' hooks.
 mlir::LogicalResult
 buildPrefillKernelForVariants(mlir::ModuleOp module, PrefillKernelSpec spec,
                               llvm::ArrayRef<mlir::attn::VariantOp> variants,
