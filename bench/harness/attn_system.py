@@ -6,6 +6,8 @@ directory and put the runtime-only build's python/ on PYTHONPATH.
 A workload attn cannot serve yet gets a row saying why; nothing is timed."""
 
 import os
+import statistics
+import time
 
 import torch
 
@@ -34,6 +36,25 @@ def _workspace():
     return torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
 
 
+def _time_plan(plan, calls=20):
+    """Plans once (compiling or loading the kernels), then returns the median
+    host time of `calls` more plans in microseconds: the wrapper's whole
+    plan(), i.e. argument checks, the C++ planner and the async upload."""
+    plan()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        plan()
+        times.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    return 1e6 * statistics.median(times)
+
+
+def _with_plan_time(run, plan_us):
+    run.plan_us = plan_us
+    return run
+
+
 def _decode(attn, w, graph):
     d = w["head_dim"]
     b = len(w["kv_lens"])
@@ -45,27 +66,30 @@ def _decode(attn, w, graph):
                                                           device="cuda"),
                       paged_kv_last_page_len_buffer=torch.empty(b, dtype=torch.int32, device="cuda"))
     wrapper = attn.BatchDecodeWithPagedKVCacheWrapper(_workspace(), "NHD", **kwargs)
-    wrapper.plan(w["kv_indptr"].cpu(), w["kv_indices"], w["kv_last_page_len"].cpu(), HQ, HKV, d,
-                 PAGE, q_data_type=torch.bfloat16)
+    indptr, last = w["kv_indptr"].cpu(), w["kv_last_page_len"].cpu()
+    plan_us = _time_plan(lambda: wrapper.plan(indptr, w["kv_indices"], last, HQ, HKV, d, PAGE,
+                                              q_data_type=torch.bfloat16))
     kv = (w["k_cache"], w["v_cache"])
-    return lambda: wrapper.run(w["q"], kv)
+    return _with_plan_time(lambda: wrapper.run(w["q"], kv), plan_us)
 
 
 def _prefill(attn, w):
     d = w["head_dim"]
     wrapper_ws = _workspace()
+    qo_indptr = w["qo_indptr"].cpu()
     if w.get("paged"):
         wrapper = attn.BatchPrefillWithPagedKVCacheWrapper(wrapper_ws, "NHD")
-        wrapper.plan(w["qo_indptr"].cpu(), w["kv_indptr"].cpu(), w["kv_indices"],
-                     w["kv_last_page_len"].cpu(), HQ, HKV, d, PAGE, causal=True,
-                     q_data_type=torch.bfloat16)
+        indptr, last = w["kv_indptr"].cpu(), w["kv_last_page_len"].cpu()
+        plan_us = _time_plan(lambda: wrapper.plan(
+            qo_indptr, indptr, w["kv_indices"], last, HQ, HKV, d, PAGE, causal=True,
+            q_data_type=torch.bfloat16))
         kv = (w["k_cache"], w["v_cache"])
-        return lambda: wrapper.run(w["q"], kv)
+        return _with_plan_time(lambda: wrapper.run(w["q"], kv), plan_us)
     wrapper = attn.BatchPrefillWithRaggedKVCacheWrapper(wrapper_ws, "NHD")
-    kv_indptr = w["qo_indptr"].cpu()  # prefill from scratch: kv_len == qo_len
-    wrapper.plan(w["qo_indptr"].cpu(), kv_indptr, HQ, HKV, d, causal=True,
-                 q_data_type=torch.bfloat16)
-    return lambda: wrapper.run(w["q"], w["k"], w["v"])
+    # Prefill from scratch: kv_len == qo_len.
+    plan_us = _time_plan(lambda: wrapper.plan(qo_indptr, qo_indptr, HQ, HKV, d, causal=True,
+                                              q_data_type=torch.bfloat16))
+    return _with_plan_time(lambda: wrapper.run(w["q"], w["k"], w["v"]), plan_us)
 
 
 def systems_for(w):

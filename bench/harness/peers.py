@@ -188,8 +188,9 @@ def flex(w):
     raise error
 
 
-def peers_for(w):
-    """Every peer that applies to workload w, as (name, fn) or (name, reason)."""
+def peers_for(w, with_flex=True):
+    """Every peer that applies to workload w, as (name, fn) or (name, reason);
+    with_flex=False leaves out FlexAttention (it compiles per shape)."""
     out = []
     for backend in BACKENDS:
         try:
@@ -199,6 +200,8 @@ def peers_for(w):
                 out.append(sdpa_prefill(w, backend))
         except Exception as e:  # a backend that cannot serve the shape
             out.append((f"sdpa-{backend}", e))
+    if not with_flex:
+        return out
     try:
         out.append(flex(w))
     except Exception as e:

@@ -21,27 +21,74 @@ def markdown(result):
            f"{meta['copy_GBps']:.0f} GB/s (read + write), bf16 matmul 8192^3 "
            f"{meta['matmul_TFLOPs']:.0f} TFLOP/s.", "",
            f"attn: {meta['attn']}", "",
-           "| workload | system | time (ms) | CUDA graph (ms) | figure | % of ceiling | vs best peer | rel. error |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| workload | system | time (ms) | CUDA graph (ms) | figure | % of ceiling | vs best peer "
+           "| rel. error | plan (µs) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     best_peer = {}
     for r in rows:
         if "ms" in r and r.get("correct") and not r["system"].startswith("attn"):
             best_peer[r["workload"]] = min(best_peer.get(r["workload"], 1e30), r["ms"])
     for r in rows:
         if "error" in r:
-            out.append(f"| {r['workload']} | {r['system']} | — | — | — | — | — | {r['error']} |")
+            out.append(f"| {r['workload']} | {r['system']} | — | — | — | — | — | {r['error']} | — |")
             continue
         fig = (f"{r['GBps']:.0f} GB/s" if "GBps" in r else f"{r['TFLOPs']:.0f} TFLOP/s")
         graph = f"{r['graph_ms']:.4f}" if "graph_ms" in r else "—"
         peer = best_peer.get(r["workload"])
         ratio = f"{peer / r['ms']:.2f}x" if peer else "—"
         err = f"{r['rel_err']:.1e}" + ("" if r["correct"] else " WRONG")
+        plan = f"{r['plan_us']:.0f}" if "plan_us" in r else "—"
         out.append(f"| {r['workload']} | {r['system']} | {r['ms']:.4f} | {graph} | "
-                   f"{fig} | {r['pct_ceiling']:.0f}% | {ratio} | {err} |")
+                   f"{fig} | {r['pct_ceiling']:.0f}% | {ratio} | {err} | {plan} |")
     out.append("")
     out.append("'vs best peer' is the best correct PyTorch time over this system's time "
-               "(> 1 is faster than PyTorch).")
+               "(> 1 is faster than PyTorch). 'plan' is the host time of the wrapper's whole "
+               "plan() (checks, the C++ planner, the async upload), median of 20.")
+    out += _sweep_tables(result.get("sweeps", []))
+    out += _compile_table(meta.get("compile", []))
     return "\n".join(out) + "\n"
+
+
+def _sweep_tables(rows):
+    out = []
+    for sweep, (xlabel, key, unit, _) in _sweeps().items():
+        sel = [r for r in rows if r.get("sweep") == sweep]
+        if not sel:
+            continue
+        systems = sorted({r["system"] for r in sel})
+        xs = sorted({r["x"] for r in sel})
+        out += ["", f"### {sweep}: {unit} against {xlabel}", "",
+                "| x | " + " | ".join(systems) + " |", "| --- |" + " --- |" * len(systems)]
+        for x in xs:
+            cells = []
+            for s in systems:
+                r = next((r for r in sel if r["x"] == x and r["system"] == s), None)
+                if r is None or "error" in r:
+                    cells.append("n/a")
+                elif not r.get("correct"):
+                    cells.append(f"WRONG ({r['rel_err']:.1e})")
+                else:
+                    cells.append(f"{r[key]:.0f} ({r['pct_ceiling']:.0f}%)")
+            out.append(f"| {x:g} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _compile_table(entries):
+    if not entries:
+        return []
+    out = ["", "### Compile times of the kernel modules in the run's kernel cache (attn IR "
+           "to cubin, recorded when compiled on the development machine)", "",
+           "| module | total (ms) | stages (ms) |", "| --- | --- | --- |"]
+    for e in entries:
+        total = sum(ms for _, ms in e["stages_ms"])
+        stages = ", ".join(f"{n} {ms:.0f}" for n, ms in e["stages_ms"])
+        out.append(f"| `{e['spec']}` {e['arch']} | {total:.0f} | {stages} |")
+    return out
+
+
+def _sweeps():
+    import sweeps
+    return sweeps.SWEEPS
 
 
 def plots(result, out_dir):
@@ -71,6 +118,27 @@ def plots(result, out_dir):
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(workloads))], workloads)
         ax.set_ylabel(label)
         ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, fname), dpi=110)
+        plt.close(fig)
+    meta = result["meta"]
+    for sweep, (xlabel, key, unit, fname) in _sweeps().items():
+        sel = [r for r in result.get("sweeps", []) if r.get("sweep") == sweep
+               and "ms" in r and r.get("correct")]
+        if not sel:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for s in sorted({r["system"] for r in sel}):
+            pts = sorted((r["x"], r[key]) for r in sel if r["system"] == s)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
+        ceiling = meta["copy_GBps" if key == "GBps" else "matmul_TFLOPs"]
+        ax.axhline(ceiling, color="k", linestyle="--", linewidth=1, label="ceiling (measured)")
+        if sweep in ("decode-kv-len", "prefill-seq-len"):
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(unit)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(os.path.join(out_dir, fname), dpi=110)
         plt.close(fig)

@@ -6,10 +6,13 @@
 Measures in one run: the ceilings (a device-to-device copy counting bytes
 read + written; an 8192^3 bf16 matmul on random data), then every workload
 of DESIGN.md §6 with attn and with PyTorch's peers (SDPA backends on gathered
-KV, FlexAttention over the page pool). Every system's output is checked
+KV, FlexAttention over the page pool), then the sweeps of sweeps.py (decode
+against KV length and skew, prefill against sequence length and head dim;
+--no-sweeps skips them, --only implies it). Every system's output is checked
 against a float32 reference in the same run; a wrong result is reported as
-wrong, never timed as a win. Writes results.json and results.md under --out,
-and plots when matplotlib is there."""
+wrong, never timed as a win. attn's rows carry its plan() time; the report
+ends with the compile times recorded in the kernel cache. Writes results.json
+and results.md under --out, and plots when matplotlib is there."""
 
 import argparse
 import json
@@ -26,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attn_system  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
+import sweeps  # noqa: E402
 import workloads  # noqa: E402
 from reference import reference, rel_error  # noqa: E402
 
@@ -67,6 +71,8 @@ def ceilings():
 
 def measure(w, name, fn, ref, graph):
     row = {"workload": w["name"], "system": name}
+    if hasattr(fn, "plan_us"):
+        row["plan_us"] = fn.plan_us
     try:
         torch.cuda.synchronize()
         out = fn()
@@ -84,6 +90,51 @@ def measure(w, name, fn, ref, graph):
     return row
 
 
+def run_workload(w, systems, meta, graph):
+    """Times and checks every (name, fn) of `systems` on workload w."""
+    # FlexAttention compiles per shape; a fresh cache per workload keeps
+    # it under dynamo's recompile limit (past it, flex runs unfused).
+    torch._dynamo.reset()
+    ref = reference(w)
+    rows = []
+    for name, fn in systems:
+        if isinstance(fn, Exception) or fn is None:
+            rows.append({"workload": w["name"], "system": name, "error": f"n/a: {fn}"[:300]})
+            print(report.one_line(rows[-1]), flush=True)
+            continue
+        row = measure(w, name, fn, ref, graph=graph)
+        if "ms" in row:
+            if w["kind"] == "decode":
+                row["GBps"] = w["bytes"] / row["ms"] / 1e6
+                row["pct_ceiling"] = 100 * row["GBps"] / meta["copy_GBps"]
+            else:
+                row["TFLOPs"] = w["flops"] / row["ms"] / 1e9
+                row["pct_ceiling"] = 100 * row["TFLOPs"] / meta["matmul_TFLOPs"]
+        rows.append(row)
+        print(report.one_line(row), flush=True)
+    return rows
+
+
+def compile_times():
+    """Per kernel module in the kernel cache the run used: what it is and its
+    compile stages (ms) as recorded when it was compiled, on the machine that
+    has the compiler (meta.json, python/attn/compiler.py)."""
+    out = []
+    cache_dir = os.environ.get("ATTN_CACHE_DIR", "")
+    if not os.path.isdir(cache_dir):
+        return out
+    for key in sorted(os.listdir(cache_dir)):
+        try:
+            with open(os.path.join(cache_dir, key, "meta.json")) as f:
+                inputs = json.load(f).get("inputs", {})
+        except (OSError, ValueError):
+            continue
+        if "stages_ms" in inputs:
+            out.append({"spec": inputs.get("spec", key), "arch": inputs.get("arch"),
+                        "stages_ms": inputs["stages_ms"]})
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -91,6 +142,9 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny shapes, to test the harness")
     ap.add_argument("--only", default="", help="comma-separated workload ids")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--sweeps", dest="sweeps", action="store_true", default=None,
+                    help="run the plot sweeps (default: on for a full run)")
+    ap.add_argument("--no-sweeps", dest="sweeps", action="store_false")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -114,33 +168,34 @@ def main():
         if only and wid not in only:
             continue
         w = build()
-        # FlexAttention compiles per shape; a fresh cache per workload keeps
-        # it under dynamo's recompile limit (past it, flex runs unfused).
-        torch._dynamo.reset()
-        ref = reference(w)
         systems = attn_system.systems_for(w)
         if not args.no_peers:
             systems += peers.peers_for(w)
-        for name, fn in systems:
-            if isinstance(fn, Exception) or fn is None:
-                rows.append({"workload": w["name"], "system": name,
-                             "error": f"n/a: {fn}"[:300]})
-                print(report.one_line(rows[-1]), flush=True)
-                continue
-            row = measure(w, name, fn, ref, graph=w["kind"] == "decode")
-            if "ms" in row:
-                if w["kind"] == "decode":
-                    row["GBps"] = w["bytes"] / row["ms"] / 1e6
-                    row["pct_ceiling"] = 100 * row["GBps"] / meta["copy_GBps"]
-                else:
-                    row["TFLOPs"] = w["flops"] / row["ms"] / 1e9
-                    row["pct_ceiling"] = 100 * row["TFLOPs"] / meta["matmul_TFLOPs"]
-            rows.append(row)
-            print(report.one_line(row), flush=True)
-        del w, ref
+        rows += run_workload(w, systems, meta, graph=w["kind"] == "decode")
+        del w
         torch.cuda.empty_cache()
 
-    result = {"meta": meta, "rows": rows}
+    sweep_rows = []
+    if args.sweeps if args.sweeps is not None else not (only or args.smoke):
+        for sweep, x, build in sweeps.points():
+            try:
+                w = build()
+                systems = attn_system.systems_for(w)[:1]
+                if not args.no_peers:
+                    systems += [p for p in peers.peers_for(w, with_flex=False)
+                                if p[0].startswith(sweeps.PEER_PREFIX)]
+                point = run_workload(w, systems, meta, graph=False)
+                del w
+            except Exception as e:  # e.g. out of memory: the point says so
+                point = [{"workload": f"{sweep} {x}", "system": "all",
+                          "error": f"{type(e).__name__}: {e}"[:300]}]
+            for row in point:
+                row.update(sweep=sweep, x=x)
+                sweep_rows.append(row)
+            torch.cuda.empty_cache()
+    meta["compile"] = compile_times()
+
+    result = {"meta": meta, "rows": rows, "sweeps": sweep_rows}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
     md = report.markdown(result)

@@ -86,5 +86,6 @@ def get_kernel(spec, arch, cache=None, emit_cubin=True):
     image = r["cubin"] if emit_cubin else r["ptx"].encode()
     kernel = CachedKernel(image, r["manifest"], version, "compiled", stages=r["stages"])
     cache.store(key, kernel, inputs={"arch": arch, "emit": emit, "spec": repr(spec),
-                                     "generator": r["generator"]})
+                                     "generator": r["generator"],
+                                     "stages_ms": [[n, round(ms, 3)] for n, ms in r["stages"]]})
     return kernel
