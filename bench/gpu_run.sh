@@ -2,14 +2,25 @@
 # The GPU run, on the H200 machine (CUDA, PyTorch, no MLIR): builds the
 # runtime and the Python binding runtime-only, runs the GPU test suites on
 # kernels precompiled elsewhere (bench/harness/precompile.sh -> out/kernels),
-# then the benchmark. Everything it prints and writes lands in $OUT.
+# then the plan benchmark and the benchmark.
 #   bench/gpu_run.sh [workload ids, e.g. D1,D2]  (empty: tests + all workloads)
 #   SKIP_TESTS=1 bench/gpu_run.sh P1,P2          (benchmark only)
 #   SKIP_BENCH=1 ...                             (tests only)
+#   SKIP_PLAN_BENCH=1 ...                        (no attn-plan-bench)
+# Everything lands in $OUT/gpu-run.tgz (the device tool brings back 8 files);
+# results.md, pytest.log and bench.log are also copied to $OUT itself.
 set -uo pipefail
 only=${1:-}
-OUT=${OUT:-/tmp/attn-out}
-mkdir -p "$OUT"
+FINAL_OUT=${OUT:-/tmp/attn-out}
+OUT=$(mktemp -d /tmp/attn-run.XXXX)
+mkdir -p "$FINAL_OUT"
+pack() {
+  for f in results.md pytest.log bench.log plan-bench.txt; do
+    [ -f "$OUT/$f" ] && cp "$OUT/$f" "$FINAL_OUT/"
+  done
+  tar czf "$FINAL_OUT/gpu-run.tgz" -C "$OUT" .
+}
+trap pack EXIT
 build=/tmp/attn-build
 cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
   -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; exit 1; }
@@ -17,7 +28,8 @@ ninja -C $build > "$OUT/ninja.log" 2>&1 || { tail -20 "$OUT/ninja.log"; exit 1; 
 export PYTHONPATH=$build/python ATTN_BUILD_DIR=$build ATTN_CACHE_DIR=${ATTN_CACHE_DIR:-$PWD/out/kernels} PYTHONUNBUFFERED=1
 if [ -z "${SKIP_TESTS:-}" ]; then
   echo "=== GoogleTest on the GPU ==="
-  ctest --test-dir $build 2>&1 | tail -4 | tee "$OUT/ctest.log"
+  ctest --test-dir $build > "$OUT/ctest.log" 2>&1
+  grep -E "tests passed|tests failed|\(Failed\)|Skipped" "$OUT/ctest.log"
   echo "=== pytest on the GPU ==="
   python3 -m pytest -q -rs python/tests 2>&1 | tee "$OUT/pytest.log" | tail -15
 fi
@@ -33,6 +45,18 @@ if [ -z "${SKIP_TESTS:-}" ]; then
     tail -3 "$OUT/memcheck.log"
   else
     echo "compute-sanitizer not found: memcheck not run"
+  fi
+fi
+if [ -z "${SKIP_PLAN_BENCH:-}" ]; then
+  echo "=== attn-plan-bench on this host ==="
+  if cmake -G Ninja -S . -B /tmp/attn-plan-build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_PYTHON=OFF \
+       -DATTN_ENABLE_TESTS=OFF -DATTN_ENABLE_BENCHMARKS=ON > "$OUT/plan-cmake.log" 2>&1 &&
+     ninja -C /tmp/attn-plan-build attn-plan-bench >> "$OUT/plan-cmake.log" 2>&1; then
+    /tmp/attn-plan-build/bin/attn-plan-bench --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true > "$OUT/plan-bench.txt" 2>&1
+    grep -E "_median" "$OUT/plan-bench.txt"
+  else
+    echo "attn-plan-bench not built (Google Benchmark missing?):"; tail -3 "$OUT/plan-cmake.log"
   fi
 fi
 [ -n "${SKIP_BENCH:-}" ] && exit 0
