@@ -20,3 +20,7 @@ for v in "--window-left 64" "--logits-soft-cap 30" "--pos-encoding-mode ALIBI" "
   pc --heads 32/8 --head-dim 128 --kinds ragged $v                # prefill variants
 done
 pc --heads 32/1 --head-dim 128 --kinds decode                     # MQA
+for v in "--sinks" "--pos-encoding-mode ROPE_LLAMA31" "--logits-scale 0.5"; do
+  pc --heads 32/8 --head-dim 128 --kinds decode,prefill,ragged $v  # sinks, Llama-3.1 RoPE, logits scale
+done
+pc --heads 32/8 --head-dim 128 --kinds ragged --custom-mask                    # masks in CUDA graphs

@@ -292,7 +292,9 @@ class WrapperBase:
             elif ty == "f32":
                 args.append((name, "f32", float(v)))
             else:  # a table (memref): a float32 tensor on the device
-                check_tensor(name, v, dtype="f32", device=self._device)
+                # @sinks is read at sinks[query head]; a custom table is 1-D.
+                shape = (("num_qo_heads", spec.num_qo_heads),) if variant == "sinks" else None
+                check_tensor(name, v, dtype="f32", device=self._device, shape=shape, dims=1)
                 args.append((name, "ptr", v.data_ptr()))
         return args
 

@@ -68,7 +68,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
     def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
              pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16",
              kv_data_type=None, data_type=None, sm_scale=None, rope_scale=None, rope_theta=None,
-             non_blocking=True, sinks=None, variant=None, variant_params=None, **unused):
+             non_blocking=True, sinks=None, variant=None, variant_params=None, logits_scale=None, **unused):
         """Plans a decode step: compiles or loads the kernels, balances the work.
 
         ``indptr``/``last_page_len`` are read on the host (pass CPU tensors to
@@ -95,7 +95,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                          max_total_q_rows=self._max_batch if self._use_cuda_graph else None,
                          pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
                          rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
-                         variant_params=variant_params)
+                         variant_params=variant_params, logits_scale=logits_scale)
 
     begin_forward = plan
 

@@ -12,8 +12,13 @@ Options: ``--model`` (see ``--list``) or explicit ``--heads HQ/HKV --head-dim D`
 ``--tp 1,2`` divides the heads by tensor-parallel degrees; ``--page-size``,
 ``--dtype``, ``--layout`` (comma lists allowed); ``--kinds decode,prefill,ragged``;
 ``--arch`` (comma list); ``--custom-mask`` makes the prefill kinds read a
-custom mask instead of causal (token-tree verification). Kernels the compiler cannot build yet are reported
-and skipped; the exit status is 1 when nothing was compiled.
+custom mask instead of causal (token-tree verification). Variants:
+``--window-left``, ``--logits-soft-cap``, ``--pos-encoding-mode`` (``ROPE_LLAMA``,
+``ROPE_LLAMA31``, ``ALIBI``), ``--logits-scale`` and ``--sinks`` (the kernels
+take a per-head table; its values are given at plan time, not here). A
+parameter's value is never part of the kernel, so any value precompiles the
+kernel for all. Kernels the compiler cannot build yet are reported and
+skipped; the exit status is 1 when nothing was compiled.
 """
 
 import argparse
@@ -35,6 +40,10 @@ MODELS = {
     "qwen2-7b": (28, 4, 128, {}),
     "gemma2-9b": (16, 8, 256, {"logits_soft_cap": 50.0}),
 }
+
+
+# Stands for the sinks table, which only plan() has (kernels do not depend on it).
+SINKS_AT_PLAN_TIME = "sinks table given at plan time"
 
 
 def _list(s, conv=str):
@@ -90,6 +99,10 @@ def main(argv=None):
     ap.add_argument("--pos-encoding-mode", default=None)
     ap.add_argument("--custom-mask", action="store_true",
                     help="prefill/ragged kernels read a bit-packed custom mask instead of causal")
+    ap.add_argument("--logits-scale", type=float,
+                    help="the @logits_scale variant (any value: the scale is a kernel argument)")
+    ap.add_argument("--sinks", action="store_true",
+                    help="the @sinks variant (a per-head table, given at plan time)")
     a = ap.parse_args(argv)
     if a.list:
         for n, (hq, hkv, d, kw) in MODELS.items():
@@ -117,6 +130,11 @@ def main(argv=None):
         kw["pos_encoding_mode"] = a.pos_encoding_mode
     if a.custom_mask:
         kw["custom_mask"] = True
+    if a.logits_scale is not None:
+        kw["logits_scale"] = a.logits_scale
+    if a.sinks:
+        # Only the variant's presence selects the kernel; the table comes at plan time.
+        kw["sinks"] = SINKS_AT_PLAN_TIME
     cache = KernelCache(a.out)
     done = failed = 0
     for arch in _list(a.arch):

@@ -67,8 +67,16 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
              num_kv_heads, head_dim_qk, page_size, head_dim_vo=None, custom_mask=None, packed_custom_mask=None,
              causal=False, pos_encoding_mode="NONE", use_fp16_qk_reduction=False, sm_scale=None,
              window_left=-1, logits_soft_cap=None, rope_scale=None, rope_theta=None, q_data_type="float16",
-             kv_data_type=None, non_blocking=True, sinks=None, variant=None, variant_params=None, **unused):
-        """Plans a prefill step (outside CUDA-graph capture); FlashInfer's arguments."""
+             kv_data_type=None, non_blocking=True, sinks=None, variant=None, variant_params=None,
+             logits_scale=None, **unused):
+        """Plans a prefill step (outside CUDA-graph capture); FlashInfer's arguments.
+
+        attn's extras: ``sinks`` (float32 ``[num_qo_heads]`` on the device, one
+        logit per head in scaled-logit units that joins the softmax
+        denominator; keep the tensor alive and unchanged until the runs of
+        this plan are done: the kernel reads it then), ``logits_scale``,
+        ``pos_encoding_mode="ROPE_LLAMA31"``, ``variant``/``variant_params``.
+        """
         _check_head_dim_vo(head_dim_qk, head_dim_vo)
         dtype = q_kv_dtypes(q_data_type, kv_data_type)
         qo_h = host_i32("qo_indptr", qo_indptr)
@@ -84,7 +92,7 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
                          max_total_q_rows=self._max_total_q_rows if graph else None,
                          pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
                          rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
-                         variant_params=variant_params, custom_mask=custom_mask,
+                         variant_params=variant_params, logits_scale=logits_scale, custom_mask=custom_mask,
                          packed_custom_mask=packed_custom_mask)
 
     begin_forward = plan
@@ -133,8 +141,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
              custom_mask=None, packed_custom_mask=None, causal=False, pos_encoding_mode="NONE",
              use_fp16_qk_reduction=False, window_left=-1, logits_soft_cap=None, sm_scale=None, rope_scale=None,
              rope_theta=None, q_data_type="float16", kv_data_type=None, non_blocking=True, sinks=None,
-             variant=None, variant_params=None, **unused):
-        """Plans a ragged prefill step (outside CUDA-graph capture); custom masks as for paged."""
+             variant=None, variant_params=None, logits_scale=None, **unused):
+        """Plans a ragged prefill step (outside CUDA-graph capture); custom masks, ``sinks`` and
+        ``logits_scale`` as for paged."""
         _check_head_dim_vo(head_dim_qk, head_dim_vo)
         check_heads(num_qo_heads, num_kv_heads, head_dim_qk)
         dtype = q_kv_dtypes(q_data_type, kv_data_type)
@@ -146,7 +155,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
                                  causal=causal,
                                  window_left=window_left, pos_encoding_mode=pos_encoding_mode,
                                  logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
-                                 sinks=sinks, variant=variant, variant_params=variant_params)
+                                 sinks=sinks, variant=variant, variant_params=variant_params,
+                                 logits_scale=logits_scale)
         qo_h, kv_h = host_i32("qo_indptr", qo_indptr), host_i32("kv_indptr", kv_indptr)
         if len(qo_h) != len(kv_h):
             raise ValueError(f"attn: qo_indptr ({len(qo_h)}) and kv_indptr ({len(kv_h)}) must both have batch + 1 entries")

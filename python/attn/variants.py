@@ -205,14 +205,20 @@ class AttentionSpec:
 
 def build_variants(*, causal=False, window_left=-1, logits_soft_cap=None, pos_encoding_mode="NONE",
                    rope_scale=None, rope_theta=None, sinks=None, variant=None, variant_params=None,
-                   llama31_rope=None):
+                   llama31_rope=None, logits_scale=None):
     """Maps FlashInfer keywords to (variant names, param values by (variant, name)).
 
-    Order: RoPE (query/key transform), ALiBi, soft-cap (on the biased
-    logits), causal and sliding-window masks, sinks, then custom variants.
+    Order: RoPE (query/key transform), logits scale (an extra factor after
+    ``sm_scale``), ALiBi, soft-cap (on the scaled, biased logits), causal and
+    sliding-window masks, sinks, then custom variants. ``sinks`` is a float32
+    ``[num_qo_heads]`` tensor (scaled-logit units), passed to the kernel as a
+    table; ``logits_scale`` (attn's keyword, not FlashInfer's) applies
+    ``@logits_scale``.
 
     >>> build_variants(causal=True, window_left=128, logits_soft_cap=30.0)[0]
     ('soft_cap', 'causal', 'sliding_window')
+    >>> build_variants(logits_scale=0.5, logits_soft_cap=30.0)
+    (('logits_scale', 'soft_cap'), {('logits_scale', 'scale'): 0.5, ('soft_cap', 'cap'): 30.0})
     """
     if pos_encoding_mode not in POS_ENCODING_MODES:
         raise ValueError(f"attn: pos_encoding_mode must be one of {POS_ENCODING_MODES}, got {pos_encoding_mode!r}")
@@ -236,7 +242,10 @@ def build_variants(*, causal=False, window_left=-1, logits_soft_cap=None, pos_en
         values[("rope_llama31", "rope_theta")] = 5e5 if rope_theta is None else theta
         for k, v in cfg.items():
             values[("rope_llama31", k)] = float(v)
-    elif pos_encoding_mode == "ALIBI":
+    if logits_scale is not None:
+        names.append("logits_scale")
+        values[("logits_scale", "scale")] = float(logits_scale)
+    if pos_encoding_mode == "ALIBI":
         names.append("alibi")
     if logits_soft_cap is not None and logits_soft_cap > 0:
         names.append("soft_cap")
