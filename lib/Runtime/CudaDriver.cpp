@@ -64,6 +64,8 @@ static Loaded load() {
   ATTN_RESOLVE(launchKernel, cuLaunchKernel)
   ATTN_RESOLVE(memcpyHtoDAsync, cuMemcpyHtoDAsync)
 #undef ATTN_RESOLVE
+  l.table.launchKernelEx = reinterpret_cast<decltype(l.table.launchKernelEx)>(
+      dlsym(lib, ATTN_STR(cuLaunchKernelEx)));
   if (missing) {
     l.status = Status(StatusCode::CudaUnavailable,
                       "libcuda.so.1 lacks " + which + " (driver too old)");

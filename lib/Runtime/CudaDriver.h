@@ -38,6 +38,9 @@ struct CudaDriver {
   decltype(&::cuFuncSetAttribute) funcSetAttribute;
   decltype(&::cuLaunchKernel) launchKernel;
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync;
+  /// Optional (CUDA 12+ drivers): null when the driver lacks it; the
+  /// launcher then launches plainly (no programmatic dependent launch).
+  decltype(&::cuLaunchKernelEx) launchKernelEx;
 };
 
 /// Loads libcuda.so.1 and cuInit()s once; returns the table or nullptr with

@@ -13,6 +13,8 @@
 
 #include "attn/Runtime/Launcher.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -269,14 +271,58 @@ static Status bindArgs(const KernelManifest &k, const PlanView &plan,
   return Status::success();
 }
 
+/// Whether programmatic dependent launch is allowed (ATTN_NO_PDL=1 turns it
+/// off, e.g. to measure what it is worth).
+static bool pdlEnabled() {
+  static const bool enabled = [] {
+    const char *e = std::getenv("ATTN_NO_PDL");
+    return !(e && *e && std::strcmp(e, "0") != 0);
+  }();
+  return enabled;
+}
+
+/// Launches `k`. A kernel whose manifest says `pdl` (it begins with
+/// griddepcontrol.wait) is launched with programmatic stream serialization:
+/// it may start while the previous kernel on the stream drains, and waits
+/// for that kernel's writes itself. Stream capture records this as a
+/// programmatic graph edge, so graphs keep the same semantics.
 static Status launch(const CudaDriver &d, const Module &m, const KernelManifest &k,
                      uint32_t grid, ParamBlock &pb, uint64_t stream) {
   CUfunction f = static_cast<CUfunction>(m.function(k.name));
+  CUstream s = reinterpret_cast<CUstream>(stream);
+  if (k.pdl && d.launchKernelEx && pdlEnabled()) {
+    CUlaunchAttribute attr[1] = {};
+    attr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr[0].value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = grid, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+    cfg.blockDimX = uint32_t(k.threads), cfg.blockDimY = 1, cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = uint32_t(k.shared_bytes);
+    cfg.hStream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CUresult r = d.launchKernelEx(&cfg, f, pb.params, nullptr);
+    return r == CUDA_SUCCESS
+               ? Status::success()
+               : cudaFailure(d, ("cuLaunchKernelEx(" + k.name + ")").c_str(), r);
+  }
   CUresult r = d.launchKernel(f, grid, 1, 1, uint32_t(k.threads), 1, 1,
-                              uint32_t(k.shared_bytes),
-                              reinterpret_cast<CUstream>(stream), pb.params, nullptr);
+                              uint32_t(k.shared_bytes), s, pb.params, nullptr);
   return r == CUDA_SUCCESS ? Status::success()
                            : cudaFailure(d, ("cuLaunchKernel(" + k.name + ")").c_str(), r);
+}
+
+/// The merge grid the manifest's launch shape asks for (docs/Manifest.md):
+/// max_ctas in graph mode (the kernel is grid-strided), else the number of
+/// units, or of (unit, row) pairs, capped at max_ctas.
+static int32_t mergeGrid(const KernelManifest &k, const PlanView &plan) {
+  int64_t maxCtas = plan.header(kHdrMaxCtas);
+  if (plan.header(kHdrGraphMode) != 0)
+    return int32_t(maxCtas);
+  int64_t work = plan.numMergeUnits();
+  if (k.merge_grid == MergeGrid::UnitRows)
+    work *= plan.slotRows();
+  return int32_t(std::min(work, maxCtas));
 }
 
 static Status lookup(const Module &m, std::string_view name, KernelRole role,
@@ -307,9 +353,7 @@ Status runMerge(const Module &m, std::string_view mergeKernel, const PlanView &p
     return l;
   if (Status c = checkAgainstPlanView(*k, plan); !c.ok())
     return c;
-  bool graph = plan.header(kHdrGraphMode) != 0;
-  int32_t grid = graph ? plan.header(kHdrMaxCtas)
-                       : std::min(plan.numMergeUnits(), plan.header(kHdrMaxCtas));
+  int32_t grid = mergeGrid(*k, plan);
   if (grid == 0)
     return Status::success();
   ParamBlock pb;
@@ -355,9 +399,7 @@ Status run(const Module &m, std::string_view attentionKernel,
       return l;
   if (!needMerge)
     return Status::success();
-  bool graph = plan.header(kHdrGraphMode) != 0;
-  int32_t grid = graph ? plan.header(kHdrMaxCtas)
-                       : std::min(plan.numMergeUnits(), plan.header(kHdrMaxCtas));
+  int32_t grid = mergeGrid(*mk, plan);
   return grid > 0 ? launch(*d, m, *mk, uint32_t(grid), pbMerge, stream)
                   : Status::success();
 }

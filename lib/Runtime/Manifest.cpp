@@ -174,6 +174,19 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
         return r.fail(cw + ": per_item >= 0 and per_kv_token >= 1");
     }
   }
+  if (out->role == KernelRole::Merge) {
+    std::string grid = "units";
+    int32_t pdl = 0;
+    if (!r.getString(k, "merge_ctas", where, &grid, false) ||
+        !r.getInt(k, "pdl", where, &pdl, false))
+      return false;
+    if (grid == "units") out->merge_grid = MergeGrid::Units;
+    else if (grid == "unit_rows") out->merge_grid = MergeGrid::UnitRows;
+    else return r.fail(where + ": merge_ctas must be \"units\" or \"unit_rows\"");
+    if (pdl != 0 && pdl != 1)
+      return r.fail(where + ": pdl must be 0 or 1");
+    out->pdl = pdl == 1;
+  }
   if (const Value *vp = k.get("variant_params")) {
     if (vp->kind != Value::Kind::Array)
       return r.fail(where + ": variant_params must be an array");

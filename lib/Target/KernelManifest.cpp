@@ -101,9 +101,24 @@ json::Object attn::getMergeKernelManifest(const MergeKernelSpec &spec,
       {"head_dim", spec.headDim},
       {"num_qo_heads", numQoHeads},
       {"num_kv_heads", numKVHeads},
+      // One CTA per (merge unit, row): grid min(units * slot_rows, max_ctas).
+      {"merge_ctas", "unit_rows"},
+      // Waits with griddepcontrol.wait: may be launched as a programmatic
+      // dependent of the attention grid.
+      {"pdl", spec.usesPDL() ? 1 : 0},
       {"lse_base", 2},
       {"args", getManifestArgs(info)},
   };
+  if (spec.outputTransform) {
+    json::Array variants, variantParams;
+    for (const std::string &name : spec.variantNames)
+      variants.push_back(name);
+    for (const auto &[name, kind] : spec.params)
+      variantParams.push_back(json::Object{{"name", name}, {"type", kind}});
+    kernel["variants"] = std::move(variants);
+    kernel["variant_params"] = std::move(variantParams);
+    kernel["output_transform"] = true;
+  }
   addManifestResources(kernel, usage);
   return kernel;
 }

@@ -194,3 +194,27 @@ TEST(Manifest, JsonEscapesAndNumbers) {
   ASSERT_TRUE(parseManifest(ex, &m).ok());
   EXPECT_EQ(m.compiler_version, "attn \xc3\xa9 \"q\" \n");
 }
+
+TEST(Manifest, MergeLaunchShapeAndPDL) {
+  std::string ex = kExample;
+  // Without the fields (older manifests): one CTA per unit, plain launch.
+  Manifest m;
+  ASSERT_TRUE(parseManifest(ex, &m).ok());
+  const KernelManifest *k = m.find("attn_merge_d128");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->merge_grid, MergeGrid::Units);
+  EXPECT_FALSE(k->pdl);
+  std::string rows = replace(ex, "\"role\": \"merge\",",
+                             "\"role\": \"merge\", \"merge_ctas\": \"unit_rows\", \"pdl\": 1,");
+  ASSERT_TRUE(parseManifest(rows, &m).ok());
+  k = m.find("attn_merge_d128");
+  EXPECT_EQ(k->merge_grid, MergeGrid::UnitRows);
+  EXPECT_TRUE(k->pdl);
+  Status s = parseManifest(
+      replace(rows, "\"unit_rows\"", "\"rows\""), &m);
+  EXPECT_EQ(s.code(), StatusCode::ManifestParseError);
+  EXPECT_NE(s.message().find("merge_ctas"), std::string::npos) << s.message();
+  s = parseManifest(replace(rows, "\"pdl\": 1", "\"pdl\": 2"), &m);
+  EXPECT_EQ(s.code(), StatusCode::ManifestParseError);
+  EXPECT_NE(s.message().find("pdl"), std::string::npos) << s.message();
+}

@@ -45,6 +45,12 @@ constexpr const char *kPartialLse = "partial_lse";
 constexpr const char *kSlotRows = "slot_rows"; ///< i32: row stride of a partial slot
 } // namespace plan_args
 
+/// A merge kernel's launch shape (manifest "merge_ctas"): `Units` one CTA
+/// per merge unit, grid min(units, max_ctas); `UnitRows` one CTA per (unit,
+/// row), grid min(units * slot_rows, max_ctas). Graph mode: max_ctas either
+/// way (the kernel is grid-strided).
+enum class MergeGrid : int32_t { Units = 0, UnitRows = 1 };
+
 struct ManifestArg {
   std::string name;
   ArgKind kind = ArgKind::Ptr;
@@ -72,6 +78,11 @@ struct KernelManifest {
   int32_t cost_per_item = 0, cost_per_kv_token = 1;
   std::vector<ManifestVariantParam> variant_params;
   std::vector<ManifestArg> args;
+  // Merge kernels: "merge_ctas" (the launch shape) and "pdl".
+  MergeGrid merge_grid = MergeGrid::Units;
+  /// The kernel waits (griddepcontrol.wait) for the grid before it: the
+  /// runtime may launch it with programmatic stream serialization.
+  bool pdl = false;
 
   /// The planner candidate this kernel implements.
   TileCandidate candidate() const {

@@ -7,7 +7,9 @@
 // Reads each tiled attn.attention into a plain kernel spec and hands it to a
 // generator: decode tiles (q = 16) to the persistent split-KV decode kernel
 // (DecodeKernel.cpp), larger tiles to the prefill kernel (PrefillKernel.cpp),
-// plus one LSE merge kernel per (head_dim, dtype). A bit-packed custom mask
+// plus one LSE merge kernel per (head_dim, dtype), or per variant set when
+// the variants transform the output (the merge applies the transform). A
+// bit-packed custom mask
 // operand becomes the kernels' `custom_mask` / `mask_indptr` arguments (the
 // offsets are a host-side array: the IR's mask is one flat tensor). The
 // generators dedupe by kernel name, which encodes every field of a spec, so
@@ -224,8 +226,25 @@ mlir::attn::convertAttnToGPU(ModuleOp module,
     merge.headDim = op.getHeadDim();
     merge.dtype = shape->dtype;
     merge.chip = options.chip;
-    FailureOr<std::string> mergeKernel =
-        gen::buildMergeKernel(module, merge, options.gpuModuleName);
+    // Partials are untransformed: an output transform applies once, to the
+    // merged rows, so the merge kernel carries the variants' hooks.
+    if (llvm::any_of(shape->variants, [](VariantOp v) {
+          return bool(v.getHook(HookKind::output_transform));
+        })) {
+      auto params = gen::getVariantParamArgs(shape->variants);
+      if (failed(params))
+        return failure();
+      merge.outputTransform = true;
+      merge.variantNames = shape->variantNames;
+      for (const gen::VariantParamArg &p : *params)
+        merge.params.push_back({p.name, p.kind});
+      merge.numQoHeads = op.getNumQoHeads();
+      merge.numKVHeads = op.getNumKVHeads();
+      merge.indexing = shape->indexing;
+      merge.pageSize = shape->pageSize;
+    }
+    FailureOr<std::string> mergeKernel = gen::buildMergeKernel(
+        module, merge, shape->variants, options.gpuModuleName);
     if (failed(mergeKernel))
       return failure();
     GeneratedKernel mergeRecord{GeneratedKernel::Kind::Merge, *mergeKernel};

@@ -128,10 +128,13 @@ private:
 };
 
 /// Emits the body of the LSE merge kernel (MergeKernel.cpp) into `func`,
-/// whose arguments are those of getMergeLaunchInfo.
+/// whose arguments are those of getMergeLaunchInfo; with
+/// spec.outputTransform, the output-transform hooks of `variants` (whose
+/// parameters are the trailing arguments) apply to the merged rows.
 void emitMergeKernelBody(mlir::ImplicitLocOpBuilder &b,
                          mlir::gpu::GPUFuncOp func,
-                         const MergeKernelSpec &spec);
+                         const MergeKernelSpec &spec,
+                         llvm::ArrayRef<mlir::attn::VariantOp> variants = {});
 
 } // namespace detail
 } // namespace attn

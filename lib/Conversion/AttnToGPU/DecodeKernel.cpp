@@ -451,14 +451,28 @@ buildDecodeKernelImpl(ModuleOp module, const DecodeKernelSpec &spec,
   return name;
 }
 
-static FailureOr<std::string> buildMergeKernelImpl(ModuleOp module,
-                                              const MergeKernelSpec &spec,
-                                              StringRef gpuModuleName) {
+static FailureOr<std::string>
+buildMergeKernelImpl(ModuleOp module, const MergeKernelSpec &spec,
+                     ArrayRef<mlir::attn::VariantOp> variants,
+                     StringRef gpuModuleName) {
   if (llvm::Error err = spec.validate())
     return module.emitError("invalid merge kernel spec: ")
            << llvm::toString(std::move(err));
   MLIRContext *ctx = module.getContext();
   loadKernelDialects(ctx);
+  // With an output transform the kernel binds every variant parameter, in
+  // the attention kernel's order and names.
+  SmallVector<VariantParamArg> params;
+  if (spec.outputTransform) {
+    FailureOr<SmallVector<VariantParamArg>> all = getVariantParamArgs(variants);
+    if (failed(all))
+      return failure();
+    params = std::move(*all);
+    if (params.size() != spec.params.size())
+      return module.emitError("merge kernel spec lists ")
+             << spec.params.size() << " variant parameters, its variants have "
+             << params.size();
+  }
   ImplicitLocOpBuilder b(module.getLoc(), ctx);
   gpu::GPUModuleOp gpuModule = getOrCreateGPUModule(module, b, gpuModuleName);
   std::string name = spec.getKernelName();
@@ -468,7 +482,9 @@ static FailureOr<std::string> buildMergeKernelImpl(ModuleOp module,
   Type elt = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
                                              : Type(b.getF16Type());
   gpu::GPUFuncOp func = createKernelFunc(b, gpuModule, info, elt, 0);
-  emitMergeKernelBody(b, func, spec);
+  if (spec.outputTransform)
+    setVariantParamTypes(func, params);
+  emitMergeKernelBody(b, func, spec, variants);
   return name;
 }
 
@@ -490,6 +506,12 @@ FailureOr<std::string> buildDecodeKernel(ModuleOp module,
 FailureOr<std::string> buildMergeKernel(ModuleOp module,
                                         const MergeKernelSpec &spec,
                                         StringRef gpuModuleName) {
-  return buildMergeKernelImpl(module, spec, gpuModuleName);
+  return buildMergeKernelImpl(module, spec, {}, gpuModuleName);
+}
+FailureOr<std::string>
+buildMergeKernel(ModuleOp module, const MergeKernelSpec &spec,
+                 ArrayRef<mlir::attn::VariantOp> variants,
+                 StringRef gpuModuleName) {
+  return buildMergeKernelImpl(module, spec, variants, gpuModuleName);
 }
 } // namespace attn

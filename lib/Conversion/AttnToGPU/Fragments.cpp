@@ -119,6 +119,16 @@ void attn::detail::syncWarp(ImplicitLocOpBuilder &b) {
   NVVM::SyncWarpOp::create(b, b.getLoc(), all);
 }
 
+void attn::detail::gridDepControlWait(ImplicitLocOpBuilder &b) {
+  NVVM::GriddepcontrolOp::create(b, b.getLoc(),
+                                 NVVM::GridDepActionKind::wait);
+}
+
+void attn::detail::gridDepControlLaunchDependents(ImplicitLocOpBuilder &b) {
+  NVVM::GriddepcontrolOp::create(b, b.getLoc(),
+                                 NVVM::GridDepActionKind::launch_dependents);
+}
+
 void attn::detail::setOccupancyHints(Operation *gpuFunc, int64_t minCTAsPerSM) {
   if (minCTAsPerSM <= 0)
     return;

@@ -126,6 +126,14 @@ void cpAsyncWait(mlir::ImplicitLocOpBuilder &b, int32_t pending);
 /// `bar.warp.sync 0xffffffff`.
 void syncWarp(mlir::ImplicitLocOpBuilder &b);
 
+/// Programmatic dependent launch (sm_90+): `griddepcontrol.wait` blocks
+/// until the grids this one depends on have completed and their writes are
+/// visible; `griddepcontrol.launch_dependents` lets a dependent grid launched
+/// with programmatic stream serialization start before this one ends. Both
+/// are no-ops without such a launch.
+void gridDepControlWait(mlir::ImplicitLocOpBuilder &b);
+void gridDepControlLaunchDependents(mlir::ImplicitLocOpBuilder &b);
+
 /// Loads / registers the NVVM dialect (kept here with the other NVVM uses).
 void loadNVVMDialect(mlir::MLIRContext *ctx);
 void insertNVVMDialect(mlir::DialectRegistry &registry);

@@ -87,7 +87,15 @@ std::string DecodeKernelSpec::getKernelName() const {
 std::string MergeKernelSpec::getKernelName() const {
   if (!kernelName.empty())
     return kernelName;
-  return formatv("attn_merge_{0}_d{1}", stringifyDType(dtype), headDim).str();
+  std::string name =
+      formatv("attn_merge_{0}_d{1}", stringifyDType(dtype), headDim).str();
+  if (!outputTransform)
+    return name;
+  return name +
+         formatv("_h{0}x{1}_{2}", numQoHeads, numKVHeads,
+                 getKVNameWord(indexing, pageSize))
+             .str() +
+         getVariantNameSuffix(variantNames, /*customMask=*/false);
 }
 
 /// Parses the number of "sm_NN[a]"; returns 0 when malformed.
@@ -166,6 +174,12 @@ DecodeSmemLayout attn::getDecodeSmemLayout(const DecodeKernelSpec &spec) {
   return layout;
 }
 
+bool attn::chipSupportsPDL(llvm::StringRef chip) {
+  return getSMNumber(chip) >= 90;
+}
+
+bool MergeKernelSpec::usesPDL() const { return chipSupportsPDL(chip); }
+
 llvm::Error MergeKernelSpec::validate() const {
   if (headDim != 64 && headDim != 128 && headDim != 256)
     return createStringError("head_dim must be 64, 128 or 256, got %lld",
@@ -173,6 +187,19 @@ llvm::Error MergeKernelSpec::validate() const {
   if (numWarps < 1 || numWarps > 32)
     return createStringError("num_warps must be in [1, 32], got %lld",
                              (long long)numWarps);
+  // A CTA merges one row: its threads form parts of head_dim / 8 threads.
+  if ((numWarps * 32) % (headDim / 8) != 0)
+    return createStringError("num_warps * 32 must be a multiple of "
+                             "head_dim / 8");
+  if (outputTransform) {
+    if (numQoHeads <= 0 || numKVHeads <= 0 || numQoHeads % numKVHeads)
+      return createStringError("a merge kernel with an output transform "
+                               "needs the head counts");
+    bool pow2 = pageSize > 0 && (pageSize & (pageSize - 1)) == 0;
+    if (indexing == KVIndexingKind::Paged && !pow2)
+      return createStringError("page_size must be a power of two, got %lld",
+                               (long long)pageSize);
+  }
   if (getSMNumber(chip) < 80)
     return createStringError("the merge kernel needs sm_80 or newer, got %s",
                              chip.c_str());
@@ -233,7 +260,8 @@ KernelLaunchInfo attn::getMergeLaunchInfo(const MergeKernelSpec &spec) {
   KernelLaunchInfo info;
   info.kernelName = spec.getKernelName();
   info.blockDimX = spec.numWarps * 32;
-  info.gridX = "merge_ctas";
+  // One CTA per (merge unit, row), grid-strided (manifest merge_ctas).
+  info.gridX = "min(merge_units * slot_rows, max_ctas)";
   info.gridY = "1";
   info.dynamicSharedMemBytes = 0;
   std::string dt = stringifyDType(spec.dtype).str();
@@ -248,5 +276,14 @@ KernelLaunchInfo attn::getMergeLaunchInfo(const MergeKernelSpec &spec) {
       {"lse", "ptr", "f32", "[total_q_rows, num_qo_heads]"},
       {"qo_indptr", "ptr", "i32", "[batch + 1]"},
   };
+  if (spec.outputTransform) {
+    // The output transform sees the query's position, from the KV length.
+    info.args.push_back({"kv_indptr", "ptr", "i32", "[batch + 1]"});
+    if (spec.indexing == KVIndexingKind::Paged)
+      info.args.push_back({"kv_last_len", "ptr", "i32", "[batch]"});
+    for (const auto &[name, kind] : spec.params)
+      info.args.push_back({name, kind, kind == "ptr" ? "f32" : "",
+                           kind == "ptr" ? "[num_qo_heads]" : ""});
+  }
   return info;
 }

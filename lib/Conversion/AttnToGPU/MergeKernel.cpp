@@ -11,23 +11,39 @@
 //   m = max_i lse_i,  w_i = 2^(lse_i - m),  o = sum_i w_i o_i / sum_i w_i,
 //   lse = m + log2(sum_i w_i)
 //
-// (all -inf gives output 0 and LSE -inf). The kernel is grid-strided over
-// the units (`for u = blockIdx.x; u < plan[4]; u += gridDim.x`), so a graph
-// captured with a fixed grid serves every plan. Inside a unit, a thread owns 8
-// consecutive elements of one row; when the unit's rows x head_dim / 8
-// elements need fewer threads than the CTA has, the CTA's threads form
-// several "parts" and part p merges slots first + p, first + p + parts, ...
-// in ONE online pass (running max, rescaled sum and accumulator, 4 slots'
-// loads in flight per step); part 0 then combines the parts' states through
-// shared memory and writes o/lse. A long split (one request over the whole
-// GPU: ~66 slots per unit) thus costs a few load latencies instead of two
-// serial walks over every slot. gqa_pack and the query head count come from
-// the plan header, so one kernel serves every head configuration of its
+// (all -inf gives output 0 and LSE -inf).
+//
+// One CTA merges one row of one unit: the kernel is grid-strided over the
+// (row, unit) pairs `v = row * plan[4] + unit`, v < plan[4] * slot_rows, rows
+// past the unit's row_count skipping (the manifest's `merge_ctas:
+// "unit_rows"`: grid min(units * slot_rows, max_ctas), max_ctas in graph mode,
+// so a graph captured with a fixed grid serves every plan). Row-major order
+// puts the pairs that exist first, so a short grid spreads them evenly.
+// Inside the CTA, a thread owns 8 consecutive elements of the row; the
+// CTA's threads form NT / (head_dim / 8) "parts" (16 for head_dim 128) and
+// part p merges slots first + p, first + p + parts, ... in ONE online pass
+// with kUnroll slots' loads in flight per step; part 0 then combines the
+// parts' states through shared memory and writes o/lse. A long split (one
+// request over the whole GPU: 66 slots per unit in D4) costs one round of
+// loads instead of a walk. gqa_pack and the query head count come from the
+// plan header, so one kernel serves every head configuration of its
 // head_dim and dtype.
+//
+// On sm_90+ the kernel first executes `griddepcontrol.wait`: launched with
+// programmatic stream serialization (manifest `pdl`), its CTAs may start
+// while the attention grid drains, and wait here until that grid's writes
+// are visible; launched plainly, the wait returns at once.
+//
+// Output transform: partial slots hold untransformed outputs. When the
+// spec's variants have an output_transform hook, the merged row is
+// transformed before the narrowing store, with the query's position
+// p = kv_len - qo_len + token (kv_len from kv_indptr / kv_last_len) and its
+// query head, exactly as the attention kernel transforms a Direct item.
 //
 //===----------------------------------------------------------------------===//
 
 #include "DecodeEmitter.h"
+#include "attn/Conversion/AttnToGPU/VariantParams.h"
 #include "attn/Runtime/Plan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -42,14 +58,14 @@ using namespace ::attn::detail;
 
 namespace rt = ::attn::runtime;
 
-/// Slots each thread loads per step of its online pass.
-static constexpr int64_t kMergeUnroll = 4;
-
-void ::attn::detail::emitMergeKernelBody(ImplicitLocOpBuilder &b,
-                                       gpu::GPUFuncOp func,
-                                       const MergeKernelSpec &spec) {
+void ::attn::detail::emitMergeKernelBody(
+    ImplicitLocOpBuilder &b, gpu::GPUFuncOp func, const MergeKernelSpec &spec,
+    ArrayRef<mlir::attn::VariantOp> variants) {
+  using mlir::attn::HookKind;
   KernelBuilder kb(b);
   MLIRContext *ctx = b.getContext();
+  const int64_t D = spec.headDim, chunks = D / 8, NT = spec.numWarps * 32;
+  const int64_t U = MergeKernelSpec::kUnroll;
   // Copy the arguments out before the workgroup attribution adds a block
   // argument (the argument list may move).
   SmallVector<Value> args(func.getArguments().begin(),
@@ -57,7 +73,20 @@ void ::attn::detail::emitMergeKernelBody(ImplicitLocOpBuilder &b,
   Value plan = args[0], mergeIndptr = args[1], mergeUnits = args[2];
   Value partialO = args[3], partialLse = args[4], slotRowsArg = args[5];
   Value out = args[6], lse = args[7], qoIndptr = args[8];
-  const int64_t D = spec.headDim, chunks = D / 8, NT = spec.numWarps * 32;
+  Value kvIndptr, kvLastLen;
+  b.setInsertionPointToStart(&func.getBody().front());
+  mlir::attn::VariantHooks hooks;
+  const bool transform = spec.outputTransform;
+  if (transform) {
+    bool paged = spec.indexing == KVIndexingKind::Paged;
+    kvIndptr = args[9];
+    if (paged)
+      kvLastLen = args[10];
+    SmallVector<Value> params =
+        getVariantParamValues(b, func, spec.params.size());
+    hooks = mlir::attn::VariantHooks(
+        variants, params, {spec.headDim, spec.numQoHeads, spec.numKVHeads});
+  }
   Type f32 = b.getF32Type();
   // Per-thread merge state for the cross-part combine: acc[8] at tid*8, the
   // running max at NT*8 + tid and the running sum at NT*9 + tid.
@@ -65,7 +94,11 @@ void ::attn::detail::emitMergeKernelBody(ImplicitLocOpBuilder &b,
       {NT * 10}, f32, MemRefLayoutAttrInterface{},
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   Value smem = func.addWorkgroupAttribution(smemType, b.getLoc());
-  b.setInsertionPointToStart(&func.getBody().front());
+
+  // Nothing this kernel reads may be read before the attention grid's
+  // writes are visible (a no-op without a programmatic launch).
+  if (spec.usesPDL())
+    gridDepControlWait(b);
 
   Type eltType = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
                                                  : Type(b.getF16Type());
@@ -92,42 +125,30 @@ void ::attn::detail::emitMergeKernelBody(ImplicitLocOpBuilder &b,
   Value zeroVec = arith::ConstantOp::create(
       b, f32x8, DenseElementsAttr::get(f32x8, b.getF32FloatAttr(0.0f)));
 
-  auto unitLoop = scf::ForOp::create(b, cta, numUnits, grid);
-  b.setInsertionPointToStart(unitLoop.getBody());
-  Value u = unitLoop.getInductionVar();
+  // The row's 8-element chunks are spread over `chunks` threads; the CTA's
+  // threads form `parts` such groups.
+  const int64_t parts = NT / chunks;
+  Value part = kb.divu(tid, chunks);
+  Value chunk = kb.remu(tid, chunks);
+
+  auto pairLoop =
+      scf::ForOp::create(b, cta, kb.mul(numUnits, slotRows), grid);
+  b.setInsertionPointToStart(pairLoop.getBody());
+  Value v = pairLoop.getInductionVar();
+  Value row = kb.divu(v, numUnits);
+  Value u = kb.remu(v, numUnits);
+  Value unitBase = kb.mul(u, rt::kMergeUnitWords);
+  Value rowCount = loadIndex(mergeUnits, kb.add(unitBase, 3));
+  // CTA-uniform: the barriers inside are reached by every thread or none.
+  auto ifRow = scf::IfOp::create(b, kb.slt(row, rowCount), false);
+  b.setInsertionPointToStart(&ifRow.getThenRegion().front());
   Value firstSlot = loadIndex(mergeIndptr, u);
   Value lastSlot = loadIndex(mergeIndptr, kb.add(u, 1));
-  Value unitBase = kb.mul(u, rt::kMergeUnitWords);
-  Value request = loadIndex(mergeUnits, unitBase);
-  Value headGroup = loadIndex(mergeUnits, kb.add(unitBase, 1));
-  Value rowBegin = loadIndex(mergeUnits, kb.add(unitBase, 2));
-  Value rowCount = loadIndex(mergeUnits, kb.add(unitBase, 3));
-  Value qoStart = loadIndex(qoIndptr, request);
 
-  // The unit's elements (row, 8-wide chunk) are spread over `span` threads;
-  // the CTA's threads form `parts` such groups, part p walking slots
-  // first + p, first + p + parts, ... (one online pass), then part 0
-  // combines the parts through shared memory.
-  Value numElts = kb.mul(rowCount, chunks);
-  Value span = kb.mins(numElts, kb.idx(NT));
-  Value parts = kb.divu(kb.idx(NT), span);
-  Value part = kb.divu(tid, span);
-  Value lane = kb.remu(tid, span);
-  Value active = kb.slt(part, parts);
-  Value step = kb.mul(parts, kMergeUnroll);
-
-  auto baseLoop = scf::ForOp::create(b, kb.idx(0), numElts, span);
-  b.setInsertionPointToStart(baseLoop.getBody());
-  Value e = kb.add(baseLoop.getInductionVar(), lane);
-  Value valid = arith::AndIOp::create(b, active, kb.slt(e, numElts));
-  Value eSafe = kb.select(valid, e, kb.idx(0));
-  Value row = kb.divu(eSafe, chunks);
-  Value chunk = kb.remu(eSafe, chunks);
-  Value start = kb.select(valid, kb.add(firstSlot, part), lastSlot);
-
-  // One online pass over this part's slots, kMergeUnroll slots per step so
-  // that their loads are in flight together.
-  auto slotLoop = scf::ForOp::create(b, start, lastSlot, step,
+  // One online pass over this part's slots, U slots per step so that their
+  // loads are in flight together.
+  auto slotLoop = scf::ForOp::create(b, kb.add(firstSlot, part), lastSlot,
+                                     kb.idx(parts * U),
                                      ValueRange{negInf, zeroF, zeroVec});
   {
     OpBuilder::InsertionGuard guard(b);
@@ -137,9 +158,10 @@ void ::attn::detail::emitMergeKernelBody(ImplicitLocOpBuilder &b,
     Value sum = slotLoop.getRegionIterArgs()[1];
     Value acc = slotLoop.getRegionIterArgs()[2];
     SmallVector<Value> ls, os;
-    for (int64_t k = 0; k < kMergeUnroll; ++k) {
-      Value sk = k == 0 ? s : kb.add(s, kb.mul(parts, k));
+    for (int64_t k = 0; k < U; ++k) {
+      Value sk = k == 0 ? s : kb.add(s, kb.idx(parts * k));
       Value ok = k == 0 ? Value() : kb.slt(sk, lastSlot);
+      // Slots past the end reload slot s (in bounds) with weight 0.
       Value slot = k == 0 ? s : kb.select(ok, sk, s);
       Value slotRow = kb.add(kb.mul(slot, slotRows), row);
       Value l = memref::LoadOp::create(b, partialLse, ValueRange{slotRow});
@@ -176,17 +198,16 @@ void ::attn::detail::emitMergeKernelBody(ImplicitLocOpBuilder &b,
   memref::StoreOp::create(b, sumOwn, smem, ValueRange{kb.add(tid, NT * 9)});
   gpu::BarrierOp::create(b);
 
-  Value writer = arith::AndIOp::create(b, valid, kb.eq(part, kb.idx(0)));
-  auto ifWriter = scf::IfOp::create(b, writer, false);
+  auto ifWriter = scf::IfOp::create(b, kb.eq(part, kb.idx(0)), false);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifWriter.getThenRegion().front());
-    auto combine = scf::ForOp::create(b, kb.idx(1), parts, kb.idx(1),
+    auto combine = scf::ForOp::create(b, kb.idx(1), kb.idx(parts), kb.idx(1),
                                       ValueRange{mOwn, sumOwn, accOwn});
     {
       OpBuilder::InsertionGuard guard2(b);
       b.setInsertionPointToStart(combine.getBody());
-      Value q = kb.add(kb.mul(combine.getInductionVar(), span), lane);
+      Value q = kb.add(kb.mul(combine.getInductionVar(), chunks), chunk);
       Value m = combine.getRegionIterArgs()[0];
       Value sum = combine.getRegionIterArgs()[1];
       Value acc = combine.getRegionIterArgs()[2];
@@ -208,10 +229,36 @@ void ::attn::detail::emitMergeKernelBody(ImplicitLocOpBuilder &b,
     Value inv = kb.select(nonEmpty, kb.fdiv(kb.f32(1.0f), sum), zeroF);
     Value acc = arith::MulFOp::create(b, combine.getResult(2), splat(inv));
 
+    Value request = loadIndex(mergeUnits, unitBase);
+    Value headGroup = loadIndex(mergeUnits, kb.add(unitBase, 1));
+    Value rowBegin = loadIndex(mergeUnits, kb.add(unitBase, 2));
+    Value qoStart = loadIndex(qoIndptr, request);
     Value packed = kb.add(rowBegin, row);
     Value token = kb.divu(packed, pack);
     Value head = kb.add(kb.mul(headGroup, pack), kb.remu(packed, pack));
     Value outRow = kb.add(kb.mul(kb.add(qoStart, token), numQoHeads), head);
+    if (transform && hooks.has(HookKind::output_transform)) {
+      // The query's position, as the attention kernel computes it.
+      Value next = kb.add(request, 1);
+      Value qoLen = kb.sub(loadIndex(qoIndptr, next), qoStart);
+      Value kvBegin = loadIndex(kvIndptr, request);
+      Value kvCount = kb.sub(loadIndex(kvIndptr, next), kvBegin);
+      Value kvLen = kvCount;
+      if (kvLastLen) {
+        Value last = loadIndex(kvLastLen, request);
+        kvLen = kb.select(
+            kb.sgt(kvCount, kb.idx(0)),
+            kb.add(kb.mul(kb.sub(kvCount, kb.idx(1)), spec.pageSize), last),
+            kb.idx(0));
+      }
+      Value qPos = kb.add(kb.sub(kvLen, qoLen), token);
+      for (int64_t j = 0; j < 8; ++j) {
+        Value x = vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{j});
+        Value dim = kb.add(kb.mul(chunk, 8), j);
+        Value y = hooks.emitOutputTransform(b, b.getLoc(), x, dim, qPos, head);
+        acc = vector::InsertOp::create(b, y, acc, ArrayRef<int64_t>{j});
+      }
+    }
     Value narrow =
         arith::TruncFOp::create(b, VectorType::get({8}, eltType), acc);
     auto store = vector::StoreOp::create(
@@ -224,9 +271,9 @@ void ::attn::detail::emitMergeKernelBody(ImplicitLocOpBuilder &b,
         b, kb.select(nonEmpty, kb.fadd(mMax, kb.log2(sum)), negInf), lse,
         ValueRange{outRow});
   }
-  // Shared memory is reused by the next element block or unit.
+  // Shared memory is reused by the CTA's next (row, unit).
   gpu::BarrierOp::create(b);
 
-  b.setInsertionPointAfter(unitLoop);
+  b.setInsertionPointAfter(pairLoop);
   gpu::ReturnOp::create(b);
 }

@@ -189,6 +189,12 @@ void DecodeKernelEmitter::computeTile(const WorkItemValues &item, Value tile,
 
 void DecodeKernelEmitter::emitEpilogue(const WorkItemValues &item,
                                        SoftmaxState &st) {
+  // sm_90+: the merge kernel, launched as a programmatic dependent, may be
+  // scheduled once every CTA is this far (it waits for this grid's writes
+  // with griddepcontrol.wait before reading them); without such a launch
+  // this is a no-op.
+  if (chipSupportsPDL(spec.chip))
+    gridDepControlLaunchDependents(b);
   for (int64_t r = 0; r < 2; ++r)
     st.l[r] = kb.quadSum(st.l[r]);
 
@@ -307,7 +313,8 @@ void DecodeKernelEmitter::emitEpilogue(const WorkItemValues &item,
       b.setInsertionPointToStart(&first.getThenRegion().front());
       memref::StoreOp::create(b, lseValue, lse, ValueRange{outRow});
     }
-    // Split: rows 0.. of the item's partial slot, in f32.
+    // Split: rows 0.. of the item's partial slot, in f32, untransformed:
+    // the merge kernel applies any output transform to the merged row.
     b.setInsertionPointToStart(&write.getElseRegion().front());
     {
       Value slotRow =

@@ -13,9 +13,10 @@
 //              cta_indptr, work_items, partial_o, partial_lse, slot_rows,
 //              q, k_cache, v_cache, o, lse, qo_indptr, kv_indptr,
 //              [kv_indices, kv_last_len,] sm_scale, <variant parameters>
-//   merge      grid-strided over the plan's merge units: plan,
+//   merge      one CTA per (merge unit, row), grid-strided: plan,
 //              merge_indptr, merge_units, partial_o, partial_lse,
-//              slot_rows, o, lse, qo_indptr
+//              slot_rows, o, lse, qo_indptr [, kv_indptr, kv_last_len,
+//              <variant parameters> with an output transform]
 //
 // Every buffer is a bare device pointer (lowered with the bare-pointer memref
 // calling convention); scalars are i32/f32. LSE is base 2; a row with no
@@ -27,8 +28,8 @@
 #define ATTN_CONVERSION_ATTNTOGPU_DECODEKERNEL_H
 
 #include "attn/Conversion/AttnToGPU/KernelSpec.h"
-#include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Conversion/AttnToGPU/VariantParams.h"
+#include "attn/Dialect/Attn/IR/Attn.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -52,6 +53,13 @@ buildDecodeKernel(mlir::ModuleOp module, const DecodeKernelSpec &spec,
 /// Appends the LSE merge kernel for `spec` (deduplicated by name likewise).
 mlir::FailureOr<std::string>
 buildMergeKernel(mlir::ModuleOp module, const MergeKernelSpec &spec,
+                 llvm::StringRef gpuModuleName = "attn_kernels");
+/// The same, for a spec with `outputTransform`: the output-transform hooks
+/// of `variants` apply to the merged rows; spec.params must be
+/// getVariantParamArgs(variants) (names and kinds).
+mlir::FailureOr<std::string>
+buildMergeKernel(mlir::ModuleOp module, const MergeKernelSpec &spec,
+                 llvm::ArrayRef<mlir::attn::VariantOp> variants,
                  llvm::StringRef gpuModuleName = "attn_kernels");
 
 /// Registers every dialect the generated kernels are built from.

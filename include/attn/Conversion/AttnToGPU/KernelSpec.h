@@ -123,10 +123,20 @@ struct DecodeKernelSpec {
   llvm::Error validate() const;
 };
 
-/// The LSE merge kernel of split KV (manifest role "merge"): grid-strided
-/// over the plan's merge units, it combines partial outputs (f32) and LSEs
-/// into o/lse of `dtype`. Head counts and gqa_pack are read from the plan
-/// header, so one kernel serves every head configuration of its head_dim.
+/// The LSE merge kernel of split KV (manifest role "merge"): one CTA per
+/// (merge unit, row) pair, grid-strided over `plan[4] * slot_rows` such
+/// pairs (manifest `merge_ctas: "unit_rows"`), it combines partial outputs
+/// (f32) and LSEs into o/lse of `dtype`. Head counts and gqa_pack are read
+/// from the plan header, so without an output transform one kernel serves
+/// every head configuration of its head_dim.
+///
+/// Partial slots hold untransformed outputs; when the attention's variants
+/// have an output_transform hook, the merge applies it once to the merged
+/// row (`outputTransform`), which makes the kernel specific to the variants,
+/// their parameters (trailing arguments, named as in the attention kernel),
+/// the head configuration and the KV indexing (the hook sees the query's
+/// position p = kv_len - qo_len + token, so the kernel reads the page table's
+/// kv_indptr and kv_last_len).
 struct MergeKernelSpec {
   int64_t headDim = 128;
   KernelDType dtype = KernelDType::BF16;
@@ -134,10 +144,31 @@ struct MergeKernelSpec {
   std::string chip = "sm_90";
   std::string kernelName;
 
-  /// `attn_merge_bf16_d128` unless kernelName is set.
+  /// Apply the variants' output transform to the merged rows. The fields
+  /// below matter only then (and are part of the name).
+  bool outputTransform = false;
+  llvm::SmallVector<std::string> variantNames;
+  /// The variants' runtime parameters as kernel arguments: (name, kind).
+  llvm::SmallVector<std::pair<std::string, std::string>> params;
+  int64_t numQoHeads = 0, numKVHeads = 0;
+  KVIndexingKind indexing = KVIndexingKind::Paged;
+  int64_t pageSize = 16;
+
+  /// Slots each thread loads per step of its pass (all in flight at once).
+  static constexpr int64_t kUnroll = 8;
+
+  /// Programmatic dependent launch (sm_90+): the kernel waits with
+  /// `griddepcontrol.wait` before reading the plan and the partials, so the
+  /// runtime may launch it while the attention grid drains (manifest `pdl`).
+  bool usesPDL() const;
+  /// `attn_merge_bf16_d128` unless kernelName is set; with an output
+  /// transform `attn_merge_bf16_d128_h32x8_p16_<variants>`.
   std::string getKernelName() const;
   llvm::Error validate() const;
 };
+
+/// Whether kernels for `chip` may use griddepcontrol (sm_90 or newer).
+bool chipSupportsPDL(llvm::StringRef chip);
 
 /// One kernel argument, as the launcher passes it.
 struct KernelArg {
