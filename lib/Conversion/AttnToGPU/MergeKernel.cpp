@@ -139,11 +139,18 @@ void ::attn::detail::emitMergeKernelBody(
   Value u = kb.remu(v, numUnits);
   Value unitBase = kb.mul(u, rt::kMergeUnitWords);
   Value rowCount = loadIndex(mergeUnits, kb.add(unitBase, 3));
+  // Everything that depends on the unit alone is loaded here, before the
+  // row test, so these loads overlap each other and the slot loads instead
+  // of forming a chain of round trips (u < plan[4]: all in bounds).
+  Value firstSlot = loadIndex(mergeIndptr, u);
+  Value lastSlot = loadIndex(mergeIndptr, kb.add(u, 1));
+  Value request = loadIndex(mergeUnits, unitBase);
+  Value headGroup = loadIndex(mergeUnits, kb.add(unitBase, 1));
+  Value rowBegin = loadIndex(mergeUnits, kb.add(unitBase, 2));
+  Value qoStart = loadIndex(qoIndptr, request);
   // CTA-uniform: the barriers inside are reached by every thread or none.
   auto ifRow = scf::IfOp::create(b, kb.slt(row, rowCount), false);
   b.setInsertionPointToStart(&ifRow.getThenRegion().front());
-  Value firstSlot = loadIndex(mergeIndptr, u);
-  Value lastSlot = loadIndex(mergeIndptr, kb.add(u, 1));
 
   // One online pass over this part's slots, U slots per step so that their
   // loads are in flight together.
@@ -229,10 +236,6 @@ void ::attn::detail::emitMergeKernelBody(
     Value inv = kb.select(nonEmpty, kb.fdiv(kb.f32(1.0f), sum), zeroF);
     Value acc = arith::MulFOp::create(b, combine.getResult(2), splat(inv));
 
-    Value request = loadIndex(mergeUnits, unitBase);
-    Value headGroup = loadIndex(mergeUnits, kb.add(unitBase, 1));
-    Value rowBegin = loadIndex(mergeUnits, kb.add(unitBase, 2));
-    Value qoStart = loadIndex(qoIndptr, request);
     Value packed = kb.add(rowBegin, row);
     Value token = kb.divu(packed, pack);
     Value head = kb.add(kb.mul(headGroup, pack), kb.remu(packed, pack));
