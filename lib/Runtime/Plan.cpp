@@ -8,8 +8,9 @@
 // persistent grid of num_sms * ctas_per_sm CTAs. Algorithm (docs/Runtime.md):
 //   1. validate every input (monotone indptrs, block lengths, block indices);
 //   2. cost every query tile under every candidate (fixed cost + keys * cost
-//      per key, keys clipped to what causal/window masks leave visible) and pick
-//      the candidate with the smallest estimated makespan (graph mode: fixed);
+//      per key, keys clipped to what causal/window masks leave visible) and
+//      pick the candidate with the smallest estimated makespan (graph mode:
+//      fixed);
 //   3. walk the tiles in (request, row tile, head group) order (when
 //      splitting: the tiles too short to split first, then the rest) and fill
 //      CTA after CTA up to a running target of remaining cost / remaining
@@ -21,6 +22,12 @@
 //      within 9/8 too (no merge pass, no extra chunks: D1's shape).
 // Each CTA boundary splits at most one tile, so work items <= tiles + CTAs,
 // which is how the workspace is sized. Integer arithmetic only: deterministic.
+//
+// Plan time (every batch step, bench/NOTES.md v2d): no allocation and no
+// scratch; a few passes over the requests, each skipped when the cost pass
+// shows it has nothing to do (the split-cost estimate when no tile exceeds the
+// target, either half of the short-tiles-first walk when all tiles are long
+// or short); without a mask, every candidate is costed in one pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,19 +85,20 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   int32_t slotRows = 0;
   for (int32_t i = 0; i < c.num_candidates; ++i) {
     const TileCandidate &t = c.candidates[i];
-    std::string which = "candidate " + std::to_string(i);
+    // Built only for a message: plan() calls this every step.
+    auto which = [i] { return "candidate " + std::to_string(i); };
     if (t.q_rows <= 0 || t.kv_tile <= 0)
       return invalid(StatusCode::InvalidArgument,
-                     which + ": q_rows and kv_tile must be positive");
+                     which() + ": q_rows and kv_tile must be positive");
     if (t.gqa_pack <= 0 || group % t.gqa_pack != 0)
       return invalid(StatusCode::HeadCountMismatch,
-                     which + ": gqa_pack " + std::to_string(t.gqa_pack) +
+                     which() + ": gqa_pack " + std::to_string(t.gqa_pack) +
                          " does not divide the GQA group size " +
                          std::to_string(group));
     if (t.cost_per_item < 0 || t.cost_per_kv_token <= 0)
       return invalid(StatusCode::InvalidArgument,
-                     which + ": cost_per_item must be >= 0 and "
-                             "cost_per_kv_token >= 1");
+                     which() + ": cost_per_item must be >= 0 and "
+                               "cost_per_kv_token >= 1");
     int64_t groups = c.num_qo_heads / t.gqa_pack;
     int64_t tiles =
         groups * (int64_t(c.max_total_q_rows) * t.gqa_pack / t.q_rows +
@@ -145,38 +153,65 @@ size_t planDeviceWorkspaceBytes(const PlanConfig &config) {
 
 namespace {
 
-/// Host-side description of one request's lengths, computed on the fly.
-struct Lengths {
-  const PlanConfig &c;
-  const PlanInputs &in;
-  int32_t qoLen(int32_t b) const { return in.qo_indptr[b + 1] - in.qo_indptr[b]; }
-  int32_t kvLen(int32_t b) const {
-    int32_t n = in.kv_indptr[b + 1] - in.kv_indptr[b];
-    if (c.indexing == KVIndexing::Ragged)
-      return n;
-    if (in.kv_lens)
-      return in.kv_lens[b];
-    return n == 0 ? 0 : (n - 1) * c.block_size + in.kv_last_len[b];
-  }
-};
-
-/// Keys [begin, end) that any row of tokens t0..t1 can see under causal and
-/// window masks (bottom-right aligned: row t sits at kv_len - qo_len + t).
+/// Keys [begin, end) of a request that the rows of a tile can see.
 struct Range {
   int32_t begin, end;
 };
-static Range visibleKeys(const PlanConfig &c, int32_t qoLen, int32_t kvLen,
-                         int32_t t0, int32_t t1) {
-  int64_t begin = 0, end = kvLen;
-  int64_t base = int64_t(kvLen) - qoLen;
-  if (c.causal && !c.has_custom_mask)
-    end = std::clamp<int64_t>(base + t1 + 1, 0, kvLen);
-  if (c.window_left >= 0)
-    begin = std::clamp<int64_t>(base + t0 - c.window_left, 0, kvLen);
-  if (begin > end)
-    begin = end;
-  return {int32_t(begin), int32_t(end)};
-}
+
+/// The batch as the planner reads it, with the config's branches resolved
+/// once. The walks copy it into a local: they store int32 work items, and the
+/// compiler must assume such a store may change any int32 field it can reach
+/// (a PlanConfig's too) and reload it.
+struct Requests {
+  const int32_t *qoIndptr, *kvIndptr, *lastLen, *kvLens;
+  int32_t batch, blockSize, windowLeft;
+  bool ragged;
+  bool causal; ///< the causal mask applies (no custom mask replaces it)
+
+  Requests(const PlanConfig &c, const PlanInputs &in)
+      : qoIndptr(in.qo_indptr), kvIndptr(in.kv_indptr), lastLen(in.kv_last_len),
+        kvLens(in.kv_lens), batch(in.batch), blockSize(c.block_size),
+        windowLeft(c.window_left), ragged(c.indexing == KVIndexing::Ragged),
+        causal(c.causal && !c.has_custom_mask) {}
+
+  /// Whether a mask may clip a tile's keys; if not, every tile sees them all.
+  bool masked() const { return causal || windowLeft >= 0; }
+  int32_t qoLen(int32_t b) const { return qoIndptr[b + 1] - qoIndptr[b]; }
+  int32_t kvLen(int32_t b) const {
+    int32_t n = kvIndptr[b + 1] - kvIndptr[b];
+    if (ragged)
+      return n;
+    if (kvLens)
+      return kvLens[b];
+    return n == 0 ? 0 : (n - 1) * blockSize + lastLen[b];
+  }
+  /// Keys that any row of tokens t0..t1 can see under causal and window masks
+  /// (bottom-right aligned: row t sits at kv_len - qo_len + t).
+  Range visibleKeys(int32_t qoLen, int32_t kvLen, int32_t t0,
+                    int32_t t1) const {
+    int64_t begin = 0, end = kvLen;
+    int64_t base = int64_t(kvLen) - qoLen;
+    if (causal)
+      end = std::clamp<int64_t>(base + t1 + 1, 0, kvLen);
+    if (windowLeft >= 0)
+      begin = std::clamp<int64_t>(base + t0 - windowLeft, 0, kvLen);
+    if (begin > end)
+      begin = end;
+    return {int32_t(begin), int32_t(end)};
+  }
+  /// Calls f(row_begin, row_count, keys) for the query tiles of request b in
+  /// one head group, in row order (Masked false: no mask, all keys).
+  template <bool Masked, typename F>
+  void forEachTile(int32_t b, int32_t P, int32_t Q, F &&f) const {
+    const int32_t qo = qoLen(b), kv = kvLen(b);
+    const int32_t rows = qo * P;
+    for (int32_t r = 0; r < rows; r += Q) {
+      const int32_t rc = std::min(Q, rows - r);
+      f(r, rc,
+        Masked ? visibleKeys(qo, kv, r / P, (r + rc - 1) / P) : Range{0, kv});
+    }
+  }
+};
 
 } // namespace
 
@@ -261,29 +296,149 @@ static Status validateInputs(const PlanConfig &c, const PlanInputs &in) {
   return Status::success();
 }
 
-/// Total cost of all tiles of the batch under candidate `t`, the largest
-/// single tile cost, and the number of tiles.
-static void batchCost(const PlanConfig &c, const Lengths &len,
-                      const TileCandidate &t, int64_t *total, int64_t *largest,
-                      int64_t *tiles) {
+/// validateInputs' conditions without the messages, one flag per array
+/// instead of a branch per element (the loops vectorize). plan() asks
+/// validateInputs, which names the first failure, only when this fails.
+static bool inputsValid(const PlanConfig &c, const PlanInputs &in) {
+  const int32_t n = in.batch;
+  if (n < 0 || n > c.max_batch || !in.qo_indptr || !in.kv_indptr ||
+      in.qo_indptr[0] != 0 || in.kv_indptr[0] != 0)
+    return false;
+  const int32_t *qo = in.qo_indptr, *kv = in.kv_indptr;
+  int bad = 0;
+  for (int32_t b = 0; b < n; ++b)
+    bad |= (qo[b + 1] < qo[b]) | (kv[b + 1] < kv[b]);
+  if (bad || qo[n] > c.max_total_q_rows)
+    return false;
+  if (c.indexing != KVIndexing::Paged)
+    return true;
+  if (n > 0 && !in.kv_last_len && !in.kv_lens)
+    return false;
+  // Monotone from 0, so the block counts below are >= 0 and do not
+  // overflow; nb * bs > INT32_MAX is tested as nb > INT32_MAX / bs, which
+  // keeps the loops in 32 bits.
+  const int32_t bs = c.block_size;
+  const int32_t maxBlocks = std::numeric_limits<int32_t>::max() / bs;
+  if (const int32_t *lens = in.kv_lens) {
+    for (int32_t b = 0; b < n; ++b) {
+      const int64_t nb = kv[b + 1] - kv[b], len = lens[b];
+      bad |= (nb == 0) & (len != 0);
+      bad |= (nb != 0) & ((len <= (nb - 1) * bs) | (len > nb * bs));
+      bad |= nb > maxBlocks;
+    }
+  } else {
+    const int32_t *last = in.kv_last_len;
+    for (int32_t b = 0; b < n; ++b) {
+      const int32_t nb = kv[b + 1] - kv[b], len = last[b];
+      bad |= (nb > 0) & ((len < 1) | (len > bs));
+      bad |= nb > maxBlocks;
+    }
+  }
+  if (bad)
+    return false;
+  if (const int32_t *idx = in.kv_indices) {
+    if (in.num_cache_blocks <= 0)
+      return false;
+    const uint32_t blocks = uint32_t(in.num_cache_blocks);
+    for (int32_t i = 0, e = kv[n]; i < e; ++i)
+      bad |= uint32_t(idx[i]) >= blocks; // negative ones wrap above
+  }
+  return !bad;
+}
+
+/// What plan() needs of one candidate's tiles over the batch.
+struct TileStats {
+  int64_t total = 0;   ///< cost of all tiles, all head groups
+  int64_t largest = 0; ///< cost of the largest tile
+  int64_t tiles = 0;   ///< tiles, all head groups
+  int64_t fewestKeys = std::numeric_limits<int64_t>::max(); ///< smallest tile
+};
+
+/// Stats of candidate t's tiles under a causal or window mask: the tiles of
+/// a request see different keys.
+static TileStats maskedCost(const Requests &q, const TileCandidate &t,
+                            int32_t groups) {
   int64_t sum = 0, big = 0, count = 0;
-  int32_t P = t.gqa_pack, Q = t.q_rows;
-  for (int32_t b = 0; b < len.in.batch; ++b) {
-    int32_t qo = len.qoLen(b), kv = len.kvLen(b);
-    int64_t rows = int64_t(qo) * P;
+  int64_t fewest = std::numeric_limits<int64_t>::max();
+  const int32_t P = t.gqa_pack, Q = t.q_rows;
+  const int64_t fi = t.cost_per_item, ft = t.cost_per_kv_token;
+  for (int32_t b = 0; b < q.batch; ++b) {
+    const int32_t qo = q.qoLen(b), kv = q.kvLen(b);
+    const int64_t rows = int64_t(qo) * P;
     for (int64_t r = 0; r < rows; r += Q) {
-      int64_t re = std::min<int64_t>(r + Q, rows);
-      Range k = visibleKeys(c, qo, kv, int32_t(r / P), int32_t((re - 1) / P));
-      int64_t cost = itemCost(t, k.end - k.begin);
+      const int64_t re = std::min<int64_t>(r + Q, rows);
+      const Range k =
+          q.visibleKeys(qo, kv, int32_t(r / P), int32_t((re - 1) / P));
+      const int64_t keys = k.end - k.begin;
+      const int64_t cost = fi + keys * ft;
       sum += cost;
       big = std::max(big, cost);
       ++count;
+      fewest = std::min(fewest, keys);
     }
   }
-  int64_t groups = c.num_qo_heads / P;
-  *total = sum * groups;
-  *largest = big;
-  *tiles = count * groups;
+  TileStats s;
+  s.total = sum * groups;
+  s.largest = big;
+  s.tiles = count * groups;
+  s.fewestKeys = fewest;
+  return s;
+}
+
+/// Stats of candidates [0, n) without a mask, in one pass over the batch:
+/// each tile of a request sees all kv keys, so a candidate's total is
+/// fi * tiles + ft * sum(tiles * kv), and its largest and smallest tiles are
+/// those of the longest and shortest request with queries, whatever the
+/// candidate.
+static void unmaskedCosts(const Requests &q, const PlanConfig &c, int32_t n,
+                          const TileCandidate *cands, TileStats *out) {
+  int64_t P[kMaxTileCandidates], Q[kMaxTileCandidates];
+  int64_t tiles[kMaxTileCandidates] = {}, keys[kMaxTileCandidates] = {};
+  // Requests of at most oneTile queries (decodes) are one tile under every
+  // candidate: they are summed once for all.
+  int64_t oneTile = std::numeric_limits<int32_t>::max();
+  for (int32_t i = 0; i < n; ++i) {
+    P[i] = cands[i].gqa_pack;
+    Q[i] = cands[i].q_rows;
+    oneTile = std::min(oneTile, Q[i] / P[i]);
+  }
+  int64_t shortTiles = 0, shortKeys = 0;
+  int32_t longest = 0, shortest = std::numeric_limits<int32_t>::max();
+  for (int32_t b = 0; b < q.batch; ++b) {
+    const int32_t qo = q.qoLen(b);
+    if (qo <= 0)
+      continue;
+    const int32_t kv = q.kvLen(b);
+    longest = std::max(longest, kv);
+    shortest = std::min(shortest, kv);
+    if (qo <= oneTile) {
+      ++shortTiles;
+      shortKeys += kv;
+      continue;
+    }
+    for (int32_t i = 0; i < n; ++i) {
+      const int64_t t = ceilDiv(qo * P[i], Q[i]);
+      tiles[i] += t;
+      keys[i] += t * kv;
+    }
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    tiles[i] += shortTiles;
+    keys[i] += shortKeys;
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    const TileCandidate &t = cands[i];
+    const int64_t groups = c.num_qo_heads / t.gqa_pack;
+    TileStats &s = out[i];
+    s = TileStats();
+    s.total =
+        (t.cost_per_item * tiles[i] + t.cost_per_kv_token * keys[i]) * groups;
+    s.tiles = tiles[i] * groups;
+    if (tiles[i] > 0) {
+      s.largest = itemCost(t, longest);
+      s.fewestKeys = shortest;
+    }
+  }
 }
 
 /// A plan keeps every tile whole when its estimated makespan is within this
@@ -300,8 +455,8 @@ constexpr int64_t kNoSplitSlackNum = 9, kNoSplitSlackDen = 8;
 /// targets). D4: 131072 keys over rooms of 1986 -> 66 chunks of 1984 / 2048.
 constexpr int64_t kEqualTol = 64;
 /// Rounds of the split-cost fixed point (see plan()). Each is a pass over the
-/// tiles; one already holds the balance tests' bounds (D3 <= 1.07, D4 <=
-/// 1.03), and three cost 1.5x the plan time.
+/// tiles that cost more than the target; one already holds the balance tests'
+/// bounds (D3 <= 1.07, D4 <= 1.03).
 constexpr int kReserveRounds = 1;
 static int64_t equalChunkCount(int64_t work, int64_t room) {
   if (room <= 0)
@@ -314,11 +469,36 @@ static int64_t equalChunkCount(int64_t work, int64_t room) {
   return 0;
 }
 
+/// Chunks beyond the first that place() will cut from the tiles of one head
+/// group when the running target is `target`: equal chunks from an empty CTA,
+/// or about one per target. A tile within the target counts none (equal
+/// chunks then give 1 or 0, and ceil(cost / target) is 1), so only the tiles
+/// above it are looked at, and none at all when the largest is not.
+template <bool Masked>
+static int64_t extraChunks(const Requests &q, const TileCandidate &t,
+                           int64_t target, int64_t longKeys, int64_t minChunk,
+                           int64_t granule) {
+  const int64_t fi = t.cost_per_item, ft = t.cost_per_kv_token;
+  int64_t extra = 0;
+  for (int32_t b = 0; b < q.batch; ++b)
+    q.forEachTile<Masked>(b, t.gqa_pack, t.q_rows,
+                          [&](int32_t, int32_t, Range k) {
+                            const int64_t keys = k.end - k.begin;
+                            if (keys < longKeys || fi + keys * ft <= target)
+                              return;
+                            int64_t n = equalChunkCount(keys * ft, target - fi);
+                            if (n == 0 || n > keys / (minChunk + granule))
+                              n = ceilDiv(fi + keys * ft, target);
+                            extra += n - 1;
+                          });
+  return extra;
+}
+
 namespace {
 
-/// Greedy filling of CTAs in tile order (step 3 of the file comment). The fast
-/// path for a tile that fits whole is inlined in plan(); place() handles the
-/// rest: splitting at a granule boundary or moving on to the next CTA.
+/// Greedy filling of CTAs in tile order (step 3 of the file comment). walk()
+/// places the tiles that fit the current CTA whole; place() handles the rest:
+/// splitting at a granule boundary or moving on to the next CTA.
 struct Assigner {
   int32_t *ctaIndptr = nullptr, *mergeIndptr = nullptr;
   WorkItem *items = nullptr;
@@ -326,20 +506,29 @@ struct Assigner {
   int32_t maxItems = 0, numItems = 0, numUnits = 0, numSlots = 0;
   int64_t C = 0, cta = 0, acc = 0, assigned = 0, total = 0, target = 0;
   int64_t fi = 0, ft = 1, granule = 1, minChunk = 1;
+  int64_t longKeys = 0; ///< tiles with fewer keys never split
+  /// What a tile may fill the current CTA up to: the target, or without
+  /// bound on the last CTA (which takes whatever is left).
+  int64_t limit = 0;
   int64_t makespan = 0; ///< largest closed CTA cost
   int64_t reserve = 0;  ///< split fixed costs counted in `total` ahead of time
-  bool split = true, overflow = false;
-  /// Count and cost only, write nothing: the no-split trial (plan()).
-  bool dry = false;
+  /// The no-split trial (plan()) stops once a CTA costs more than this.
+  int64_t failAbove = std::numeric_limits<int64_t>::max();
+  bool split = true, overflow = false, failed = false;
+
+  void setLimit() {
+    limit = cta == C - 1 ? std::numeric_limits<int64_t>::max() : target;
+  }
 
   void closeCta() {
     ++cta;
-    if (!dry)
-      ctaIndptr[cta] = numItems;
+    ctaIndptr[cta] = numItems;
     makespan = std::max(makespan, acc);
+    failed = makespan > failAbove;
     assigned += acc;
     acc = 0;
     target = ceilDiv(std::max<int64_t>(total - assigned, 0), C - cta);
+    setLimit();
   }
 
   void emit(int32_t b, int32_t g, int32_t r0, int32_t rc, int32_t k0, int32_t k1,
@@ -349,14 +538,69 @@ struct Assigner {
       return;
     }
     bool direct = first && last;
-    if (dry) {
-      ++numItems;
-      return;
-    }
     items[numItems++] = {b, g, r0, rc, k0, k1, direct ? -1 : numSlots++,
                          (first ? kItemFirstChunk : 0) |
                              (last ? kItemLastChunk : 0) |
                              (direct ? kItemDirect : 0)};
+  }
+
+  /// Places the batch's tiles in (request, row tile, head group) order; with
+  /// `only` 1 just the tiles too short to split, with 2 just the others.
+  template <bool Masked>
+  void walk(const Requests &req, int32_t P, int32_t Q, int32_t groups,
+            int only) {
+    // Locals, so that the item stores need not reload them.
+    const Requests q = req;
+    const int64_t fixed = fi, perKey = ft, shortBelow = longKeys;
+    WorkItem *const out = items;
+    const int32_t cap = maxItems;
+    for (int32_t b = 0; b < q.batch && !overflow && !failed; ++b)
+      q.forEachTile<Masked>(b, P, Q, [&](int32_t r, int32_t rc, Range k) {
+        const int64_t keys = k.end - k.begin;
+        if (only != 0 && (only == 1) != (keys < shortBelow))
+          return;
+        const int64_t cost = fixed + keys * perKey;
+        int64_t a = acc, lim = limit;
+        int32_t n = numItems;
+        if (a + groups * cost < lim && n + groups <= cap) {
+          // Every head group's tile fits the current CTA whole and leaves it
+          // open (the common case): no checks per group.
+          for (int32_t g = 0; g < groups; ++g)
+            out[n + g] = {
+                b,       g,
+                r,       rc,
+                k.begin, k.end,
+                -1,      kItemFirstChunk | kItemLastChunk | kItemDirect};
+          acc = a + groups * cost;
+          numItems = n + groups;
+          return;
+        }
+        for (int32_t g = 0; g < groups; ++g) {
+          if (a + cost <= lim && n < cap) {
+            // The whole tile fits the current CTA.
+            out[n++] = {
+                b,       g,
+                r,       rc,
+                k.begin, k.end,
+                -1,      kItemFirstChunk | kItemLastChunk | kItemDirect};
+            a += cost;
+            if (a < lim)
+              continue;
+            acc = a;
+            numItems = n;
+            closeCta();
+          } else {
+            acc = a;
+            numItems = n;
+            place(b, g, r, rc, k.begin, k.end);
+          }
+          a = acc;
+          lim = limit;
+          n = numItems;
+        }
+        acc = a;
+        numItems = n;
+      });
   }
 
   /// Extra piece of a split tile: its fixed cost comes from the reserve
@@ -437,10 +681,8 @@ struct Assigner {
       break;
     }
     if (pieces > 1) {
-      if (!dry) {
-        units[numUnits] = {b, g, r, rc};
-        mergeIndptr[numUnits + 1] = numSlots;
-      }
+      units[numUnits] = {b, g, r, rc};
+      mergeIndptr[numUnits + 1] = numSlots;
       ++numUnits;
     }
   }
@@ -471,34 +713,47 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     return invalid(StatusCode::WorkspaceTooSmall,
                    "plan workspace has " + std::to_string(workspaceBytes) +
                        " bytes, needs " + std::to_string(l.host_bytes));
-  if (Status s = validateInputs(c, in); !s.ok())
-    return s;
-  Lengths len{c, in};
+  if (!inputsValid(c, in))
+    if (Status s = validateInputs(c, in); !s.ok())
+      return s;
+  const Requests req(c, in);
+  const bool masked = req.masked();
+  // Cost the candidates' tiles (graph mode: only its fixed one).
+  int32_t cand = c.graph_mode ? c.graph_candidate : 0;
+  const bool single = c.graph_mode || c.num_candidates == 1;
+  const int32_t first = single ? cand : 0,
+                count = single ? 1 : c.num_candidates;
+  TileStats costs[kMaxTileCandidates];
+  if (masked) {
+    for (int32_t i = 0; i < count; ++i) {
+      const TileCandidate &t = c.candidates[first + i];
+      costs[i] = maskedCost(req, t, c.num_qo_heads / t.gqa_pack);
+    }
+  } else {
+    unmaskedCosts(req, c, count, c.candidates + first, costs);
+  }
 
   // Pick the tile: the smallest estimated makespan, first on ties.
-  int32_t cand = c.graph_mode ? c.graph_candidate : 0;
   const int64_t C = l.max_ctas;
-  int64_t total = 0, largest = 0, tiles = 0;
-  if (c.graph_mode || c.num_candidates == 1) {
-    batchCost(c, len, c.candidates[cand], &total, &largest, &tiles);
+  TileStats st;
+  if (single) {
+    st = costs[0];
   } else {
     int64_t best = std::numeric_limits<int64_t>::max();
     for (int32_t i = 0; i < c.num_candidates; ++i) {
-      int64_t tot, big, count;
-      batchCost(c, len, c.candidates[i], &tot, &big, &count);
-      int64_t est = ceilDiv(tot, C);
+      const TileStats &s = costs[i];
+      int64_t est = ceilDiv(s.total, C);
       if (c.disable_split)
-        est = std::max(est, big);
+        est = std::max(est, s.largest);
       if (est < best) {
         best = est;
         cand = i;
-        total = tot;
-        largest = big;
-        tiles = count;
+        st = s;
       }
     }
   }
   const TileCandidate &t = c.candidates[cand];
+  const int64_t total = st.total, largest = st.largest, tiles = st.tiles;
 
   int32_t *w = static_cast<int32_t *>(workspace);
   const int64_t target0 = ceilDiv(total, C);
@@ -513,32 +768,20 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // it raised the running target CTA after CTA and piled up on the last
   // CTAs (D4: 1.45x the mean). Estimate it up front instead: a tile that
   // may split (>= 2 chunks' worth of keys) gets the chunks place() will cut
-  // from an empty CTA; kReserveRounds rounds of the fixed point (the rest, e.g. head
-  // pieces, is added as it happens).
+  // from an empty CTA; kReserveRounds rounds of the fixed point (the rest,
+  // e.g. head pieces, is added as it happens).
   const int64_t minChunk =
       c.min_chunk_tokens > 0 ? c.min_chunk_tokens : 2 * granule;
+  const int64_t longKeys = 2 * minChunk;
   int64_t splitReserve = 0, splitTarget = target0;
   if (!c.disable_split && t.cost_per_item > 0) {
     for (int round = 0; round < kReserveRounds; ++round) {
       int64_t extra = 0;
-      for (int32_t b = 0; b < in.batch; ++b) {
-        const int32_t qo = len.qoLen(b), kv = len.kvLen(b);
-        const int32_t rows = qo * P;
-        for (int32_t r = 0; r < rows; r += Q) {
-          const int32_t rc = std::min(Q, rows - r);
-          const Range k = visibleKeys(c, qo, kv, r / P, (r + rc - 1) / P);
-          const int64_t keys = k.end - k.begin;
-          if (keys < 2 * minChunk)
-            continue;
-          // Pieces as place() will cut them from an empty CTA: equal chunks,
-          // or about one per target (a head piece may add one more).
-          const int64_t room = splitTarget - t.cost_per_item;
-          int64_t n = equalChunkCount(keys * t.cost_per_kv_token, room);
-          if (n == 0 || n > keys / (minChunk + granule))
-            n = ceilDiv(itemCost(t, keys), splitTarget);
-          extra += n - 1;
-        }
-      }
+      if (largest > splitTarget)
+        extra = masked ? extraChunks<true>(req, t, splitTarget, longKeys,
+                                           minChunk, granule)
+                       : extraChunks<false>(req, t, splitTarget, longKeys,
+                                            minChunk, granule);
       extra = std::min<int64_t>(extra * groups, C - 1);
       splitReserve = extra * t.cost_per_item;
       splitTarget = std::max<int64_t>(ceilDiv(total + splitReserve, C), 1);
@@ -546,9 +789,10 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   }
 
   // One greedy pass (step 3) into the workspace, splitting or not.
-  auto assign = [&](Assigner &a, bool split, bool dry = false) {
+  const bool anyShort = st.fewestKeys < longKeys;
+  const bool anyLong = tiles > 0 && largest >= itemCost(t, longKeys);
+  auto assign = [&](Assigner &a, bool split, int64_t failAbove) {
     a = Assigner();
-    a.dry = dry;
     a.ctaIndptr = w + l.off_cta_indptr;
     a.items = reinterpret_cast<WorkItem *>(w + l.off_items);
     a.mergeIndptr = w + l.off_merge_indptr;
@@ -558,45 +802,35 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     a.reserve = split ? splitReserve : 0;
     a.total = total + a.reserve;
     a.target = ceilDiv(a.total, C);
+    a.setLimit();
+    a.failAbove = failAbove;
     a.fi = t.cost_per_item;
     a.ft = t.cost_per_kv_token;
     a.split = split;
     a.granule = granule;
     a.minChunk = minChunk;
+    a.longKeys = longKeys;
     a.ctaIndptr[0] = 0;
     a.mergeIndptr[0] = 0;
+    auto walk = [&](int only) {
+      if (masked)
+        a.walk<true>(req, P, Q, groups, only);
+      else
+        a.walk<false>(req, P, Q, groups, only);
+    };
     // When splitting, the tiles too short to split go first and the long
     // ones last: the CTAs of whole short tiles end up to a tile's cost off
     // the target, and only the long tiles' chunks can absorb that drift (D3:
     // 4 x 640 = 2560 per CTA against a target of 2670; placed in request
-    // order, the drift piled 5 short tiles on each of the last CTAs).
-    for (int pass = split ? 0 : 1; pass < 2; ++pass)
-    for (int32_t b = 0; b < in.batch && !a.overflow; ++b) {
-      const int32_t qo = len.qoLen(b), kv = len.kvLen(b);
-      const int32_t rows = qo * P;
-      for (int32_t r = 0; r < rows; r += Q) {
-        const int32_t rc = std::min(Q, rows - r);
-        const Range k = visibleKeys(c, qo, kv, r / P, (r + rc - 1) / P);
-        if (split && (pass == 0) != (k.end - k.begin < 2 * minChunk))
-          continue;
-        const int64_t cost = a.fi + int64_t(k.end - k.begin) * a.ft;
-        for (int32_t g = 0; g < groups; ++g) {
-          // Fast path: the whole tile fits the current CTA.
-          if ((a.acc + cost <= a.target || a.cta == C - 1) &&
-              a.numItems < a.maxItems) {
-            if (!a.dry)
-              a.items[a.numItems] = {b, g, r, rc, k.begin, k.end, -1,
-                                     kItemFirstChunk | kItemLastChunk |
-                                         kItemDirect};
-            ++a.numItems;
-            a.acc += cost;
-            if (a.acc >= a.target && a.cta != C - 1)
-              a.closeCta();
-            continue;
-          }
-          a.place(b, g, r, rc, k.begin, k.end);
-        }
-      }
+    // order, the drift piled 5 short tiles on each of the last CTAs). The
+    // cost pass said which of the two walks have tiles to place.
+    if (!split) {
+      walk(0);
+    } else {
+      if (anyShort)
+        walk(1);
+      if (anyLong)
+        walk(2);
     }
     a.makespan = std::max(a.makespan, a.acc);
   };
@@ -616,16 +850,16 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   if (!c.disable_split &&
       largest * kNoSplitSlackDen <= target0 * kNoSplitSlackNum &&
       largest * tiles <= 2 * total) {
-    // A dry run first: a trial that fails (skewed batches) then costs a
-    // walk without the item writes, not a whole second plan.
-    assign(a, false, /*dry=*/true);
-    planned = !a.overflow &&
-              a.makespan * kNoSplitSlackDen <= target0 * kNoSplitSlackNum;
-    if (planned)
-      assign(a, false);
+    // The trial writes its plan as it goes (kept when it holds, so a batch
+    // that passes is walked once) and stops at the first CTA over the slack;
+    // a failed one is overwritten by the split plan.
+    const int64_t slack = target0 * kNoSplitSlackNum / kNoSplitSlackDen;
+    assign(a, false, slack);
+    planned = !a.overflow && a.makespan <= slack;
   }
   if (!planned)
-    assign(a, !c.disable_split);
+    assign(a, !c.disable_split, std::numeric_limits<int64_t>::max());
+
   int32_t numItems = a.numItems, numUnits = a.numUnits, numSlots = a.numSlots;
   int64_t cta = a.cta;
   int32_t *ctaIndptr = a.ctaIndptr;

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <tuple>
 
@@ -242,6 +243,29 @@ TEST(PlanValidation, RefusesBadInputWithAMessageNamingIt) {
     PlanInputs in = inputsOf(b);
     in.kv_last_len = nullptr;
     expectError(c, in, StatusCode::InvalidArgument, "kv_last_len");
+  }
+  {
+    // 2^27 blocks of 16 tokens: more than int32 tokens, with no indices.
+    Batch bad = b;
+    bad.kv_indptr[3] = bad.kv_indptr[2] + (1 << 27);
+    expectError(c, inputsOf(bad, false), StatusCode::InvalidArgument,
+                "request 2 has too many KV tokens");
+    PlanInputs in = inputsOf(b);
+    in.num_cache_blocks = 0;
+    expectError(c, in, StatusCode::InvalidArgument, "num_cache_blocks");
+  }
+  {
+    // Several errors: the first in validation order is named (the monotone
+    // checks of every request come before the block lengths).
+    Batch bad = b;
+    bad.kv_last_len[0] = 0;
+    bad.qo_indptr[3] = bad.qo_indptr[2] - 1;
+    expectError(c, inputsOf(bad), StatusCode::NonMonotoneIndptr,
+                "qo_indptr is not monotone at request 2");
+    bad.qo_indptr = b.qo_indptr;
+    bad.kv_indices[0] = -1;
+    expectError(c, inputsOf(bad), StatusCode::LastBlockLenOutOfRange,
+                "kv_last_len[0]");
   }
 }
 
@@ -475,6 +499,48 @@ TEST(PlanSplitPolicy, ShortTilesFirstBalanceD3AtTheH200Grid) {
     if (n >= 40)
       EXPECT_LE(imbalance(cc, vv), 1.15) << "trial " << trial;
   }
+}
+
+TEST(PlanSplitPolicy, FailedNoSplitTrialLeavesAWholeSplitPlan) {
+  // 224 tiles of equal cost on 132 CTAs pass the trial's gates (largest tile
+  // within 9/8 of the target, no tile over twice the mean), but whole tiles
+  // put two on the first CTA (2/1.7 of the target): the trial stops there and
+  // the split plan overwrites what it wrote.
+  Batch b = makeBatch(uniform(28, 1, 2048), 16, 3);
+  PlanConfig c = defaultDecodeConfig(b);
+  std::vector<int32_t> buf;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  PlanView v{buf.data()};
+  checkPlan(c, b, v);
+  EXPECT_GT(v.numMergeUnits(), 0);
+  EXPECT_LE(imbalance(c, v), 1.10);
+}
+
+TEST(PlanDeterminism, ReusedWorkspaceGivesTheSamePlan) {
+  // The plan's arrays are rewritten up to their counts whatever the
+  // workspace held (a previous plan, a failed no-split trial).
+  Batch first = makeBatch(skewedDecode(), 16, 3);
+  Batch second = makeBatch(uniform(28, 1, 2048), 16, 3);
+  PlanConfig c = defaultDecodeConfig(first);
+  std::vector<int32_t> fresh, reused;
+  ASSERT_TRUE(planInto(c, inputsOf(second), &fresh).ok());
+  ASSERT_TRUE(planInto(c, inputsOf(first), &reused).ok());
+  ASSERT_TRUE(plan(c, inputsOf(second), reused.data(), reused.size() * 4).ok());
+  PlanView a{fresh.data()}, d{reused.data()};
+  ASSERT_TRUE(std::equal(fresh.begin(), fresh.begin() + kPlanHeaderWords,
+                         reused.begin()));
+  ASSERT_TRUE(std::equal(a.ctaIndptr(), a.ctaIndptr() + a.numCtas() + 1,
+                         d.ctaIndptr()));
+  for (int32_t i = 0; i < a.numItems(); ++i)
+    ASSERT_EQ(0, std::memcmp(&a.items()[i], &d.items()[i], sizeof(WorkItem)))
+        << i;
+  ASSERT_TRUE(std::equal(a.mergeIndptr(),
+                         a.mergeIndptr() + a.numMergeUnits() + 1,
+                         d.mergeIndptr()));
+  for (int32_t u = 0; u < a.numMergeUnits(); ++u)
+    ASSERT_EQ(0, std::memcmp(&a.mergeUnits()[u], &d.mergeUnits()[u],
+                             sizeof(MergeUnit)))
+        << u;
 }
 
 TEST(PlanSplitPolicy, DisableSplitStillPlansEverything) {
