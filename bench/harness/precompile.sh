@@ -24,3 +24,4 @@ for v in "--sinks" "--pos-encoding-mode ROPE_LLAMA31" "--logits-scale 0.5"; do
   pc --heads 32/8 --head-dim 128 --kinds decode,prefill,ragged $v  # sinks, Llama-3.1 RoPE, logits scale
 done
 pc --heads 32/8 --head-dim 128 --kinds ragged --custom-mask                    # masks in CUDA graphs
+/usr/bin/python3 python/tests/test_gpu_output_transform.py --precompile "$out"  # a custom output transform
