@@ -45,7 +45,7 @@ json::Object attn::getDecodeKernelManifest(
     llvm::ArrayRef<std::pair<std::string, std::string>> params,
     const KernelResourceUsage *usage) {
   KernelLaunchInfo info = getDecodeLaunchInfo(spec, params);
-  bool ragged = spec.indexing == KVIndexingKind::Ragged;
+  bool ragged = spec.indexing == KVIndexing::Ragged;
   json::Array variantParams;
   for (const auto &[name, kind] : params)
     variantParams.push_back(json::Object{{"name", name}, {"type", kind}});
@@ -69,7 +69,7 @@ json::Object attn::getDecodeKernelManifest(
       {"format", json::Object{{"block_rows", 1},
                               {"block_cols", ragged ? 1 : spec.pageSize},
                               {"layout", stringifyLayout(spec.layout)},
-                              {"indexing", ragged ? "ragged" : "paged"}}},
+                              {"indexing", stringifyIndexing(spec.indexing)}}},
       // The persistent grid this kernel was built for: minCTAsPerSM CTAs
       // resident on every SM (what kept D1 at the copy bandwidth).
       {"ctas_per_sm", std::max<int64_t>(1, spec.minCTAsPerSM)},

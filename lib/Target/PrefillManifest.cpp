@@ -19,7 +19,6 @@ namespace json = llvm::json;
 json::Object attn::getPrefillKernelManifest(const PrefillKernelSpec &spec,
                                             const KernelResourceUsage *usage) {
   KernelLaunchInfo info = getPrefillLaunchInfo(spec);
-  bool ragged = spec.indexing == KVIndexingKind::Ragged;
   json::Array variantParams, variants;
   for (const PrefillVariantParam &p : spec.variantParams)
     variantParams.push_back(json::Object{{"name", p.name}, {"type", p.kind}});
@@ -45,7 +44,7 @@ json::Object attn::getPrefillKernelManifest(const PrefillKernelSpec &spec,
       {"format", json::Object{{"block_rows", spec.tileQ},
                               {"block_cols", spec.getPageSize()},
                               {"layout", stringifyLayout(spec.layout)},
-                              {"indexing", ragged ? "ragged" : "paged"}}},
+                              {"indexing", stringifyIndexing(spec.indexing)}}},
       {"ctas_per_sm", std::max<int64_t>(1, spec.minCTAsPerSM)},
       {"cost", json::Object{{"per_item", perItem},
                             {"per_kv_token", perToken}}},

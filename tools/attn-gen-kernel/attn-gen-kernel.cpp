@@ -120,8 +120,8 @@ int main(int argc, char **argv) {
     pf.numStages = stages, pf.gqaPack = gqaPack > 0 ? gqaPack : 1;
     pf.kernelName = kernelName, pf.chip = chip;
     pf.minCTAsPerSM = minCTAs.getNumOccurrences() ? minCTAs : 0;
-    pf.indexing = ragged ? ::attn::KVIndexingKind::Ragged
-                         : ::attn::KVIndexingKind::Paged;
+    pf.indexing = ragged ? ::attn::KVIndexing::Ragged
+                         : ::attn::KVIndexing::Paged;
     pf.customMask = customMask;
     auto pdt = ::attn::parseDType(dtype);
     auto play = ::attn::parseLayout(layout);
@@ -150,8 +150,8 @@ int main(int argc, char **argv) {
   spec.kernelName = kernelName;
   spec.chip = chip;
   spec.customMask = customMask;
-  spec.indexing = ragged ? ::attn::KVIndexingKind::Ragged
-                         : ::attn::KVIndexingKind::Paged;
+  spec.indexing = ragged ? ::attn::KVIndexing::Ragged
+                         : ::attn::KVIndexing::Paged;
   auto dt = ::attn::parseDType(dtype);
   if (!dt)
     return fail(llvm::toString(dt.takeError()));

@@ -44,7 +44,7 @@ namespace {
 struct AttentionShape {
   gen::KernelDType dtype;
   gen::KVLayout layout;
-  gen::KVIndexingKind indexing;
+  gen::KVIndexing indexing;
   int64_t pageSize;
   TileAttr tile;
   SmallVector<VariantOp> variants;
@@ -52,6 +52,27 @@ struct AttentionShape {
   /// The op has a (bit-packed) custom mask operand.
   bool customMask = false;
 };
+
+/// The dialect's KV enums (ODS) as the runtime's, which the kernel specs and
+/// manifests use: the one place the two are mapped.
+gen::KVLayout getRuntimeLayout(KVLayout layout) {
+  switch (layout) {
+  case KVLayout::NHD:
+    return gen::KVLayout::NHD;
+  case KVLayout::HND:
+    return gen::KVLayout::HND;
+  }
+  llvm_unreachable("unknown KV layout");
+}
+gen::KVIndexing getRuntimeIndexing(KVIndexing indexing) {
+  switch (indexing) {
+  case KVIndexing::paged:
+    return gen::KVIndexing::Paged;
+  case KVIndexing::ragged:
+    return gen::KVIndexing::Ragged;
+  }
+  llvm_unreachable("unknown KV indexing");
+}
 
 /// Reads `op` into an AttentionShape, or fails with a diagnostic on `op`.
 FailureOr<AttentionShape> getShape(AttentionOp op) {
@@ -74,10 +95,8 @@ FailureOr<AttentionShape> getShape(AttentionOp op) {
   BsrAttr view = views.front();
   Type elt = op.getQuery().getType().getElementType();
   shape.dtype = elt.isBF16() ? gen::KernelDType::BF16 : gen::KernelDType::F16;
-  shape.layout = view.getLayout() == KVLayout::NHD ? gen::KVLayout::NHD
-                                                   : gen::KVLayout::HND;
-  shape.indexing = view.isRagged() ? gen::KVIndexingKind::Ragged
-                                   : gen::KVIndexingKind::Paged;
+  shape.layout = getRuntimeLayout(view.getLayout());
+  shape.indexing = getRuntimeIndexing(view.getIndexing());
   shape.pageSize = view.isRagged() ? 1 : view.getBlockCols();
   if (failed(VariantHooks::resolve(op, shape.variants)))
     return failure();

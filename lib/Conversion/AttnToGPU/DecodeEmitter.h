@@ -29,10 +29,6 @@
 namespace attn {
 namespace detail {
 
-/// Static extent of the flat 1-D memrefs standing for device buffers: the
-/// bare-pointer convention needs static shapes, and kernels index by hand.
-constexpr int64_t kFlatExtent = int64_t(1) << 40;
-
 /// The per-warp online-softmax state, carried through the main loop.
 struct SoftmaxState {
   /// Running max and sum (per thread partial) of rows g and g + 8.

@@ -54,9 +54,8 @@ DecodeKernelEmitter::DecodeKernelEmitter(ImplicitLocOpBuilder &b,
     : b(b), kb(b), spec(spec), smem(getDecodeSmemLayout(spec)),
       D(spec.headDim), G(spec.groupSize()), P(spec.getGqaPack()),
       W(spec.numWarps), S(spec.numStages), PS(spec.pageSize),
-      ragged(spec.indexing == KVIndexingKind::Ragged) {
-  eltType = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                            : Type(b.getF16Type());
+      ragged(spec.indexing == KVIndexing::Ragged) {
+  eltType = getElementType(b, spec.dtype);
 }
 
 //===----------------------------------------------------------------------===//
@@ -356,66 +355,6 @@ void DecodeKernelEmitter::emit(gpu::GPUFuncOp func,
 // Entry points
 //===----------------------------------------------------------------------===//
 
-/// The flat global memref standing for a device buffer of `type`.
-static MemRefType getFlatBuffer(MLIRContext *ctx, Type type) {
-  auto global = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Global);
-  return MemRefType::get({kFlatExtent}, type, MemRefLayoutAttrInterface{},
-                         global);
-}
-
-/// Finds or creates `gpu.module @name` in `module`.
-static gpu::GPUModuleOp getOrCreateGPUModule(ModuleOp module, OpBuilder &b,
-                                             StringRef name) {
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(module.getBody());
-  return gpu::GPUModuleOp::create(b, module.getLoc(), name);
-}
-
-static void loadKernelDialects(MLIRContext *ctx) {
-  ctx->loadDialect<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                   math::MathDialect, memref::MemRefDialect,
-                   nvgpu::NVGPUDialect, scf::SCFDialect,
-                   vector::VectorDialect>();
-  loadNVVMDialect(ctx);
-}
-
-/// Creates the kernel function `info` describes; argument types follow the
-/// kinds and element types of its arguments.
-static gpu::GPUFuncOp createKernelFunc(ImplicitLocOpBuilder &b,
-                                       gpu::GPUModuleOp gpuModule,
-                                       const KernelLaunchInfo &info,
-                                       Type eltType, int64_t minCTAsPerSM) {
-  MLIRContext *ctx = b.getContext();
-  SmallVector<Type> argTypes;
-  for (const KernelArg &arg : info.args) {
-    if (arg.kind == "ptr") {
-      Type elt = arg.elementType == "i32"   ? Type(b.getI32Type())
-                 : arg.elementType == "f32" ? Type(b.getF32Type())
-                 : arg.elementType == "u8"  ? Type(b.getI8Type())
-                                            : eltType;
-      argTypes.push_back(getFlatBuffer(ctx, elt));
-    } else {
-      argTypes.push_back(arg.kind == "f32" ? Type(b.getF32Type())
-                                           : Type(b.getI32Type()));
-    }
-  }
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(gpuModule.getBody());
-  auto func = gpu::GPUFuncOp::create(b, info.kernelName,
-                                     b.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(info.blockDimX), 1, 1}));
-  setOccupancyHints(func, minCTAsPerSM);
-  for (auto [i, arg] : llvm::enumerate(info.args))
-    func.setArgAttr(i, "attn.name", b.getStringAttr(arg.name));
-  return func;
-}
-
 static FailureOr<std::string>
 buildDecodeKernelImpl(ModuleOp module, const DecodeKernelSpec &spec,
                         ArrayRef<mlir::attn::VariantOp> variants,
@@ -440,10 +379,8 @@ buildDecodeKernelImpl(ModuleOp module, const DecodeKernelSpec &spec,
   for (const VariantParamArg &p : *params)
     paramKinds.push_back({p.name, p.kind});
   KernelLaunchInfo info = getDecodeLaunchInfo(spec, paramKinds);
-  Type elt = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                             : Type(b.getF16Type());
   gpu::GPUFuncOp func =
-      createKernelFunc(b, gpuModule, info, elt, spec.minCTAsPerSM);
+      createKernelFunc(b, gpuModule, info, spec.dtype, spec.minCTAsPerSM);
   // The declared type of each parameter argument (an i1 travels as i32, a
   // memref<?xf32> table as a flat f32 buffer the cloned hook loads from).
   setVariantParamTypes(func, *params);
@@ -479,9 +416,7 @@ buildMergeKernelImpl(ModuleOp module, const MergeKernelSpec &spec,
   if (gpuModule.lookupSymbol(name))
     return name;
   KernelLaunchInfo info = getMergeLaunchInfo(spec);
-  Type elt = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                             : Type(b.getF16Type());
-  gpu::GPUFuncOp func = createKernelFunc(b, gpuModule, info, elt, 0);
+  gpu::GPUFuncOp func = createKernelFunc(b, gpuModule, info, spec.dtype, 0);
   if (spec.outputTransform)
     setVariantParamTypes(func, params);
   emitMergeKernelBody(b, func, spec, variants);

@@ -8,7 +8,9 @@
 // index and float arithmetic; KernelBuilder wraps an ImplicitLocOpBuilder with
 // short, typed helpers for it (constants, integer/index math, selects, warp
 // shuffles, exp2), and the fragment helpers (Fragments.cpp) own every op of
-// the NVVM dialect so that only that file pays for NVVMDialect.h.
+// the NVVM dialect so that only that file pays for NVVMDialect.h. Every
+// generator creates its gpu.func from its launch contract here, so the
+// kernel ABI has one definition.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,10 +26,41 @@
 namespace mlir {
 class DialectRegistry;
 class MLIRContext;
+class ModuleOp;
+namespace gpu {
+class GPUFuncOp;
+class GPUModuleOp;
+} // namespace gpu
 } // namespace mlir
 
 namespace attn {
 namespace detail {
+
+//===----------------------------------------------------------------------===//
+// Kernel entry points, shared by the decode, prefill and merge generators.
+//===----------------------------------------------------------------------===//
+
+/// The element type of q, k, v and o.
+mlir::Type getElementType(mlir::Builder &b, KernelDType dtype);
+
+/// Loads every dialect the generators build kernels from.
+void loadKernelDialects(mlir::MLIRContext *ctx);
+
+/// Finds or creates `gpu.module @name` in `module`, which it marks a GPU
+/// container.
+mlir::gpu::GPUModuleOp getOrCreateGPUModule(mlir::ModuleOp module,
+                                            mlir::OpBuilder &b,
+                                            llvm::StringRef name);
+
+/// Appends to `gpuModule` the kernel function `info` describes: a pointer
+/// argument is a flat global buffer of its element type (`dtype` where the
+/// contract names none of i32, f32, u8), a scalar an f32 or i32; the known
+/// block size is info.blockDimX, `minCTAsPerSM` the occupancy hint (0: none),
+/// and each argument is named by `attn.name`.
+mlir::gpu::GPUFuncOp createKernelFunc(mlir::ImplicitLocOpBuilder &b,
+                                      mlir::gpu::GPUModuleOp gpuModule,
+                                      const KernelLaunchInfo &info,
+                                      KernelDType dtype, int64_t minCTAsPerSM);
 
 /// Helpers over an ImplicitLocOpBuilder; every value is `index`, `i32` or
 /// `f32` as the name says.

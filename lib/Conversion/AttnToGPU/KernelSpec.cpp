@@ -5,12 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 // Checks a DecodeKernelSpec before any IR is built and derives what launching
-// the generated kernel requires. Kept free of MLIR so that the tool and the
+// the generated kernel requires. Builds no IR, so that the tool and the
 // manifest writer can use it cheaply.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Conversion/AttnToGPU/KernelSpec.h"
+#include "attn/Conversion/AttnToGPU/VariantParams.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -27,6 +28,10 @@ llvm::StringRef attn::stringifyDType(KernelDType dtype) {
 
 llvm::StringRef attn::stringifyLayout(KVLayout layout) {
   return layout == KVLayout::NHD ? "NHD" : "HND";
+}
+
+llvm::StringRef attn::stringifyIndexing(KVIndexing indexing) {
+  return indexing == KVIndexing::Ragged ? "ragged" : "paged";
 }
 
 llvm::Expected<KernelDType> attn::parseDType(llvm::StringRef text) {
@@ -56,9 +61,9 @@ int64_t DecodeKernelSpec::getGqaPack() const {
   return pack;
 }
 
-std::string attn::getKVNameWord(KVIndexingKind indexing, int64_t pageSize) {
-  return indexing == KVIndexingKind::Ragged ? std::string("ragged")
-                                            : formatv("p{0}", pageSize).str();
+std::string attn::getKVNameWord(KVIndexing indexing, int64_t pageSize) {
+  return indexing == KVIndexing::Ragged ? std::string("ragged")
+                                        : formatv("p{0}", pageSize).str();
 }
 
 std::string attn::getVariantNameSuffix(llvm::ArrayRef<std::string> variantNames,
@@ -126,7 +131,7 @@ llvm::Error DecodeKernelSpec::validate() const {
                              "(%lld) and be at most %lld",
                              (long long)pack, (long long)groupSize(),
                              (long long)kTileRows);
-  if (indexing == KVIndexingKind::Ragged && layout != KVLayout::NHD)
+  if (indexing == KVIndexing::Ragged && layout != KVLayout::NHD)
     return createStringError("ragged KV is supported in the NHD layout only");
   if (kvTile < 1 || costPerItem < 0 || costPerKVToken < 1)
     return createStringError("kv_tile and cost_per_kv_token must be >= 1, "
@@ -196,7 +201,7 @@ llvm::Error MergeKernelSpec::validate() const {
       return createStringError("a merge kernel with an output transform "
                                "needs the head counts");
     bool pow2 = pageSize > 0 && (pageSize & (pageSize - 1)) == 0;
-    if (indexing == KVIndexingKind::Paged && !pow2)
+    if (indexing == KVIndexing::Paged && !pow2)
       return createStringError("page_size must be a power of two, got %lld",
                                (long long)pageSize);
   }
@@ -217,7 +222,7 @@ attn::getDecodeLaunchInfo(const DecodeKernelSpec &spec,
   info.gridY = "1";
   info.dynamicSharedMemBytes = getDecodeSmemLayout(spec).totalBytes;
   std::string dt = stringifyDType(spec.dtype).str();
-  bool ragged = spec.indexing == KVIndexingKind::Ragged;
+  bool ragged = spec.indexing == KVIndexing::Ragged;
   std::string cache =
       ragged ? "[tokens, num_kv_heads, head_dim]"
       : spec.layout == KVLayout::NHD
@@ -245,8 +250,7 @@ attn::getDecodeLaunchInfo(const DecodeKernelSpec &spec,
     appendCustomMaskArgs(info.args);
   info.args.push_back({"sm_scale", "f32", "", ""});
   for (const auto &[name, kind] : params)
-    info.args.push_back(
-        {name, kind, kind == "ptr" ? "f32" : "", kind == "ptr" ? "[num_qo_heads]" : ""});
+    info.args.push_back(getVariantParamKernelArg(name, kind));
   return info;
 }
 
@@ -279,11 +283,10 @@ KernelLaunchInfo attn::getMergeLaunchInfo(const MergeKernelSpec &spec) {
   if (spec.outputTransform) {
     // The output transform sees the query's position, from the KV length.
     info.args.push_back({"kv_indptr", "ptr", "i32", "[batch + 1]"});
-    if (spec.indexing == KVIndexingKind::Paged)
+    if (spec.indexing == KVIndexing::Paged)
       info.args.push_back({"kv_last_len", "ptr", "i32", "[batch]"});
     for (const auto &[name, kind] : spec.params)
-      info.args.push_back({name, kind, kind == "ptr" ? "f32" : "",
-                           kind == "ptr" ? "[num_qo_heads]" : ""});
+      info.args.push_back(getVariantParamKernelArg(name, kind));
   }
   return info;
 }

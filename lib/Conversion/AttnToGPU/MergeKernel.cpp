@@ -78,7 +78,7 @@ void ::attn::detail::emitMergeKernelBody(
   mlir::attn::VariantHooks hooks;
   const bool transform = spec.outputTransform;
   if (transform) {
-    bool paged = spec.indexing == KVIndexingKind::Paged;
+    bool paged = spec.indexing == KVIndexing::Paged;
     kvIndptr = args[9];
     if (paged)
       kvLastLen = args[10];
@@ -100,8 +100,7 @@ void ::attn::detail::emitMergeKernelBody(
   if (spec.usesPDL())
     gridDepControlWait(b);
 
-  Type eltType = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                                 : Type(b.getF16Type());
+  Type eltType = getElementType(b, spec.dtype);
   auto f32x8 = VectorType::get({8}, f32);
   auto loadIndex = [&](Value memref, Value i) {
     return kb.toIndex(memref::LoadOp::create(b, memref, ValueRange{i}));

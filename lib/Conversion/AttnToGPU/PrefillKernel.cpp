@@ -29,14 +29,9 @@
 #include "attn/Conversion/AttnToGPU/VariantHooks.h"
 #include "attn/Conversion/AttnToGPU/VariantParams.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #define DEBUG_TYPE "attn-prefill-kernel"
 
@@ -44,18 +39,13 @@ using namespace mlir;
 using namespace ::attn;
 using namespace ::attn::detail;
 
-/// Static extent of the flat 1-D memrefs standing for device buffers (the
-/// bare-pointer convention needs static shapes; kernels index by hand).
-static constexpr int64_t kFlatExtent = int64_t(1) << 40;
-
 PrefillEmitter::PrefillEmitter(ImplicitLocOpBuilder &b,
                                const PrefillKernelSpec &spec,
                                const mlir::attn::VariantHooks *hooks)
     : b(b), kb(b), spec(spec), hooks(hooks), smem(getPrefillSmemLayout(spec)),
       D(spec.headDim), Q(spec.tileQ), N(spec.tileKV), S(spec.numStages),
       W(spec.getNumWarps()), P(spec.gqaPack), PS(spec.getPageSize()) {
-  eltType = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                            : Type(b.getF16Type());
+  eltType = getElementType(b, spec.dtype);
 }
 
 //===----------------------------------------------------------------------===//
@@ -70,7 +60,7 @@ void PrefillEmitter::bindArguments(gpu::GPUFuncOp func) {
   partialLse = args[i++], slotRows = kb.toIndex(args[i++]);
   q = args[i++], kCache = args[i++], vCache = args[i++], out = args[i++];
   lse = args[i++], qoIndptr = args[i++], kvIndptr = args[i++];
-  if (spec.indexing == KVIndexingKind::Paged)
+  if (spec.indexing == KVIndexing::Paged)
     kvIndices = args[i++], kvLastLen = args[i++];
   if (spec.customMask)
     customMask = args[i++], maskIndptr = args[i++];
@@ -156,7 +146,7 @@ void PrefillEmitter::emitItem(Value item) {
   qoLen = kb.sub(load(qoIndptr, kb.add(request, 1)), qoStart);
   kvBase = load(kvIndptr, request);
   Value kvCount = kb.sub(load(kvIndptr, kb.add(request, 1)), kvBase);
-  if (spec.indexing == KVIndexingKind::Paged) {
+  if (spec.indexing == KVIndexing::Paged) {
     // Only a request with pages has a last-page length to read.
     Value hasPages = kb.sgt(kvCount, zero);
     auto ifOp = scf::IfOp::create(b, b.getIndexType(), hasPages,
@@ -302,52 +292,15 @@ LogicalResult buildPrefill(ModuleOp module, const PrefillKernelSpec &spec,
   assert(spec.variantParams.size() == params.size() &&
          "the spec lists the parameters the kernel binds");
   MLIRContext *ctx = module.getContext();
-  ctx->loadDialect<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                   math::MathDialect, memref::MemRefDialect,
-                   nvgpu::NVGPUDialect, scf::SCFDialect,
-                   vector::VectorDialect>();
-  loadNVVMDialect(ctx);
+  loadKernelDialects(ctx);
   ImplicitLocOpBuilder b(module.getLoc(), ctx);
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-
-  auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(gpuModuleName);
-  if (!gpuModule) {
-    b.setInsertionPointToEnd(module.getBody());
-    gpuModule = gpu::GPUModuleOp::create(b, gpuModuleName);
-  }
+  gpu::GPUModuleOp gpuModule = getOrCreateGPUModule(module, b, gpuModuleName);
   KernelLaunchInfo info = getPrefillLaunchInfo(spec);
   if (gpuModule.lookupSymbol(info.kernelName))
     return module.emitError("kernel '") << info.kernelName
                                         << "' already exists";
-
-  Type elt = spec.dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                             : Type(b.getF16Type());
-  auto global = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Global);
-  SmallVector<Type> argTypes;
-  for (const KernelArg &arg : info.args) {
-    if (arg.kind == "i32") {
-      argTypes.push_back(b.getI32Type());
-    } else if (arg.kind == "f32") {
-      argTypes.push_back(b.getF32Type());
-    } else {
-      Type type = arg.elementType == "i32"   ? b.getI32Type()
-                  : arg.elementType == "f32" ? b.getF32Type()
-                  : arg.elementType == "u8"  ? b.getI8Type()
-                                             : elt;
-      argTypes.push_back(MemRefType::get({kFlatExtent}, type,
-                                         MemRefLayoutAttrInterface{}, global));
-    }
-  }
-  b.setInsertionPointToEnd(gpuModule.getBody());
-  auto func = gpu::GPUFuncOp::create(b, info.kernelName,
-                                     b.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(spec.getThreads()), 1, 1}));
-  setOccupancyHints(func, spec.minCTAsPerSM);
-  for (auto [i, arg] : llvm::enumerate(info.args))
-    func.setArgAttr(i, "attn.name", b.getStringAttr(arg.name));
+  gpu::GPUFuncOp func =
+      createKernelFunc(b, gpuModule, info, spec.dtype, spec.minCTAsPerSM);
 
   // The variants' parameters: declared types on the arguments, then the
   // values the hooks read (first in the body; the emitter appends after).

@@ -66,9 +66,9 @@ llvm::Error PrefillKernelSpec::validate() const {
                         tileKV));
   if (numStages < 2 || numStages > 4)
     return fail(formatv("stages must be 2..4, got {0}", numStages));
-  if (indexing == KVIndexingKind::Paged && pageSize <= 0)
+  if (indexing == KVIndexing::Paged && pageSize <= 0)
     return fail(formatv("page size must be positive, got {0}", pageSize));
-  if (indexing == KVIndexingKind::Ragged && layout != KVLayout::NHD)
+  if (indexing == KVIndexing::Ragged && layout != KVLayout::NHD)
     return fail("ragged KV is [tokens, num_kv_heads, head_dim]: layout NHD");
   // Copies are spread evenly: every thread moves the same number of chunks.
   int64_t threads = getThreads();
@@ -127,7 +127,7 @@ KernelLaunchInfo attn::getPrefillLaunchInfo(const PrefillKernelSpec &spec) {
   info.args.push_back({"slot_rows", "i32", "", ""});
   ptr("q", elt, "[total_q_rows, num_qo_heads, head_dim]");
   const char *kvShape =
-      spec.indexing == KVIndexingKind::Ragged
+      spec.indexing == KVIndexing::Ragged
           ? "[kv_tokens, num_kv_heads, head_dim]"
           : (spec.layout == KVLayout::NHD
                  ? "[pages, page_size, num_kv_heads, head_dim]"
@@ -138,7 +138,7 @@ KernelLaunchInfo attn::getPrefillLaunchInfo(const PrefillKernelSpec &spec) {
   ptr("lse", "f32", "[total_q_rows, num_qo_heads]");
   ptr("qo_indptr", "i32", "[batch + 1]");
   ptr("kv_indptr", "i32", "[batch + 1]");
-  if (spec.indexing == KVIndexingKind::Paged) {
+  if (spec.indexing == KVIndexing::Paged) {
     ptr("kv_indices", "i32", "[kv_indptr[batch]]");
     ptr("kv_last_len", "i32", "[batch]");
   }

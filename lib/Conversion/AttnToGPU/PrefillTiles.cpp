@@ -82,7 +82,7 @@ void PrefillEmitter::loadQueryFragments() {
 
 SmallVector<Value> PrefillEmitter::loadPageIds(Value tile) {
   SmallVector<Value> ids;
-  if (spec.indexing != KVIndexingKind::Paged)
+  if (spec.indexing != KVIndexing::Paged)
     return ids;
   const int64_t chunks = D / 8, threads = spec.getThreads();
   const int64_t rowsPerStep = threads / chunks;
@@ -127,7 +127,7 @@ void PrefillEmitter::issueKVTile(Value tile, Value stage, ValueRange ids) {
     Value token = kb.add(tileStart, local);
     Value valid = kb.andi(inRange, kb.slt(token, kvEnd));
     Value headRow;
-    if (spec.indexing == KVIndexingKind::Ragged) {
+    if (spec.indexing == KVIndexing::Ragged) {
       headRow = kb.add(kb.mul(kb.add(kvBase, token), Hkv), kvHead);
     } else {
       Value page = kb.toIndex(ids[ids.size() == 1 ? 0 : i]);

@@ -15,6 +15,8 @@
 #ifndef ATTN_CONVERSION_ATTNTOGPU_KERNELSPEC_H
 #define ATTN_CONVERSION_ATTNTOGPU_KERNELSPEC_H
 
+#include "attn/Runtime/Plan.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -27,26 +29,26 @@ namespace attn {
 /// Element type of queries, keys, values and output.
 enum class KernelDType { BF16, F16 };
 
-/// Order of the dimensions inside one KV page.
-///   NHD: k_cache[num_pages][page_size][num_kv_heads][head_dim]
-///   HND: k_cache[num_pages][num_kv_heads][page_size][head_dim]
-enum class KVLayout { NHD, HND };
+/// The KV page layout (NHD: [num_pages][page_size][num_kv_heads][head_dim],
+/// HND: [num_pages][num_kv_heads][page_size][head_dim]) and how the kernels
+/// find a request's keys (the `#attn.bsr` indexing: paged or ragged) are the
+/// runtime's ABI enums, so a spec and the plan it runs under share one type.
+using ::attn::runtime::KVIndexing;
+using ::attn::runtime::KVLayout;
 
 llvm::StringRef stringifyDType(KernelDType dtype);
 llvm::StringRef stringifyLayout(KVLayout layout);
+/// "paged" or "ragged", as the manifest's format spells it.
+llvm::StringRef stringifyIndexing(KVIndexing indexing);
 /// Parses "bf16"/"f16" and "NHD"/"HND" (case-insensitive).
 llvm::Expected<KernelDType> parseDType(llvm::StringRef text);
 llvm::Expected<KVLayout> parseLayout(llvm::StringRef text);
-
-/// How the generated kernels find a request's keys (the `#attn.bsr`
-/// indexing).
-enum class KVIndexingKind { Paged, Ragged };
 
 /// The pieces every generated kernel's name shares: the KV addressing word
 /// (`p<page size>` or `ragged`) and the suffix naming the variants and a
 /// custom mask. Names encode every field of a spec, so identical attentions
 /// share one kernel.
-std::string getKVNameWord(KVIndexingKind indexing, int64_t pageSize);
+std::string getKVNameWord(KVIndexing indexing, int64_t pageSize);
 std::string getVariantNameSuffix(llvm::ArrayRef<std::string> variantNames,
                                  bool customMask);
 
@@ -66,7 +68,7 @@ struct DecodeKernelSpec {
   int64_t pageSize = 16;
   KernelDType dtype = KernelDType::BF16;
   KVLayout layout = KVLayout::NHD;
-  KVIndexingKind indexing = KVIndexingKind::Paged;
+  KVIndexing indexing = KVIndexing::Paged;
   /// Query heads packed as rows per KV head (P, divides the group size);
   /// 0 packs the whole group when it fits the 16 rows of a tile.
   int64_t gqaPack = 0;
@@ -151,7 +153,7 @@ struct MergeKernelSpec {
   /// The variants' runtime parameters as kernel arguments: (name, kind).
   llvm::SmallVector<std::pair<std::string, std::string>> params;
   int64_t numQoHeads = 0, numKVHeads = 0;
-  KVIndexingKind indexing = KVIndexingKind::Paged;
+  KVIndexing indexing = KVIndexing::Paged;
   int64_t pageSize = 16;
 
   /// Slots each thread loads per step of its pass (all in flight at once).

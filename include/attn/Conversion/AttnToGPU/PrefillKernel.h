@@ -62,7 +62,7 @@ struct PrefillKernelSpec {
   int64_t numQoHeads = 32;
   int64_t numKVHeads = 8;
   KernelDType dtype = KernelDType::BF16;
-  KVIndexingKind indexing = KVIndexingKind::Paged;
+  KVIndexing indexing = KVIndexing::Paged;
   /// Tokens per page (the format's block_cols); 1 is reported for ragged.
   int64_t pageSize = 16;
   KVLayout layout = KVLayout::NHD;
@@ -113,7 +113,7 @@ struct PrefillKernelSpec {
     return queryInRegisters ? queryInRegisters > 0 : headDim <= 128;
   }
   int64_t getPageSize() const {
-    return indexing == KVIndexingKind::Paged ? pageSize : 1;
+    return indexing == KVIndexing::Paged ? pageSize : 1;
   }
   /// The kernel's name, e.g. `attn_prefill_bf16_d128_h32x8_p16_nhd_q128_kv64_s2_k1`.
   std::string getKernelName() const;
