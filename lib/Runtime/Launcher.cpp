@@ -319,10 +319,13 @@ static int32_t mergeGrid(const KernelManifest &k, const PlanView &plan) {
   int64_t maxCtas = plan.header(kHdrMaxCtas);
   if (plan.header(kHdrGraphMode) != 0)
     return int32_t(maxCtas);
-  int64_t work = plan.numMergeUnits();
-  if (k.merge_grid == MergeGrid::UnitRows)
-    work *= plan.slotRows();
-  return int32_t(std::min(work, maxCtas));
+  int64_t units = plan.numMergeUnits();
+  if (k.merge_grid == MergeGrid::Units)
+    return int32_t(std::min(units, maxCtas));
+  // Short CTAs, one per (unit, row group): all of them at once (the grid
+  // only has to be fixed in graph mode).
+  int64_t rows = k.merge_rows_per_cta;
+  return int32_t(units * ((plan.slotRows() + rows - 1) / rows));
 }
 
 static Status lookup(const Module &m, std::string_view name, KernelRole role,

@@ -178,8 +178,12 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
     std::string grid = "units";
     int32_t pdl = 0;
     if (!r.getString(k, "merge_ctas", where, &grid, false) ||
-        !r.getInt(k, "pdl", where, &pdl, false))
+        !r.getInt(k, "pdl", where, &pdl, false) ||
+        !r.getInt(k, "merge_rows_per_cta", where, &out->merge_rows_per_cta,
+                  false))
       return false;
+    if (out->merge_rows_per_cta < 1)
+      return r.fail(where + ": merge_rows_per_cta must be >= 1");
     if (grid == "units") out->merge_grid = MergeGrid::Units;
     else if (grid == "unit_rows") out->merge_grid = MergeGrid::UnitRows;
     else return r.fail(where + ": merge_ctas must be \"units\" or \"unit_rows\"");

@@ -101,8 +101,9 @@ json::Object attn::getMergeKernelManifest(const MergeKernelSpec &spec,
       {"head_dim", spec.headDim},
       {"num_qo_heads", numQoHeads},
       {"num_kv_heads", numKVHeads},
-      // One CTA per (merge unit, row): grid min(units * slot_rows, max_ctas).
+      // One CTA per (merge unit, merge_rows_per_cta rows).
       {"merge_ctas", "unit_rows"},
+      {"merge_rows_per_cta", spec.rowsPerCta},
       // Waits with griddepcontrol.wait: may be launched as a programmatic
       // dependent of the attention grid.
       {"pdl", spec.usesPDL() ? 1 : 0},

@@ -24,6 +24,7 @@
 // MANIFEST: "name": "attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_affine_tanh"
 // MANIFEST: "name": "gain"
 // MANIFEST: "merge_ctas": "unit_rows"
+// MANIFEST-NEXT: "merge_rows_per_cta": 1
 // MANIFEST-NEXT: "name": "attn_merge_bf16_d128_h32x8_p16_affine_tanh"
 // MANIFEST: "output_transform": true
 // MANIFEST-NEXT: "pdl": 1

@@ -217,4 +217,12 @@ TEST(Manifest, MergeLaunchShapeAndPDL) {
   s = parseManifest(replace(rows, "\"pdl\": 1", "\"pdl\": 2"), &m);
   EXPECT_EQ(s.code(), StatusCode::ManifestParseError);
   EXPECT_NE(s.message().find("pdl"), std::string::npos) << s.message();
+  // Rows per CTA: 1 unless given (a prefill merge gives each part a row).
+  EXPECT_EQ(k->merge_rows_per_cta, 1);
+  std::string tall = replace(rows, "\"pdl\": 1,", "\"pdl\": 1, \"merge_rows_per_cta\": 16,");
+  ASSERT_TRUE(parseManifest(tall, &m).ok());
+  EXPECT_EQ(m.find("attn_merge_d128")->merge_rows_per_cta, 16);
+  s = parseManifest(replace(tall, "\"merge_rows_per_cta\": 16", "\"merge_rows_per_cta\": 0"), &m);
+  EXPECT_EQ(s.code(), StatusCode::ManifestParseError);
+  EXPECT_NE(s.message().find("merge_rows_per_cta"), std::string::npos) << s.message();
 }

@@ -47,8 +47,8 @@ constexpr const char *kSlotRows = "slot_rows"; ///< i32: row stride of a partial
 
 /// A merge kernel's launch shape (manifest "merge_ctas"): `Units` one CTA
 /// per merge unit, grid min(units, max_ctas); `UnitRows` one CTA per (unit,
-/// row), grid min(units * slot_rows, max_ctas). Graph mode: max_ctas either
-/// way (the kernel is grid-strided).
+/// merge_rows_per_cta rows), grid units * ceil(slot_rows / rows_per_cta).
+/// Graph mode: max_ctas either way (the kernel is grid-strided).
 enum class MergeGrid : int32_t { Units = 0, UnitRows = 1 };
 
 struct ManifestArg {
@@ -80,6 +80,7 @@ struct KernelManifest {
   std::vector<ManifestArg> args;
   // Merge kernels: "merge_ctas" (the launch shape) and "pdl".
   MergeGrid merge_grid = MergeGrid::Units;
+  int32_t merge_rows_per_cta = 1; ///< "merge_rows_per_cta" (UnitRows)
   /// The kernel waits (griddepcontrol.wait) for the grid before it: the
   /// runtime may launch it with programmatic stream serialization.
   bool pdl = false;

@@ -245,6 +245,10 @@ mlir::attn::convertAttnToGPU(ModuleOp module,
     merge.headDim = op.getHeadDim();
     merge.dtype = shape->dtype;
     merge.chip = options.chip;
+    // Prefill splits tall tiles (64-128 rows) into a few chunks: a row per
+    // part. Decode splits short tiles into many: parts share a row.
+    if (shape->tile.getQ() != gen::DecodeKernelSpec::kTileRows)
+      merge.rowsPerCta = merge.getPartsPerCta();
     // Partials are untransformed: an output transform applies once, to the
     // merged rows, so the merge kernel carries the variants' hooks.
     if (llvm::any_of(shape->variants, [](VariantOp v) {

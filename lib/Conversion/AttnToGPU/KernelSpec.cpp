@@ -94,6 +94,8 @@ std::string MergeKernelSpec::getKernelName() const {
     return kernelName;
   std::string name =
       formatv("attn_merge_{0}_d{1}", stringifyDType(dtype), headDim).str();
+  if (rowsPerCta > 1)
+    name += formatv("_r{0}", rowsPerCta).str();
   if (!outputTransform)
     return name;
   return name +
@@ -192,10 +194,15 @@ llvm::Error MergeKernelSpec::validate() const {
   if (numWarps < 1 || numWarps > 32)
     return createStringError("num_warps must be in [1, 32], got %lld",
                              (long long)numWarps);
-  // A CTA merges one row: its threads form parts of head_dim / 8 threads.
+  // A CTA's threads form parts of head_dim / 8 threads.
   if ((numWarps * 32) % (headDim / 8) != 0)
     return createStringError("num_warps * 32 must be a multiple of "
                              "head_dim / 8");
+  if (rowsPerCta != 1 && rowsPerCta != getPartsPerCta())
+    return createStringError(
+        "rows_per_cta must be 1 (parts share a row) or %lld (a row per "
+        "part), got %lld",
+        (long long)getPartsPerCta(), (long long)rowsPerCta);
   if (outputTransform) {
     if (numQoHeads <= 0 || numKVHeads <= 0 || numQoHeads % numKVHeads)
       return createStringError("a merge kernel with an output transform "
@@ -264,8 +271,13 @@ KernelLaunchInfo attn::getMergeLaunchInfo(const MergeKernelSpec &spec) {
   KernelLaunchInfo info;
   info.kernelName = spec.getKernelName();
   info.blockDimX = spec.numWarps * 32;
-  // One CTA per (merge unit, row), grid-strided (manifest merge_ctas).
-  info.gridX = "min(merge_units * slot_rows, max_ctas)";
+  // One CTA per (merge unit, rows_per_cta rows), grid-strided (manifest
+  // merge_ctas, merge_rows_per_cta).
+  info.gridX = spec.rowsPerCta == 1
+                   ? "merge_units * slot_rows"
+                   : formatv("merge_units * ceil(slot_rows / {0})",
+                             spec.rowsPerCta)
+                         .str();
   info.gridY = "1";
   info.dynamicSharedMemBytes = 0;
   std::string dt = stringifyDType(spec.dtype).str();

@@ -13,21 +13,25 @@
 //
 // (all -inf gives output 0 and LSE -inf).
 //
-// One CTA merges one row of one unit: the kernel is grid-strided over the
-// (row, unit) pairs `v = row * plan[4] + unit`, v < plan[4] * slot_rows, rows
-// past the unit's row_count skipping (the manifest's `merge_ctas:
-// "unit_rows"`: grid min(units * slot_rows, max_ctas), max_ctas in graph mode,
-// so a graph captured with a fixed grid serves every plan). Row-major order
-// puts the pairs that exist first, so a short grid spreads them evenly.
-// Inside the CTA, a thread owns 8 consecutive elements of the row; the
-// CTA's threads form NT / (head_dim / 8) "parts" (16 for head_dim 128) and
-// part p merges slots first + p, first + p + parts, ... in ONE online pass
-// with kUnroll slots' loads in flight per step; part 0 then combines the
-// parts' states through shared memory and writes o/lse. A long split (one
-// request over the whole GPU: 66 slots per unit in D4) costs one round of
-// loads instead of a walk. gqa_pack and the query head count come from the
-// plan header, so one kernel serves every head configuration of its
-// head_dim and dtype.
+// A thread owns 8 consecutive elements of a row; the CTA's threads form
+// NT / (head_dim / 8) "parts" (16 for head_dim 128). One CTA merges R =
+// rows_per_cta rows of one unit at a time: the kernel is grid-strided over
+// the (row group, unit) pairs `v = group * plan[4] + unit`, v < plan[4] *
+// ceil(slot_rows / R), rows past the unit's row_count skipping (the
+// manifest's `merge_ctas: "unit_rows"` and `merge_rows_per_cta`: grid
+// units * ceil(slot_rows / R), max_ctas in graph mode, so a graph captured
+// with a fixed grid serves every plan). Row-major order puts the pairs that
+// exist first, so a short grid spreads them evenly. Two shapes:
+//  - R = 1, for long splits (decode: one request over the whole GPU, 66
+//    slots per unit in D4): part p merges slots first + p, first + p +
+//    parts, ... of the CTA's row in ONE online pass with kUnroll slots'
+//    loads in flight per step; part 0 then combines the parts' states
+//    through shared memory and writes o/lse: one round of loads instead of
+//    a walk.
+//  - R = parts, for short splits of tall units (prefill: 64-128 rows, a few
+//    slots each): part p merges row group * R + p alone, no shared memory.
+// gqa_pack and the query head count come from the plan header, so one
+// kernel serves every head configuration of its head_dim and dtype.
 //
 // On sm_90+ the kernel first executes `griddepcontrol.wait`: launched with
 // programmatic stream serialization (manifest `pdl`), its CTAs may start
@@ -51,6 +55,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <optional>
 
 using namespace mlir;
 using namespace ::attn;
@@ -88,12 +94,19 @@ void ::attn::detail::emitMergeKernelBody(
         variants, params, {spec.headDim, spec.numQoHeads, spec.numKVHeads});
   }
   Type f32 = b.getF32Type();
+  // A row per part, or parts sharing the CTA's row (see the file comment).
+  const int64_t parts = NT / chunks, R = spec.rowsPerCta;
+  const bool rowPerPart = R > 1;
+  const int64_t partsPerRow = rowPerPart ? 1 : parts;
   // Per-thread merge state for the cross-part combine: acc[8] at tid*8, the
   // running max at NT*8 + tid and the running sum at NT*9 + tid.
-  auto smemType = MemRefType::get(
-      {NT * 10}, f32, MemRefLayoutAttrInterface{},
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  Value smem = func.addWorkgroupAttribution(smemType, b.getLoc());
+  Value smem;
+  if (!rowPerPart) {
+    auto smemType = MemRefType::get(
+        {NT * 10}, f32, MemRefLayoutAttrInterface{},
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    smem = func.addWorkgroupAttribution(smemType, b.getLoc());
+  }
 
   // Nothing this kernel reads may be read before the attention grid's
   // writes are visible (a no-op without a programmatic launch).
@@ -126,16 +139,19 @@ void ::attn::detail::emitMergeKernelBody(
 
   // The row's 8-element chunks are spread over `chunks` threads; the CTA's
   // threads form `parts` such groups.
-  const int64_t parts = NT / chunks;
   Value part = kb.divu(tid, chunks);
   Value chunk = kb.remu(tid, chunks);
 
-  auto pairLoop =
-      scf::ForOp::create(b, cta, kb.mul(numUnits, slotRows), grid);
+  Value groups = rowPerPart
+                     ? kb.divu(kb.add(slotRows, kb.idx(R - 1)), kb.idx(R))
+                     : slotRows;
+  auto pairLoop = scf::ForOp::create(b, cta, kb.mul(numUnits, groups), grid);
   b.setInsertionPointToStart(pairLoop.getBody());
   Value v = pairLoop.getInductionVar();
   Value row = kb.divu(v, numUnits);
   Value u = kb.remu(v, numUnits);
+  if (rowPerPart)
+    row = kb.add(kb.mul(row, kb.idx(R)), part);
   Value unitBase = kb.mul(u, rt::kMergeUnitWords);
   Value rowCount = loadIndex(mergeUnits, kb.add(unitBase, 3));
   // Everything that depends on the unit alone is loaded here, before the
@@ -147,14 +163,16 @@ void ::attn::detail::emitMergeKernelBody(
   Value headGroup = loadIndex(mergeUnits, kb.add(unitBase, 1));
   Value rowBegin = loadIndex(mergeUnits, kb.add(unitBase, 2));
   Value qoStart = loadIndex(qoIndptr, request);
-  // CTA-uniform: the barriers inside are reached by every thread or none.
+  // With one row per CTA the test is CTA-uniform: the barriers inside are
+  // reached by every thread or none. With a row per part there are none.
   auto ifRow = scf::IfOp::create(b, kb.slt(row, rowCount), false);
   b.setInsertionPointToStart(&ifRow.getThenRegion().front());
 
   // One online pass over this part's slots, U slots per step so that their
   // loads are in flight together.
-  auto slotLoop = scf::ForOp::create(b, kb.add(firstSlot, part), lastSlot,
-                                     kb.idx(parts * U),
+  Value partInRow = rowPerPart ? kb.idx(0) : part;
+  auto slotLoop = scf::ForOp::create(b, kb.add(firstSlot, partInRow), lastSlot,
+                                     kb.idx(partsPerRow * U),
                                      ValueRange{negInf, zeroF, zeroVec});
   {
     OpBuilder::InsertionGuard guard(b);
@@ -165,7 +183,7 @@ void ::attn::detail::emitMergeKernelBody(
     Value acc = slotLoop.getRegionIterArgs()[2];
     SmallVector<Value> ls, os;
     for (int64_t k = 0; k < U; ++k) {
-      Value sk = k == 0 ? s : kb.add(s, kb.idx(parts * k));
+      Value sk = k == 0 ? s : kb.add(s, kb.idx(partsPerRow * k));
       Value ok = k == 0 ? Value() : kb.slt(sk, lastSlot);
       // Slots past the end reload slot s (in bounds) with weight 0.
       Value slot = k == 0 ? s : kb.select(ok, sk, s);
@@ -196,17 +214,20 @@ void ::attn::detail::emitMergeKernelBody(
   Value mOwn = slotLoop.getResult(0), sumOwn = slotLoop.getResult(1);
   Value accOwn = slotLoop.getResult(2);
 
-  // Publish every thread's state, then part 0 combines the parts.
-  auto accStore = vector::StoreOp::create(b, accOwn, smem,
-                                          ValueRange{kb.mul(tid, 8)});
-  accStore.setAlignment(32);
-  memref::StoreOp::create(b, mOwn, smem, ValueRange{kb.add(tid, NT * 8)});
-  memref::StoreOp::create(b, sumOwn, smem, ValueRange{kb.add(tid, NT * 9)});
-  gpu::BarrierOp::create(b);
+  // With parts sharing the row: publish every thread's state, then part 0
+  // combines the parts. With a row per part, its own state is the row's.
+  Value mMax = mOwn, sum = sumOwn, accRow = accOwn;
+  std::optional<OpBuilder::InsertionGuard> writerGuard;
+  if (!rowPerPart) {
+    auto accStore = vector::StoreOp::create(b, accOwn, smem,
+                                            ValueRange{kb.mul(tid, 8)});
+    accStore.setAlignment(32);
+    memref::StoreOp::create(b, mOwn, smem, ValueRange{kb.add(tid, NT * 8)});
+    memref::StoreOp::create(b, sumOwn, smem, ValueRange{kb.add(tid, NT * 9)});
+    gpu::BarrierOp::create(b);
 
-  auto ifWriter = scf::IfOp::create(b, kb.eq(part, kb.idx(0)), false);
-  {
-    OpBuilder::InsertionGuard guard(b);
+    auto ifWriter = scf::IfOp::create(b, kb.eq(part, kb.idx(0)), false);
+    writerGuard.emplace(b);
     b.setInsertionPointToStart(&ifWriter.getThenRegion().front());
     auto combine = scf::ForOp::create(b, kb.idx(1), kb.idx(parts), kb.idx(1),
                                       ValueRange{mOwn, sumOwn, accOwn});
@@ -230,10 +251,14 @@ void ::attn::detail::emitMergeKernelBody(
           b, ValueRange{mNew, kb.fadd(kb.fmul(sum, a), kb.fmul(sq, c)),
                         vfma(acc, a, aq, c)});
     }
-    Value mMax = combine.getResult(0), sum = combine.getResult(1);
+    mMax = combine.getResult(0);
+    sum = combine.getResult(1);
+    accRow = combine.getResult(2);
+  }
+  {
     Value nonEmpty = kb.fogt(sum, zeroF);
     Value inv = kb.select(nonEmpty, kb.fdiv(kb.f32(1.0f), sum), zeroF);
-    Value acc = arith::MulFOp::create(b, combine.getResult(2), splat(inv));
+    Value acc = arith::MulFOp::create(b, accRow, splat(inv));
 
     Value packed = kb.add(rowBegin, row);
     Value token = kb.divu(packed, pack);
@@ -273,8 +298,10 @@ void ::attn::detail::emitMergeKernelBody(
         b, kb.select(nonEmpty, kb.fadd(mMax, kb.log2(sum)), negInf), lse,
         ValueRange{outRow});
   }
+  writerGuard.reset();
   // Shared memory is reused by the CTA's next (row, unit).
-  gpu::BarrierOp::create(b);
+  if (!rowPerPart)
+    gpu::BarrierOp::create(b);
 
   b.setInsertionPointAfter(pairLoop);
   gpu::ReturnOp::create(b);

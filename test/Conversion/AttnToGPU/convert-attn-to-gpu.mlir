@@ -128,13 +128,18 @@ func.func @composed(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %v: 
 
 // -----
 
-// Larger tiles go to the prefill generator; the merge kernel is shared.
+// Larger tiles go to the prefill generator, with a merge kernel of its own shape.
 
 // CHECK-LABEL: func.func @prefill_tile
 // CHECK: attn.kernel = @attn_kernels::@attn_prefill_{{.*}}_causal
-// CHECK-SAME: attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128
+// CHECK-SAME: attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128_r16
 // CHECK: gpu.func @attn_prefill_
-// CHECK: gpu.func @attn_merge_bf16_d128(
+// Prefill splits tall tiles into a few chunks: its merge kernel gives each
+// part (16 threads of a row) a row of its own, so there is no cross-part
+// combine and no barrier.
+// CHECK: gpu.func @attn_merge_bf16_d128_r16(
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
 func.func @prefill_tile(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %v: tensor<?x16x8x128xbf16>,
     %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>)
     -> tensor<?x32x128xbf16> {

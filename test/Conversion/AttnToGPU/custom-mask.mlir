@@ -22,7 +22,7 @@
 // CHECK-NEXT: arith.extui %{{.*}} : i8 to i32
 // CHECK: arith.shrui
 // CHECK: math.exp2
-// CHECK: gpu.func @attn_merge_bf16_d128(
+// CHECK: gpu.func @attn_merge_bf16_d128_r16(
 func.func @tree_verify(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>,
     %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>,
     %mask: tensor<?xi8>, %w: i32) -> tensor<?x32x128xbf16> {

@@ -8,7 +8,7 @@
 
 // CHECK-LABEL: func.func @prefill_sinks
 // CHECK: attn.kernel = @attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_p16_nhd_q128_kv64_s2_k1_causal_sinks]]
-// CHECK-SAME: attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128
+// CHECK-SAME: attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128_r16
 // CHECK: gpu.module @attn_kernels
 // CHECK: gpu.func @[[K]](
 // CHECK-SAME: %{{.*}}: f32 {attn.name = "sm_scale"}
@@ -20,7 +20,7 @@
 // CHECK: %[[S2:.*]] = arith.mulf %[[S]], %cst{{.*}} : f32
 // CHECK: %[[M:.*]] = arith.maximumf %{{.*}}, %[[S2]] : f32
 // CHECK: arith.select %[[FIRST]], %[[M]], %{{.*}} : f32
-// CHECK: gpu.func @attn_merge_bf16_d128(
+// CHECK: gpu.func @attn_merge_bf16_d128_r16(
 func.func @prefill_sinks(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %v: tensor<?x16x8x128xbf16>,
     %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>,
     %sinks: memref<?xf32>) -> tensor<?x32x128xbf16> {

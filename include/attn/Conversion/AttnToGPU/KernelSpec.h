@@ -156,6 +156,15 @@ struct MergeKernelSpec {
   KVIndexing indexing = KVIndexing::Paged;
   int64_t pageSize = 16;
 
+  /// Rows of a unit one CTA merges at a time. 1: the CTA's parts (groups of
+  /// head_dim / 8 threads) split one row's slots, for long splits (decode:
+  /// one request over the whole GPU, tens of slots per row). The part count
+  /// (num_warps * 32 / (head_dim / 8)): each part merges its own row alone,
+  /// for short splits of tall units (prefill: 64-128 rows, 2-3 slots each).
+  int64_t rowsPerCta = 1;
+  /// The rows-per-part setting: numWarps * 32 / (headDim / 8).
+  int64_t getPartsPerCta() const { return numWarps * 32 / (headDim / 8); }
+
   /// Slots each thread loads per step of its pass (all in flight at once).
   static constexpr int64_t kUnroll = 8;
 
@@ -163,8 +172,8 @@ struct MergeKernelSpec {
   /// `griddepcontrol.wait` before reading the plan and the partials, so the
   /// runtime may launch it while the attention grid drains (manifest `pdl`).
   bool usesPDL() const;
-  /// `attn_merge_bf16_d128` unless kernelName is set; with an output
-  /// transform `attn_merge_bf16_d128_h32x8_p16_<variants>`.
+  /// `attn_merge_bf16_d128` unless kernelName is set (`..._r16` with 16 rows
+  /// per CTA); with an output transform `..._h32x8_p16_<variants>` follows.
   std::string getKernelName() const;
   llvm::Error validate() const;
 };
