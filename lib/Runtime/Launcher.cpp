@@ -314,7 +314,8 @@ static Status launch(const CudaDriver &d, const Module &m, const KernelManifest 
 
 /// The merge grid the manifest's launch shape asks for (docs/Manifest.md):
 /// max_ctas in graph mode (the kernel is grid-strided), else the number of
-/// units, or of (unit, row) pairs, capped at max_ctas.
+/// units capped at max_ctas (`units`), or one CTA per (unit, row group)
+/// (`unit_rows`).
 static int32_t mergeGrid(const KernelManifest &k, const PlanView &plan) {
   int64_t maxCtas = plan.header(kHdrMaxCtas);
   if (plan.header(kHdrGraphMode) != 0)
