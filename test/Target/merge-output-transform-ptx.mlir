@@ -17,8 +17,8 @@
 // PTX-COUNT-5: .param .u64
 // PTX: .param .f32
 // PTX: .maxntid 256, 1, 1
-// PTX: griddepcontrol.wait;
 // PTX: %nctaid.x
+// PTX: griddepcontrol.wait;
 // PTX: ex2.approx
 
 // MANIFEST: "name": "attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_affine_tanh"

@@ -33,9 +33,10 @@
 // gqa_pack and the query head count come from the plan header, so one
 // kernel serves every head configuration of its head_dim and dtype.
 //
-// On sm_90+ the kernel first executes `griddepcontrol.wait`: launched with
-// programmatic stream serialization (manifest `pdl`), its CTAs may start
-// while the attention grid drains, and wait here until that grid's writes
+// On sm_90+ the kernel executes `griddepcontrol.wait` before it reads a
+// partial slot: launched with programmatic stream serialization (manifest
+// `pdl`), its CTAs may start while the attention grid drains, load the plan
+// and the unit's fields meanwhile, and wait there until that grid's writes
 // are visible; launched plainly, the wait returns at once.
 //
 // Output transform: partial slots hold untransformed outputs. When the
@@ -108,10 +109,6 @@ void ::attn::detail::emitMergeKernelBody(
     smem = func.addWorkgroupAttribution(smemType, b.getLoc());
   }
 
-  // Nothing this kernel reads may be read before the attention grid's
-  // writes are visible (a no-op without a programmatic launch).
-  if (spec.usesPDL())
-    gridDepControlWait(b);
 
   Type eltType = getElementType(b, spec.dtype);
   auto f32x8 = VectorType::get({8}, f32);
@@ -163,6 +160,13 @@ void ::attn::detail::emitMergeKernelBody(
   Value headGroup = loadIndex(mergeUnits, kb.add(unitBase, 1));
   Value rowBegin = loadIndex(mergeUnits, kb.add(unitBase, 2));
   Value qoStart = loadIndex(qoIndptr, request);
+  // The plan, the merge map and the indptr arrays were uploaded before the
+  // attention grid started; only the partial slots are that grid's writes.
+  // Waiting here rather than on entry lets the loads above overlap the
+  // grid's tail (a no-op after the first pair, or without a programmatic
+  // launch).
+  if (spec.usesPDL())
+    gridDepControlWait(b);
   // With one row per CTA the test is CTA-uniform: the barriers inside are
   // reached by every thread or none. With a row per part there are none.
   auto ifRow = scf::IfOp::create(b, kb.slt(row, rowCount), false);

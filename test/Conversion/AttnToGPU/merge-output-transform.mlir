@@ -41,12 +41,15 @@ attn.variant @affine_tanh(gain : f32) {
 // CHECK-SAME: %[[LAST:arg[0-9]+]]: memref<{{[0-9]+}}xi32, #gpu.address_space<global>> {attn.name = "kv_last_len"}
 // CHECK-SAME: %[[GAIN:arg[0-9]+]]: f32 {attn.name = "gain", attn.param_type = f32}
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK: nvvm.griddepcontrol wait
 // CHECK: gpu.grid_dim x
 // One (row, unit) pair per iteration: row = v / units, unit = v % units.
 // CHECK: scf.for
 // CHECK: arith.divui
 // CHECK: arith.remui
+// The unit's fields (host-uploaded) are read before the wait for the
+// attention grid's writes; only the partial slots come after it.
+// CHECK: memref.load
+// CHECK: nvvm.griddepcontrol wait
 // CHECK: scf.if
 // The online pass loads 8 slots per step.
 // CHECK: scf.for
