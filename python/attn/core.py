@@ -12,8 +12,10 @@ torch is imported lazily: the argument checks are duck-typed (``shape``,
 without it.
 """
 
+import ctypes
 import json
 import math
+import os
 
 from . import _native
 from .compiler import get_kernel
@@ -94,7 +96,15 @@ def host_i32(name, x):
         x = x.detach().to("cpu")
         if str(x.dtype) not in ("torch.int32", "torch.int64"):
             raise TypeError(f"attn: {name}: expected an integer tensor, got {x.dtype}")
-        return array.array("i", x.int().tolist())
+        if x.dim() != 1:
+            return array.array("i", x.int().tolist())
+        # A 1-D tensor's bytes, copied straight into the array (no Python ints).
+        x = x.int().contiguous()
+        n = int(x.numel())
+        a = array.array("i", bytes(4 * n))
+        if n:
+            ctypes.memmove(a.buffer_info()[0], x.data_ptr(), 4 * n)
+        return a
     try:
         return array.array("i", [int(v) for v in x])
     except (TypeError, ValueError) as e:
@@ -109,14 +119,21 @@ def parse_manifest(text):
     return attention, merge, doc
 
 
+_capabilities = {}
+
+
 def device_arch(device):
     """'sm_XY' of a CUDA device (``ATTN_ARCH`` overrides)."""
-    import os
     if os.environ.get("ATTN_ARCH"):
         return os.environ["ATTN_ARCH"]
-    torch = torch_module()
-    major, minor = torch.cuda.get_device_capability(device)
-    return f"sm_{major}{minor}"
+    key = str(device)
+    cap = _capabilities.get(key)
+    if cap is None:
+        torch = torch_module()
+        cap = tuple(torch.cuda.get_device_capability(device))
+        if ":" in key:  # an indexed device ("cuda" alone follows the current device)
+            _capabilities[key] = cap
+    return f"sm_{cap[0]}{cap[1]}"
 
 
 _modules = {}
@@ -131,6 +148,57 @@ def load_module(kernel, device):
             torch.cuda.current_stream(device)  # makes the primary context current
             _modules[key] = (kernel, _native.native().Module(kernel.image, kernel.manifest))
     return _modules[key][1]
+
+
+class KernelInfo:
+    """What plan() needs of the compiled module of one spec on one device.
+
+    It depends only on the spec, the arch, the device and the kernel cache
+    directory, so :func:`kernel_info` builds it once per process: the kernel
+    (cache lookup or compile), the loaded module, the parsed manifest, the
+    attention and merge kernel names, the residency and chunking the kernel
+    was built for (docs/Manifest.md), the tile candidates and the SM count.
+    """
+
+    __slots__ = ("kernel", "module", "attention", "merge", "doc", "ctas_per_sm", "min_chunk",
+                 "candidates", "num_sms")
+
+    def __init__(self, kernel, module, num_sms):
+        self.kernel, self.module, self.num_sms = kernel, module, num_sms
+        self.attention, self.merge, self.doc = parse_manifest(kernel.manifest)
+        if not self.attention:
+            raise RuntimeError("attn: the compiled module has no attention kernel")
+        kernel_doc = next(k for k in self.doc["kernels"] if k["name"] == self.attention[0])
+        self.ctas_per_sm = int(kernel_doc.get("ctas_per_sm", 1))
+        self.min_chunk = int(kernel_doc.get("cost", {}).get("min_chunk_tokens", 0))
+        self.candidates = module.candidates()
+
+
+_kernel_infos = {}
+
+
+def num_sms(device):
+    return torch_module().cuda.get_device_properties(device).multi_processor_count
+
+
+def kernel_info(spec, device):
+    """The KernelInfo of ``spec`` on ``device``, memoized per process.
+
+    The key is the frozen spec, the arch, the device and the kernel cache
+    directory (``ATTN_CACHE_DIR``, else under ``HOME``): a first call looks the
+    kernel up in the cache (compiling on a miss where the compiler is built
+    in, raising KernelNotFoundError on a runtime-only build), later calls with
+    the same key reuse everything. Failures are not memoized.
+    """
+    arch = device_arch(device)
+    key = (spec, arch, str(device), os.environ.get("ATTN_CACHE_DIR"), os.environ.get("HOME"))
+    info = _kernel_infos.get(key)
+    if info is None:
+        kernel = get_kernel(spec, arch)
+        info = KernelInfo(kernel, load_module(kernel, device), num_sms(device))
+        if ":" in str(device):  # an indexed device ("cuda" alone follows the current device)
+            info = _kernel_infos.setdefault(key, info)
+    return info
 
 
 class PlannedRun:
@@ -168,6 +236,8 @@ class WrapperBase:
         self._upload_event = None
         self._graph_config = None
         self._planned = None
+        self._staging = None        # pinned int32 staging of the index arrays (see _upload_i32)
+        self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
 
     @property
     def is_cuda_graph_enabled(self):
@@ -187,35 +257,32 @@ class WrapperBase:
                                "(plan on the host, then replay the captured run())")
 
     def _plan(self, spec, values, *, qo_indptr, kv_indptr, kv_last_len=None, kv_lens=None,
-              causal=False, window_left=-1, max_batch=None, max_total_q_rows=None, custom_mask=False):
-        """Compiles/loads the kernels of ``spec``, plans and uploads the plan."""
+              causal=False, window_left=-1, max_batch=None, max_total_q_rows=None, custom_mask=False,
+              uploads=()):
+        """Compiles/loads the kernels of ``spec``, plans and uploads the plan.
+
+        ``uploads``: the index arrays the kernels read, as (name, source,
+        host array or None, fixed buffer or None); their device copies are
+        in the returned plan's ``dev`` (see :meth:`_upload_i32`).
+        """
         torch = torch_module()
         self._check_not_capturing("plan")
-        arch = device_arch(self._device)
-        kernel = get_kernel(spec, arch)
-        module = load_module(kernel, self._device)
-        attention, merge, doc = parse_manifest(kernel.manifest)
-        if not attention:
-            raise RuntimeError("attn: the compiled module has no attention kernel")
-        candidates = module.candidates()
+        # Everything that depends only on the spec is computed once per process.
+        info = kernel_info(spec, self._device)
+        attention = info.attention
         batch = len(qo_indptr) - 1
         total_q = int(qo_indptr[-1]) if batch >= 0 else 0
-        props = torch.cuda.get_device_properties(self._device)
-        # The residency and chunking the kernel was built for (docs/Manifest.md).
-        kernel_doc = next(k for k in doc["kernels"] if k["name"] == attention[0])
-        ctas_per_sm = int(kernel_doc.get("ctas_per_sm", 1))
-        min_chunk = int(kernel_doc.get("cost", {}).get("min_chunk_tokens", 0))
         config = {
             "num_qo_heads": spec.num_qo_heads, "num_kv_heads": spec.num_kv_heads,
             "head_dim": spec.head_dim, "indexing": 0 if spec.indexing == "paged" else 1,
             "block_size": spec.page_size if spec.indexing == "paged" else 1,
             "causal": int(bool(causal)), "window_left": int(window_left),
             "has_custom_mask": int(bool(custom_mask)),
-            "num_sms": props.multi_processor_count, "ctas_per_sm": ctas_per_sm,
-            "min_chunk_tokens": min_chunk,
+            "num_sms": info.num_sms, "ctas_per_sm": info.ctas_per_sm,
+            "min_chunk_tokens": info.min_chunk,
             "graph_mode": int(self._use_cuda_graph), "graph_candidate": 0,
             "max_batch": max(1, max_batch or batch), "max_total_q_rows": max(1, max_total_q_rows or total_q),
-            "candidates": candidates,
+            "candidates": info.candidates,
         }
         if self._use_cuda_graph:
             # The workspace layout must not move between plans of a captured graph.
@@ -223,34 +290,109 @@ class WrapperBase:
                 raise ValueError("attn: in CUDA-graph mode every plan() must keep the heads, head_dim, "
                                  "page size, variants and maxima of the first one")
             self._graph_config = config
-        host_bytes, device_bytes = _native.native().plan_workspace_size(config)
+        # The workspace sizes follow from the config alone (the candidates from the spec).
+        size_key = (info, config["causal"], config["window_left"], config["has_custom_mask"],
+                    config["graph_mode"], config["max_batch"], config["max_total_q_rows"])
+        if self._ws_sizes[0] == size_key:
+            host_bytes, device_bytes = self._ws_sizes[1]
+        else:
+            host_bytes, device_bytes = _native.native().plan_workspace_size(config)
+            self._ws_sizes = (size_key, (host_bytes, device_bytes))
         ws_bytes = self._workspace.numel() * self._workspace.element_size()
         if ws_bytes < device_bytes:
             raise ValueError(f"attn: float_workspace_buffer has {ws_bytes} bytes, this plan needs "
                              f"{device_bytes} (batch {batch}, {total_q} query rows)")
-        if self._host_ws is None or self._host_ws.numel() < host_bytes:
-            if self._upload_event is not None:
-                self._upload_event.synchronize()
-            self._host_ws = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
-        elif self._upload_event is not None:
-            # The previous upload may still read the pinned buffer.
+        if self._upload_event is not None:
+            # The previous plan's uploads may still read the pinned buffers.
             self._upload_event.synchronize()
+        if self._host_ws is None or self._host_ws.numel() < host_bytes:
+            self._host_ws = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
         summary = _native.native().plan(
             config, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
             kv_lens=kv_lens, workspace_bytes=host_bytes)
         stream = torch.cuda.current_stream(self._device)
         _native.native().upload_plan(self._host_ws.data_ptr(), summary["plan_bytes"],
                                      self._workspace.data_ptr(), stream.cuda_stream)
-        self._upload_event = torch.cuda.Event()
-        self._upload_event.record(stream)
+        try:
+            dev = self._upload_i32(uploads)
+        finally:
+            # One event, re-recorded after every plan's uploads (the next plan waits on it).
+            if self._upload_event is None:
+                self._upload_event = torch.cuda.Event()
+            self._upload_event.record(stream)
         p = PlannedRun()
-        p.module, p.spec, p.config, p.summary = module, spec, config, summary
+        p.module, p.spec, p.config, p.summary = info.module, spec, config, summary
         p.attention_kernel = attention[min(summary["candidate"], len(attention) - 1)]
-        p.merge_kernel = merge
+        p.merge_kernel = info.merge
         p.total_q, p.batch = total_q, batch
         p.host_bytes = host_bytes
+        p.dev = dev
         p.args = self._variant_args(spec, values)
         return p
+
+    def _upload_i32(self, uploads):
+        """Device int32 copies of the plan's index arrays, ``{name: tensor}``.
+
+        ``uploads``: (name, source, host, fixed) tuples, in order. ``host``, an
+        array('i') already read from ``source`` on the host, goes up from one
+        pinned staging buffer with asynchronous copies on the current stream
+        (no host sync; the plan's upload event, recorded after them, keeps the
+        next plan from rewriting the staging buffer too early): into the
+        CUDA-graph buffer ``fixed[:len]`` when given, else into a fresh device
+        tensor, unless ``source`` is already an int32 contiguous tensor on the
+        device, which is used as is. ``host`` None: ``source`` goes up with
+        :func:`attn.paged.to_device_i32`.
+        """
+        from .paged import to_device_i32
+        torch = None
+        out, loose, into_fixed = {}, [], []
+        for name, src, host, fixed in uploads:
+            if host is None:
+                out[name] = to_device_i32(name, src, self._device, fixed)
+                continue
+            if fixed is not None:
+                check_tensor(f"{name} buffer", fixed, dtype="i32", device=self._device, dims=1)
+                if fixed.numel() < len(host):
+                    raise ValueError(f"attn: {name} has {len(host)} entries but its fixed buffer "
+                                     f"(use_cuda_graph=True) holds only {fixed.numel()}")
+                into_fixed.append((name, host, fixed))
+                continue
+            if hasattr(src, "detach"):
+                torch = torch or torch_module()
+                if src.device == torch.device(self._device) and src.dtype == torch.int32 and \
+                        src.is_contiguous():
+                    out[name] = src
+                    continue
+            loose.append((name, host))
+        if not loose and not into_fixed:
+            return out
+        torch = torch or torch_module()
+        n_loose = sum(len(h) for _, h in loose)
+        total = n_loose + sum(len(h) for _, h, _ in into_fixed)
+        if self._staging is None or self._staging.numel() < total:
+            size = max(total, 1024, 2 * (self._staging.numel() if self._staging is not None else 0))
+            self._staging = torch.empty(size, dtype=torch.int32, pin_memory=True)
+        staging = self._staging
+        base, off, placed = staging.data_ptr(), 0, []
+        for item in loose + into_fixed:
+            host = item[1]
+            n = len(host)
+            if n:
+                ctypes.memmove(base + 4 * off, host.buffer_info()[0], 4 * n)
+            placed.append((item, off, n))
+            off += n
+        if loose:
+            d = torch.empty(n_loose, dtype=torch.int32, device=self._device)
+            if n_loose:
+                d.copy_(staging[:n_loose], non_blocking=True)
+        for item, off, n in placed:
+            if len(item) == 2:
+                out[item[0]] = d[off:off + n]
+            else:
+                if n:
+                    item[2][:n].copy_(staging[off:off + n], non_blocking=True)
+                out[item[0]] = item[2]
+        return out
 
     def _plan_mask(self, p, custom_mask, packed_custom_mask, qo_lens, kv_lens, fixed):
         """Packs the custom mask and its byte offsets onto the device for ``p``.

@@ -1,5 +1,7 @@
 """Batch decode over a paged KV cache (FlashInfer's ``flashinfer.decode``)."""
 
+import array
+
 from .core import check_tensor, dtype_name, torch_module
 from .paged import PagedWrapperBase, q_kv_dtypes
 
@@ -79,18 +81,26 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         dtype = q_kv_dtypes(q_data_type, kv_data_type, data_type)
         torch = torch_module()
         batch = len(last_page_len)
-        fixed = dict(self._fixed)
+        # qo_indptr of decode is 0..batch: kept on the host and the device, not rebuilt every plan.
         if self._use_cuda_graph:
             if batch > self._max_batch:
                 raise ValueError(f"attn: batch {batch} exceeds the CUDA-graph buffers' {self._max_batch}")
             if getattr(self, "_qo_fixed", None) is None:
                 self._qo_fixed = torch.arange(self._max_batch + 1, dtype=torch.int32, device=self._device)
-            fixed["qo"] = self._qo_fixed
-        qo = torch.arange(batch + 1, dtype=torch.int32)
-        self._plan_paged(qo_indptr=qo, kv_indptr=indptr, kv_indices=indices, kv_last_len=last_page_len,
+            qo_dev = self._qo_fixed
+        else:
+            qo_dev = getattr(self, "_qo_dev", None)
+            if qo_dev is None or qo_dev.numel() < batch + 1:
+                n = max(batch + 1, 2 * qo_dev.numel() if qo_dev is not None else 0)
+                qo_dev = self._qo_dev = torch.arange(n, dtype=torch.int32, device=self._device)
+        qo_host = getattr(self, "_qo_host", None)
+        if qo_host is None or len(qo_host) != batch + 1:
+            qo_host = self._qo_host = array.array("i", range(batch + 1))
+        self._plan_paged(qo_indptr=qo_host, qo_host=qo_host, qo_device=qo_dev[:batch + 1], kv_indptr=indptr,
+                         kv_indices=indices, kv_last_len=last_page_len,
                          num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                          page_size=page_size, dtype=dtype, query_rows=1, causal=False,
-                         window_left=window_left, sm_scale=sm_scale, fixed=fixed,
+                         window_left=window_left, sm_scale=sm_scale, fixed=self._fixed,
                          max_batch=self._max_batch if self._use_cuda_graph else None,
                          max_total_q_rows=self._max_batch if self._use_cuda_graph else None,
                          pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,

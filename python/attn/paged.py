@@ -68,7 +68,9 @@ class PagedWrapperBase(core.WrapperBase):
     def _plan_paged(self, *, qo_indptr, kv_indptr, kv_indices, kv_last_len, num_qo_heads, num_kv_heads,
                     head_dim, page_size, dtype, query_rows, causal, window_left, sm_scale, fixed,
                     max_batch=None, max_total_q_rows=None, custom_mask=None, packed_custom_mask=None,
-                    **variant_kwargs):
+                    qo_host=None, qo_device=None, **variant_kwargs):
+        """``qo_host``: qo_indptr already read on the host; ``qo_device``: its
+        device copy, used as is (decode's constant 0..batch)."""
         check_heads(num_qo_heads, num_kv_heads, head_dim, page_size)
         has_mask = custom_mask is not None or packed_custom_mask is not None
         causal = bool(causal) and not has_mask
@@ -76,20 +78,24 @@ class PagedWrapperBase(core.WrapperBase):
                                  page_size=page_size, dtype=dtype, kv_layout=self._kv_layout,
                                  query_rows=query_rows, causal=causal, window_left=window_left,
                                  custom_mask=has_mask, **variant_kwargs)
-        qo_h, kv_h, last_h = host_i32("qo_indptr", qo_indptr), host_i32("kv_indptr", kv_indptr), \
-            host_i32("last_page_len", kv_last_len)
+        qo_h = qo_host if qo_host is not None else host_i32("qo_indptr", qo_indptr)
+        kv_h, last_h = host_i32("kv_indptr", kv_indptr), host_i32("last_page_len", kv_last_len)
         if len(kv_h) != len(qo_h) or len(last_h) != len(kv_h) - 1:
             raise ValueError(f"attn: indptr arrays must have batch + 1 entries and last_page_len batch: "
                              f"qo_indptr {len(qo_h)}, kv_indptr {len(kv_h)}, last_page_len {len(last_h)}")
         torch = torch_module()
-        dev = self._device
+        # The index arrays go up from the host copies read above, without a host sync.
+        uploads = [("kv_indptr", kv_indptr, kv_h, fixed.get("kv_indptr")),
+                   ("kv_indices", kv_indices, None, fixed.get("kv_indices")),
+                   ("last_page_len", kv_last_len, last_h, fixed.get("kv_last_len"))]
+        if qo_device is None:
+            uploads.insert(0, ("qo_indptr", qo_indptr, qo_h, fixed.get("qo")))
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, causal=causal,
                        window_left=-1 if window_left is None else window_left,
-                       max_batch=max_batch, max_total_q_rows=max_total_q_rows, custom_mask=has_mask)
-        d_qo = to_device_i32("qo_indptr", qo_indptr if hasattr(qo_indptr, "detach") else qo_h, dev, fixed.get("qo"))
-        d_kv = to_device_i32("kv_indptr", kv_indptr, dev, fixed.get("kv_indptr"))
-        d_idx = to_device_i32("kv_indices", kv_indices, dev, fixed.get("kv_indices"))
-        d_last = to_device_i32("last_page_len", kv_last_len, dev, fixed.get("kv_last_len"))
+                       max_batch=max_batch, max_total_q_rows=max_total_q_rows, custom_mask=has_mask,
+                       uploads=uploads)
+        d_qo = qo_device if qo_device is not None else p.dev["qo_indptr"]
+        d_kv, d_idx, d_last = p.dev["kv_indptr"], p.dev["kv_indices"], p.dev["last_page_len"]
         # Doubled indices address K and V of a combined [pages, 2, ...] cache.
         if fixed.get("kv_indices") is not None:
             if getattr(self, "_idx2", None) is None or self._idx2.numel() != d_idx.numel():

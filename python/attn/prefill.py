@@ -8,7 +8,7 @@ tree is verified (each draft token sees its ancestors).
 
 from . import core
 from .core import check_tensor, dtype_name, host_i32, torch_module
-from .paged import PagedWrapperBase, check_heads, make_spec, q_kv_dtypes, to_device_i32
+from .paged import PagedWrapperBase, check_heads, make_spec, q_kv_dtypes
 
 # Expected query rows per request for tile selection when prefilling.
 PREFILL_QUERY_ROWS = 128
@@ -93,7 +93,7 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
                          pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
                          rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
                          variant_params=variant_params, logits_scale=logits_scale, custom_mask=custom_mask,
-                         packed_custom_mask=packed_custom_mask)
+                         packed_custom_mask=packed_custom_mask, qo_host=qo_h)
 
     begin_forward = plan
 
@@ -163,12 +163,15 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         graph = self._use_cuda_graph
         if graph and self._max_total_q_rows is None:
             self._max_total_q_rows = max(1, qo_h[-1])
+        # The indptr arrays go up from the host copies read above, without a host sync.
+        uploads = [("qo_indptr", qo_indptr, qo_h, self._fixed.get("qo")),
+                   ("kv_indptr", kv_indptr, kv_h, self._fixed.get("kv_indptr"))]
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, causal=causal,
                        window_left=-1 if window_left is None else window_left,
                        max_batch=self._max_batch if graph else None,
-                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask)
-        d_qo = to_device_i32("qo_indptr", qo_indptr, self._device, self._fixed.get("qo"))
-        d_kv = to_device_i32("kv_indptr", kv_indptr, self._device, self._fixed.get("kv_indptr"))
+                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask,
+                       uploads=uploads)
+        d_qo, d_kv = p.dev["qo_indptr"], p.dev["kv_indptr"]
         p.keepalive = [d_qo, d_kv]
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr()}
         if has_mask:

@@ -1,0 +1,125 @@
+"""CPU checks of plan()'s per-process memo (attn.core.kernel_info): what depends
+only on the spec (kernel lookup, loaded module, parsed manifest, candidates,
+SM count) is computed once per spec, arch, device and cache directory."""
+
+import json
+
+import pytest
+
+from attn import core
+from attn.paged import make_spec
+
+MANIFEST = json.dumps({"kernels": [
+    {"name": "attn_decode_x", "role": "attention", "ctas_per_sm": 4, "cost": {"min_chunk_tokens": 512}},
+    {"name": "attn_merge_x", "role": "merge"}]})
+
+
+class FakeKernel:
+    def __init__(self, manifest=MANIFEST):
+        self.manifest = manifest
+
+
+class FakeModule:
+    def candidates(self):
+        return [{"q_rows": 1, "kv_tile": 64, "gqa_pack": 4, "cost_per_item": 128, "cost_per_kv_token": 1}]
+
+
+@pytest.fixture
+def counted(monkeypatch, tmp_path):
+    """Replaces the cache lookup, the module load and the device query with counters."""
+    calls = {"get_kernel": 0, "load_module": 0, "parse_manifest": 0, "num_sms": 0}
+    kernels = {}
+
+    def get_kernel(spec, arch):
+        calls["get_kernel"] += 1
+        return kernels.setdefault((spec, arch), FakeKernel())
+
+    def load_module(kernel, device):
+        calls["load_module"] += 1
+        return FakeModule()
+
+    real_parse = core.parse_manifest
+
+    def parse_manifest(text):
+        calls["parse_manifest"] += 1
+        return real_parse(text)
+
+    def num_sms(device):
+        calls["num_sms"] += 1
+        return 132
+
+    monkeypatch.setattr(core, "get_kernel", get_kernel)
+    monkeypatch.setattr(core, "load_module", load_module)
+    monkeypatch.setattr(core, "parse_manifest", parse_manifest)
+    monkeypatch.setattr(core, "num_sms", num_sms)
+    monkeypatch.setattr(core, "_kernel_infos", {})
+    monkeypatch.setenv("ATTN_ARCH", "sm_90")
+    monkeypatch.setenv("ATTN_CACHE_DIR", str(tmp_path / "a"))
+    return calls
+
+
+def _spec(**kw):
+    args = dict(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16, dtype="bf16",
+                kv_layout="NHD", query_rows=1)
+    args.update(kw)
+    return make_spec(**args)[0]
+
+
+def test_repeated_plans_reuse_the_parsed_manifest(counted):
+    first = core.kernel_info(_spec(), "cuda:0")
+    assert (first.attention, first.merge) == (["attn_decode_x"], "attn_merge_x")
+    assert (first.ctas_per_sm, first.min_chunk, first.num_sms) == (4, 512, 132)
+    assert first.candidates[0]["kv_tile"] == 64
+    for _ in range(5):
+        # An equal spec built anew (as every plan() does) finds the same entry.
+        assert core.kernel_info(_spec(), "cuda:0") is first
+    assert counted == {"get_kernel": 1, "load_module": 1, "parse_manifest": 1, "num_sms": 1}
+
+
+def test_a_different_spec_device_or_cache_dir_is_its_own_entry(counted, monkeypatch, tmp_path):
+    a = core.kernel_info(_spec(), "cuda:0")
+    b = core.kernel_info(_spec(head_dim=64), "cuda:0")
+    c = core.kernel_info(_spec(logits_soft_cap=30.0), "cuda:0")
+    d = core.kernel_info(_spec(), "cuda:1")
+    assert len({id(a), id(b), id(c), id(d)}) == 4
+    assert counted["parse_manifest"] == 4
+    # Parameter values are kernel arguments, not part of the spec: same entry.
+    assert core.kernel_info(_spec(logits_soft_cap=20.0), "cuda:0") is c
+    monkeypatch.setenv("ATTN_ARCH", "sm_100")
+    assert core.kernel_info(_spec(), "cuda:0") is not a
+    monkeypatch.setenv("ATTN_ARCH", "sm_90")
+    monkeypatch.setenv("ATTN_CACHE_DIR", str(tmp_path / "b"))  # another cache: looked up again
+    assert core.kernel_info(_spec(), "cuda:0") is not a
+    assert counted["get_kernel"] == 6
+
+
+def test_failures_are_not_memoized(counted, monkeypatch):
+    from attn.errors import KernelNotFoundError
+
+    def missing(spec, arch):
+        counted["get_kernel"] += 1
+        raise KernelNotFoundError("attn: no precompiled kernel")
+
+    monkeypatch.setattr(core, "get_kernel", missing)
+    for _ in range(2):
+        with pytest.raises(KernelNotFoundError):
+            core.kernel_info(_spec(), "cuda:0")
+    assert counted["get_kernel"] == 2 and core._kernel_infos == {}
+    monkeypatch.setattr(core, "get_kernel", lambda spec, arch: FakeKernel(json.dumps({"kernels": []})))
+    with pytest.raises(RuntimeError, match="no attention kernel"):
+        core.kernel_info(_spec(), "cuda:0")
+    assert core._kernel_infos == {}
+
+
+def test_unindexed_device_is_not_memoized(counted):
+    # "cuda" follows the current device, so it never keys the memo.
+    core.kernel_info(_spec(), "cuda")
+    core.kernel_info(_spec(), "cuda")
+    assert counted["get_kernel"] == 2
+
+
+def test_host_i32_of_sequences():
+    assert list(core.host_i32("qo_indptr", [0, 3, 7])) == [0, 3, 7]
+    assert list(core.host_i32("qo_indptr", range(3))) == [0, 1, 2]
+    with pytest.raises(TypeError, match="qo_indptr: expected a 1-D integer tensor or sequence"):
+        core.host_i32("qo_indptr", [[0, 1]])
