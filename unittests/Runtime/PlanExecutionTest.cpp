@@ -98,8 +98,9 @@ TEST_P(PlanExecution, EqualsDirectAttention) {
   Status s = planInto(c, inputsOf(b), &ws);
   ASSERT_TRUE(s.ok()) << s.message();
   PlanView v{ws.data()};
-  if (k.window < 0)
+  if (k.window < 0) {
     ASSERT_GT(v.numMergeUnits(), 0) << "case should exercise split KV";
+  }
 
   size_t rows = size_t(b.totalRows()) * k.hq;
   std::vector<double> o1(rows * D, 99), l1(rows, 99), o2(rows * D, -99),

@@ -44,8 +44,9 @@ void checkPlan(const PlanConfig &c, const Batch &b, const PlanView &v) {
   ASSERT_EQ(v.header(kHdrMagic), kPlanMagic);
   ASSERT_LE(v.numCtas(), v.header(kHdrMaxCtas));
   ASSERT_LE(v.numItems(), v.header(kHdrMaxItems));
-  if (c.graph_mode)
+  if (c.graph_mode) {
     ASSERT_EQ(v.numCtas(), c.num_sms * c.ctas_per_sm);
+  }
   // CTA ranges partition the item list.
   const int32_t *ind = v.ctaIndptr();
   ASSERT_EQ(ind[0], 0);
@@ -102,8 +103,9 @@ void checkPlan(const PlanConfig &c, const Batch &b, const PlanView &v) {
           const WorkItem &it = *pieces[i];
           ASSERT_EQ(it.row_count, rc);
           ASSERT_EQ(it.kv_begin, at) << "gap or overlap in request " << r;
-          if (i + 1 < pieces.size())
+          if (i + 1 < pieces.size()) {
             ASSERT_EQ(it.kv_end % granule, 0) << "split off the granule";
+          }
           ASSERT_EQ((it.flags & kItemFirstChunk) != 0, i == 0);
           ASSERT_EQ((it.flags & kItemLastChunk) != 0, i + 1 == pieces.size());
           ASSERT_EQ((it.flags & kItemDirect) != 0, pieces.size() == 1);
@@ -496,8 +498,9 @@ TEST(PlanSplitPolicy, ShortTilesFirstBalanceD3AtTheH200Grid) {
     ASSERT_TRUE(planInto(cc, inputsOf(bb), &buf).ok()) << trial;
     PlanView vv{buf.data()};
     checkPlan(cc, bb, vv);
-    if (n >= 40)
+    if (n >= 40) {
       EXPECT_LE(imbalance(cc, vv), 1.15) << "trial " << trial;
+    }
   }
 }
 

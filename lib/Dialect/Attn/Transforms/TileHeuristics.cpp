@@ -18,8 +18,8 @@ std::optional<ChipInfo> mlir::attn::lookupChip(StringRef name) {
   // Opt-in dynamic shared memory per block, from the CUDA programming guide.
   int64_t smem = llvm::StringSwitch<int64_t>(name)
                      .Case("sm_80", 163 * 1024)
-                     .Cases("sm_86", "sm_89", 99 * 1024)
-                     .Cases("sm_90", "sm_90a", 227 * 1024)
+                     .Cases({"sm_86", "sm_89"}, 99 * 1024)
+                     .Cases({"sm_90", "sm_90a"}, 227 * 1024)
                      .Default(0);
   if (!smem)
     return std::nullopt;
