@@ -30,13 +30,6 @@ namespace attn {
 namespace detail {
 
 /// The per-warp online-softmax state, carried through the main loop.
-struct SoftmaxState {
-  /// Running max and sum (per thread partial) of rows g and g + 8.
-  mlir::Value m[2], l[2];
-  /// Output accumulator: headDim / 8 mma n-tiles of 4 f32 each.
-  llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>> acc;
-};
-
 /// What one work item is, as index values (i32 where noted).
 struct WorkItemValues {
   mlir::Value request, headGroup, rowBegin, rowCount, kvBegin, kvEnd, slot,
@@ -95,9 +88,6 @@ private:
   void computeTile(const WorkItemValues &item, mlir::Value tile,
                    mlir::Value stage, SoftmaxState &st);
   void emitEpilogue(const WorkItemValues &item, SoftmaxState &st);
-  SoftmaxState initialState();
-  llvm::SmallVector<mlir::Value> flatten(const SoftmaxState &st) const;
-  SoftmaxState unflatten(mlir::ValueRange values) const;
 
   mlir::ImplicitLocOpBuilder &b;
   KernelBuilder kb;

@@ -277,7 +277,7 @@ void DecodeKernelEmitter::transformKeys(const WorkItemValues &item, Value tile,
 //===----------------------------------------------------------------------===//
 
 SoftmaxState DecodeKernelEmitter::emitMainLoop(const WorkItemValues &item) {
-  SmallVector<Value> initValues = flatten(initialState());
+  SmallVector<Value> initValues = SoftmaxState::initial(kb, D / 8).flatten();
   SmallVector<Type> stateTypes(initValues.size(), b.getF32Type());
 
   // Warps without tiles (and empty items) skip the pipeline, so no page
@@ -307,7 +307,8 @@ SoftmaxState DecodeKernelEmitter::emitMainLoop(const WorkItemValues &item) {
     b.setInsertionPointToStart(loop.getBody());
     Value it = loop.getInductionVar();
     ValueRange carried = loop.getRegionIterArgs();
-    SoftmaxState st = unflatten(carried.take_front(initValues.size()));
+    SoftmaxState st = SoftmaxState::unflatten(
+        carried.take_front(initValues.size()), D / 8);
     ValueRange carriedIds = carried.drop_front(initValues.size());
 
     // Refill the slot freed one iteration ago, then fetch the page indices
@@ -328,7 +329,7 @@ SoftmaxState DecodeKernelEmitter::emitMainLoop(const WorkItemValues &item) {
     computeTile(item, tileOf(it), kb.remu(it, S), st);
     syncWarp(b);
 
-    SmallVector<Value> yielded = flatten(st);
+    SmallVector<Value> yielded = st.flatten();
     yielded.append(nextIds);
     scf::YieldOp::create(b, yielded);
     b.setInsertionPointAfter(loop);
@@ -340,7 +341,7 @@ SoftmaxState DecodeKernelEmitter::emitMainLoop(const WorkItemValues &item) {
         b, ValueRange(loop.getResults().take_front(initValues.size())));
   }
   b.setInsertionPointAfter(ifOp);
-  return unflatten(ifOp.getResults());
+  return SoftmaxState::unflatten(ifOp.getResults(), D / 8);
 }
 
 void DecodeKernelEmitter::emit(gpu::GPUFuncOp func,

@@ -178,3 +178,30 @@ Value KernelBuilder::loadMaskBit(Value mask, Value bit) {
                                arith::AndIOp::create(b, shifted, i32(1)),
                                i32(0));
 }
+
+SoftmaxState attn::detail::SoftmaxState::initial(KernelBuilder &kb,
+                                                 int64_t nTiles) {
+  SoftmaxState init;
+  init.m[0] = init.m[1] = kb.negInf();
+  init.l[0] = init.l[1] = kb.f32(0.0f);
+  for (int64_t nt = 0; nt < nTiles; ++nt)
+    init.acc.push_back(SmallVector<Value, 4>(4, init.l[0]));
+  return init;
+}
+
+SmallVector<Value> attn::detail::SoftmaxState::flatten() const {
+  SmallVector<Value> values = {m[0], m[1], l[0], l[1]};
+  for (const auto &frag : acc)
+    values.append(frag.begin(), frag.end());
+  return values;
+}
+
+SoftmaxState attn::detail::SoftmaxState::unflatten(ValueRange values,
+                                                   int64_t nTiles) {
+  SoftmaxState st;
+  st.m[0] = values[0], st.m[1] = values[1];
+  st.l[0] = values[2], st.l[1] = values[3];
+  for (int64_t nt = 0; nt < nTiles; ++nt)
+    st.acc.push_back(SmallVector<Value, 4>(values.slice(4 + 4 * nt, 4)));
+  return st;
+}

@@ -157,6 +157,22 @@ mmaM16N8K16(mlir::ImplicitLocOpBuilder &b, KernelDType dtype,
 void cpAsyncCommit(mlir::ImplicitLocOpBuilder &b);
 void cpAsyncWait(mlir::ImplicitLocOpBuilder &b, int32_t pending);
 /// `bar.warp.sync 0xffffffff`.
+/// Online-softmax state of one warp's 16-row mma.sync tile (decode and
+/// prefill alike): the running max and per-thread partial sum of rows g and
+/// g + 8 (g = lane / 4), and the output accumulator, headDim / 8 n-tiles of 4
+/// f32 C-fragment values.
+struct SoftmaxState {
+  mlir::Value m[2], l[2];
+  llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>> acc;
+
+  /// m = -inf, l = 0, acc = 0 for `nTiles` n-tiles.
+  static SoftmaxState initial(KernelBuilder &kb, int64_t nTiles);
+  /// m, l, then the accumulator, as scf.for iter_args / scf.if results.
+  llvm::SmallVector<mlir::Value> flatten() const;
+  /// The inverse of flatten() for `nTiles` n-tiles.
+  static SoftmaxState unflatten(mlir::ValueRange values, int64_t nTiles);
+};
+
 void syncWarp(mlir::ImplicitLocOpBuilder &b);
 
 /// Programmatic dependent launch (sm_90+): `griddepcontrol.wait` blocks

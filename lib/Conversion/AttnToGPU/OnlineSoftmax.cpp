@@ -42,35 +42,6 @@ using mlir::attn::HookKind;
 static constexpr float kLog2e = 1.4426950408889634f;
 
 //===----------------------------------------------------------------------===//
-// State
-//===----------------------------------------------------------------------===//
-
-SoftmaxState DecodeKernelEmitter::initialState() {
-  SoftmaxState init;
-  init.m[0] = init.m[1] = kb.negInf();
-  init.l[0] = init.l[1] = kb.f32(0.0f);
-  for (int64_t nt = 0; nt < D / 8; ++nt)
-    init.acc.push_back(SmallVector<Value, 4>(4, init.l[0]));
-  return init;
-}
-
-SmallVector<Value> DecodeKernelEmitter::flatten(const SoftmaxState &st) const {
-  SmallVector<Value> values = {st.m[0], st.m[1], st.l[0], st.l[1]};
-  for (const auto &frag : st.acc)
-    values.append(frag.begin(), frag.end());
-  return values;
-}
-
-SoftmaxState DecodeKernelEmitter::unflatten(ValueRange values) const {
-  SoftmaxState st;
-  st.m[0] = values[0], st.m[1] = values[1];
-  st.l[0] = values[2], st.l[1] = values[3];
-  for (int64_t nt = 0; nt < D / 8; ++nt)
-    st.acc.push_back(SmallVector<Value, 4>(values.slice(4 + 4 * nt, 4)));
-  return st;
-}
-
-//===----------------------------------------------------------------------===//
 // One tile: S = Q Kᵀ, hooks, online softmax, O += P V
 //===----------------------------------------------------------------------===//
 

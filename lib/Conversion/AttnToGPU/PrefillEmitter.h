@@ -35,13 +35,6 @@ class VariantHooks;
 namespace attn::detail {
 
 /// Online-softmax state of one warp's 16 rows, carried through the KV loop.
-struct PrefillState {
-  /// Running max (base-2 units) and per-thread partial sum of rows g, g + 8.
-  mlir::Value m[2], l[2];
-  /// O accumulator: headDim / 8 n-tiles of 4 f32.
-  llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>> acc;
-};
-
 /// Emits the body of one prefill kernel into a gpu.func.
 class PrefillEmitter {
 public:
@@ -54,9 +47,7 @@ private:
   // PrefillKernel.cpp
   void bindArguments(mlir::gpu::GPUFuncOp func);
   void emitItem(mlir::Value item);
-  PrefillState emitKVLoop();
-  llvm::SmallVector<mlir::Value> flatten(const PrefillState &st) const;
-  PrefillState unflatten(mlir::ValueRange values) const;
+  SoftmaxState emitKVLoop();
 
   // PrefillTiles.cpp
   void issueQueryTile();
@@ -70,8 +61,8 @@ private:
   mlir::Value swizzledCol(mlir::Value row, mlir::Value chunk);
 
   // PrefillSoftmax.cpp
-  void computeTile(mlir::Value tile, mlir::Value stage, PrefillState &st);
-  void emitEpilogue(PrefillState &st);
+  void computeTile(mlir::Value tile, mlir::Value stage, SoftmaxState &st);
+  void emitEpilogue(SoftmaxState &st);
 
   /// Row coordinates of this thread's rows g (r = 0) and g + 8 (r = 1).
   mlir::Value localRow(int64_t r);

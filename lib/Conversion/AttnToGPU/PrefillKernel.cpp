@@ -181,7 +181,7 @@ void PrefillEmitter::emitItem(Value item) {
   Value span = kb.maxs(kb.sub(stop, kvBegin), zero);
   numTiles = kb.divu(kb.add(span, N - 1), N);
 
-  PrefillState st = emitKVLoop();
+  SoftmaxState st = emitKVLoop();
   emitEpilogue(st);
 }
 
@@ -189,29 +189,8 @@ void PrefillEmitter::emitItem(Value item) {
 // The KV pipeline
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value> PrefillEmitter::flatten(const PrefillState &st) const {
-  SmallVector<Value> values = {st.m[0], st.m[1], st.l[0], st.l[1]};
-  for (const auto &frag : st.acc)
-    values.append(frag.begin(), frag.end());
-  return values;
-}
-
-PrefillState PrefillEmitter::unflatten(ValueRange values) const {
-  PrefillState st;
-  st.m[0] = values[0], st.m[1] = values[1];
-  st.l[0] = values[2], st.l[1] = values[3];
-  for (int64_t nt = 0; nt < D / 8; ++nt)
-    st.acc.push_back(SmallVector<Value, 4>(values.slice(4 + 4 * nt, 4)));
-  return st;
-}
-
-PrefillState PrefillEmitter::emitKVLoop() {
-  PrefillState init;
-  init.m[0] = init.m[1] = kb.negInf();
-  init.l[0] = init.l[1] = kb.f32(0.0f);
-  for (int64_t nt = 0; nt < D / 8; ++nt)
-    init.acc.push_back(SmallVector<Value, 4>(4, init.l[0]));
-  SmallVector<Value> initValues = flatten(init);
+SoftmaxState PrefillEmitter::emitKVLoop() {
+  SmallVector<Value> initValues = SoftmaxState::initial(kb, D / 8).flatten();
   SmallVector<Type> stateTypes(initValues.size(), b.getF32Type());
 
   // Items without visible keys skip the pipeline (and every index load).
@@ -243,7 +222,8 @@ PrefillState PrefillEmitter::emitKVLoop() {
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
     ValueRange carried = loop.getRegionIterArgs();
-    PrefillState st = unflatten(carried.take_front(initValues.size()));
+    SoftmaxState st = SoftmaxState::unflatten(
+        carried.take_front(initValues.size()), D / 8);
     ValueRange carriedIds = carried.drop_front(initValues.size());
 
     // Tile j has landed for every thread, and every warp is past tile j-1,
@@ -259,7 +239,7 @@ PrefillState PrefillEmitter::emitKVLoop() {
 
     computeTile(j, stage, st);
 
-    SmallVector<Value> yielded = flatten(st);
+    SmallVector<Value> yielded = st.flatten();
     yielded.append(nextIds);
     scf::YieldOp::create(b, yielded);
     b.setInsertionPointAfter(loop);
@@ -270,7 +250,7 @@ PrefillState PrefillEmitter::emitKVLoop() {
         b, ValueRange(loop.getResults().take_front(initValues.size())));
   }
   b.setInsertionPointAfter(ifOp);
-  return unflatten(ifOp.getResults());
+  return SoftmaxState::unflatten(ifOp.getResults(), D / 8);
 }
 
 //===----------------------------------------------------------------------===//

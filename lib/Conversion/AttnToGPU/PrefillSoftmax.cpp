@@ -40,7 +40,7 @@ using mlir::attn::HookKind;
 
 static constexpr float kLog2e = 1.4426950408889634f;
 
-void PrefillEmitter::computeTile(Value tile, Value stage, PrefillState &st) {
+void PrefillEmitter::computeTile(Value tile, Value stage, SoftmaxState &st) {
   const int64_t NT = N / 8;
   Value kRow0 = kb.add(kb.idx(Q), kb.mul(stage, N));
   Value vRow0 = kb.add(kRow0, kb.idx(S * N));
@@ -204,7 +204,7 @@ void PrefillEmitter::computeTile(Value tile, Value stage, PrefillState &st) {
 // Epilogue
 //===----------------------------------------------------------------------===//
 
-void PrefillEmitter::emitEpilogue(PrefillState &st) {
+void PrefillEmitter::emitEpilogue(SoftmaxState &st) {
   Value zeroF = kb.f32(0.0f), oneF = kb.f32(1.0f), negInf = kb.negInf();
   Value i32Zero = kb.i32(0);
   auto flagSet = [&](int32_t bit) {
