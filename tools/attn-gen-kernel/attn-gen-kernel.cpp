@@ -178,24 +178,13 @@ int main(int argc, char **argv) {
     if (llvm::Error err = target.validate())
       return fail(llvm::toString(std::move(err)));
 
-  DialectRegistry registry;
-  ::attn::registerKernelGenDialects(registry);
-  ::attn::registerTargetDialectsAndInterfaces(registry);
-  MLIRContext context(registry);
-  context.loadDialect<mlir::attn::AttnDialect>();
-  auto *attnDialect = context.getLoadedDialect<mlir::attn::AttnDialect>();
-  SmallVector<mlir::attn::VariantOp> variantOps;
-  for (const std::string &v : variants) {
-    auto op = dyn_cast_or_null<mlir::attn::VariantOp>(
-        attnDialect->lookupBuiltinVariant(v));
-    if (!op)
-      return fail("unknown built-in variant '" + v + "'");
-    variantOps.push_back(op);
-  }
-  OwningOpRef<ModuleOp> module =
-      ModuleOp::create(UnknownLoc::get(&context));
+  std::unique_ptr<MLIRContext> context = ::attn::createGenContext();
+  auto variantOps = ::attn::lookupBuiltinVariants(*context, variants);
+  if (failed(variantOps))
+    return 1;
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(context.get()));
   FailureOr<std::string> decodeName =
-      ::attn::buildDecodeKernel(*module, spec, variantOps);
+      ::attn::buildDecodeKernel(*module, spec, *variantOps);
   if (failed(decodeName))
     return 1;
   FailureOr<std::string> mergeName = std::string();
@@ -205,58 +194,23 @@ int main(int argc, char **argv) {
     return 1;
   if (failed(verify(*module)))
     return fail("generated IR does not verify");
-  auto params = ::attn::getVariantParamArgs(variantOps);
+  auto params = ::attn::getVariantParamArgs(*variantOps);
   if (failed(params))
     return 1;
   SmallVector<std::pair<std::string, std::string>> paramKinds;
   for (const ::attn::VariantParamArg &p : *params)
     paramKinds.push_back({p.name, p.kind});
 
-  if (emit == "mlir" || emit == "nvvm") {
-    if (emit == "nvvm")
-      if (llvm::Error err = ::attn::lowerToNVVM(*module, target))
-        return fail(llvm::toString(std::move(err)));
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    return writeFile(output, text);
-  }
-  if (emit != "ptx" && emit != "cubin")
-    return fail("unknown --emit '" + emit + "' (mlir, nvvm, ptx, cubin)");
-
-  auto compiled = ::attn::compileGPUModules(*module, target, emit == "cubin");
-  if (!compiled)
-    return fail(llvm::toString(compiled.takeError()));
-  ::attn::CompiledModule &result = compiled->front();
-  if (timing) {
-    for (const ::attn::StageTime &stage : result.stages)
-      llvm::errs() << llvm::format("%-14s %8.1f ms\n", stage.stage.c_str(),
-                                   stage.milliseconds);
-    for (const ::attn::KernelResourceUsage &k : result.kernels)
-      llvm::errs() << k.kernelName << ": " << k.registers << " registers, "
-                   << k.spillStoreBytes << "+" << k.spillLoadBytes
-                   << " bytes spilled, " << k.sharedMemBytes
-                   << " bytes static smem\n";
-  }
-  if (emit == "ptx")
-    return writeFile(output, result.ptx);
-
-  if (output == "-")
-    return fail("--emit=cubin needs -o <file>");
-  if (int rc = writeFile(output, llvm::StringRef(result.cubin.data(),
-                                                 result.cubin.size())))
-    return rc;
-  llvm::json::Array kernels;
-  kernels.push_back(::attn::getDecodeKernelManifest(
-      spec, paramKinds, ::attn::findResourceUsage(result.kernels, *decodeName)));
-  if (withMerge)
-    kernels.push_back(::attn::getMergeKernelManifest(
-        mergeSpec, spec.numQoHeads, spec.numKVHeads,
-        ::attn::findResourceUsage(result.kernels, *mergeName)));
-  llvm::json::Object manifest = ::attn::getManifest(
-      target, std::move(kernels), llvm::sys::path::filename(output), "");
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
-  return writeFile(output + ".json", text);
+  return ::attn::emitKernels(
+      *module, target, emit, output, timing,
+      [&](ArrayRef<::attn::KernelResourceUsage> usage) {
+        llvm::json::Array kernels;
+        kernels.push_back(::attn::getDecodeKernelManifest(
+            spec, paramKinds, ::attn::findResourceUsage(usage, *decodeName)));
+        if (withMerge)
+          kernels.push_back(::attn::getMergeKernelManifest(
+              mergeSpec, spec.numQoHeads, spec.numKVHeads,
+              ::attn::findResourceUsage(usage, *mergeName)));
+        return kernels;
+      });
 }
