@@ -343,20 +343,29 @@ static Status lookup(const Module &m, std::string_view name, KernelRole role,
   return Status::success();
 }
 
-Status runMerge(const Module &m, std::string_view mergeKernel, const PlanView &plan,
-                uint64_t ws, const KernelArg *args, int32_t numArgs,
-                uint64_t stream) {
+/// The driver, and kernel `name` of `role` checked against the plan: what
+/// every launch needs before it binds arguments.
+static Status prepare(const Module &m, std::string_view name, KernelRole role,
+                      const PlanView &plan, uint64_t ws, const CudaDriver **d,
+                      const KernelManifest **k) {
   Status s;
-  const CudaDriver *d = cudaDriver(&s);
-  if (!d)
+  if (!(*d = cudaDriver(&s)))
     return s;
   if (!plan.words || !ws)
     return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
-  const KernelManifest *k;
-  if (Status l = lookup(m, mergeKernel, KernelRole::Merge, &k); !l.ok())
+  if (Status l = lookup(m, name, role, k); !l.ok())
     return l;
-  if (Status c = checkAgainstPlanView(*k, plan); !c.ok())
-    return c;
+  return checkAgainstPlanView(**k, plan);
+}
+
+Status runMerge(const Module &m, std::string_view mergeKernel, const PlanView &plan,
+                uint64_t ws, const KernelArg *args, int32_t numArgs,
+                uint64_t stream) {
+  const CudaDriver *d;
+  const KernelManifest *k;
+  if (Status p = prepare(m, mergeKernel, KernelRole::Merge, plan, ws, &d, &k);
+      !p.ok())
+    return p;
   int32_t grid = mergeGrid(*k, plan);
   if (grid == 0)
     return Status::success();
@@ -369,17 +378,12 @@ Status runMerge(const Module &m, std::string_view mergeKernel, const PlanView &p
 Status run(const Module &m, std::string_view attentionKernel,
            std::string_view mergeKernel, const PlanView &plan, uint64_t ws,
            const KernelArg *args, int32_t numArgs, uint64_t stream) {
-  Status s;
-  const CudaDriver *d = cudaDriver(&s);
-  if (!d)
-    return s;
-  if (!plan.words || !ws)
-    return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
+  const CudaDriver *d;
   const KernelManifest *k;
-  if (Status l = lookup(m, attentionKernel, KernelRole::Attention, &k); !l.ok())
-    return l;
-  if (Status c = checkAgainstPlanView(*k, plan); !c.ok())
-    return c;
+  if (Status p = prepare(m, attentionKernel, KernelRole::Attention, plan, ws,
+                         &d, &k);
+      !p.ok())
+    return p;
   bool needMerge = plan.header(kHdrGraphMode) != 0 || plan.numMergeUnits() > 0;
   if (needMerge && mergeKernel.empty())
     return Status(StatusCode::InvalidArgument,
