@@ -18,24 +18,11 @@ import math
 import pytest
 
 import attn
+from gpu_reference import make_tree_mask
 
 pytestmark = pytest.mark.gpu
 
 HQ, HKV, D = 32, 8, 128
-
-
-def make_tree_mask(prefix, n, gen):
-    """[n, prefix + n] bool: row t sees the prefix and t's ancestors (and t)."""
-    import torch
-    parent = [-1] + [int(torch.randint(0, t, (1,), generator=gen)) for t in range(1, n)]
-    m = torch.zeros(n, prefix + n, dtype=torch.bool)
-    m[:, :prefix] = True
-    for t in range(n):
-        a = t
-        while a >= 0:
-            m[t, prefix + a] = True
-            a = parent[a]
-    return m
 
 
 def reference(q, k_tok, v_tok, qo_lens, kv_lens, masks, window_left=-1):
@@ -80,7 +67,7 @@ def build_batch(page_size, seed, prefixes=(37, 200, 5, 1000), drafts=(8, 12, 16,
         last.append(kv - (np_ - 1) * page_size)
         k_tok.append(k_cache[pages].reshape(-1, HKV, D)[:kv])
         v_tok.append(v_cache[pages].reshape(-1, HKV, D)[:kv])
-    masks = [make_tree_mask(p, n, gen) for p, n in zip(prefixes, drafts)]
+    masks = [make_tree_mask(torch, p, n, gen) for p, n in zip(prefixes, drafts)]
     q = torch.randn(sum(drafts), HQ, D, generator=gen).to(dtype)
     qo_indptr = torch.tensor([0] + list(torch.tensor(drafts).cumsum(0)), dtype=torch.int32)
     return dict(q=q.cuda(), k_cache=k_cache.cuda(), v_cache=v_cache.cuda(), k_tok=torch.cat(k_tok).cuda(),
