@@ -17,6 +17,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+
 #include <random>
 #include <vector>
 
@@ -91,6 +93,14 @@ void run(benchmark::State &state, bool prefill, bool graph, bool indices,
   state.counters["items"] = v.numItems();
   state.counters["merges"] = v.numMergeUnits();
   state.counters["plan_KiB"] = double(v.bytes()) / 1024;
+  // Balance: the largest CTA's cost over the mean of the whole grid.
+  std::vector<int64_t> costs(v.numCtas());
+  planCtaCosts(f.config, v, costs.data());
+  int64_t total = 0, big = 0;
+  for (int64_t x : costs)
+    total += x, big = std::max(big, x);
+  const int64_t grid = int64_t(f.config.num_sms) * f.config.ctas_per_sm;
+  state.counters["max_over_mean"] = total ? double(big) * grid / total : 0;
 }
 
 void BM_PlanDecodeSkewed(benchmark::State &s) { run(s, false, false, false); }

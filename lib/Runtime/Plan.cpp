@@ -19,7 +19,13 @@
 //      each, when some chunk count lands within 1/64 of the target);
 //      but first, when the largest tile is within 9/8 of the balanced target,
 //      try the same pass without splitting and keep it if its makespan is
-//      within 9/8 too (no merge pass, no extra chunks: D1's shape).
+//      within 9/8 too (no merge pass, no extra chunks: D1's shape);
+//   4. when tiles within a CTA's share and tiles above it share the grid and
+//      step 3's largest CTA is over 17/16 of the mean, search (a few halving
+//      probes) the smallest fixed target under which a two-stream walk fits
+//      the grid: the short tiles in order, each CTA they leave short topped
+//      up with a chunk of a long tile, then the rest of the long tiles. The
+//      best of these plans and step 3's is kept (skew 0.25: 1.36x -> 1.09x).
 // Each CTA boundary splits at most one tile, so work items <= tiles + CTAs,
 // which is how the workspace is sized. Integer arithmetic only: deterministic.
 //
@@ -454,6 +460,12 @@ constexpr int64_t kNoSplitSlackNum = 9, kNoSplitSlackDen = 8;
 /// 1/kEqualTol over it; 0 when neither (the greedy fill then cuts at the
 /// targets). D4: 131072 keys over rooms of 1986 -> 66 chunks of 1984 / 2048.
 constexpr int64_t kEqualTol = 64;
+/// The fixed-target search (plan()) runs when the running-target plan's
+/// largest CTA is over 17/16 of the mean, for at most kMaxTargetProbes walks
+/// (each halves the range between the mean and that plan's makespan; four
+/// bring skew 0.25's 3392 within 3% of the best fixed target).
+constexpr int64_t kSearchAboveNum = 17, kSearchAboveDen = 16;
+constexpr int kMaxTargetProbes = 5;
 /// Rounds of the split-cost fixed point (see plan()). Each is a pass over the
 /// tiles that cost more than the target; one already holds the balance tests'
 /// bounds (D3 <= 1.07, D4 <= 1.03).
@@ -515,6 +527,136 @@ struct Assigner {
   /// The no-split trial (plan()) stops once a CTA costs more than this.
   int64_t failAbove = std::numeric_limits<int64_t>::max();
   bool split = true, overflow = false, failed = false;
+  /// The target stays put instead of following remaining cost / remaining
+  /// CTAs (the fixed-target search of plan()); a tile that does not fit then
+  /// never overshoots a CTA that holds something.
+  bool fixedTarget = false;
+
+  /// The split walk's second stream: the tiles that cost more than a CTA's
+  /// share (`fillerAbove`) and can be cut. The short tiles are placed first,
+  /// in order; when one does not fit the current CTA, the room left is first
+  /// filled with a chunk of the current filler, so CTAs of whole short tiles
+  /// no longer close short (skew 0.25: 1638-key tiles of cost 1766 against a
+  /// target of 2110 left 344 each and piled 1.37x the mean on the last
+  /// CTAs). What the gaps leave of the fillers is placed after the short
+  /// tiles. A filler's pieces take consecutive slots because nothing else is
+  /// cut while it is open (short tiles stay whole while fillers remain).
+  struct Filler {
+    int32_t b = 0, r = 0, rc = 0, g = 0; ///< tile: request, row, rows, group
+    int32_t kb = 0, ke = 0;              ///< keys not yet placed
+    int32_t pieces = 0;                  ///< chunks already emitted
+    bool live = false;                   ///< a filler tile remains
+  };
+  Filler fill;
+  int64_t fillerAbove = std::numeric_limits<int64_t>::max();
+  const Requests *req = nullptr;
+  int32_t P = 1, Q = 1, groups = 1;
+  bool masked = false;
+
+  bool isFiller(int64_t keys, int64_t cost) const {
+    return keys >= longKeys && cost > fillerAbove;
+  }
+
+  /// Moves `fill` to the next filler tile in (request, row tile, head group)
+  /// order after the current one (or to the first, when `start`).
+  void nextFiller(bool start) {
+    const Requests &q = *req;
+    int32_t b = fill.b, r = fill.r, g = fill.g + 1;
+    if (start)
+      b = 0, r = 0, g = 0;
+    else if (g < groups) {
+      fill.g = g, fill.kb = keyBegin, fill.ke = keyEnd, fill.pieces = 0;
+      return;
+    } else
+      r += Q, g = 0;
+    for (; b < q.batch; ++b, r = 0) {
+      const int32_t qo = q.qoLen(b), kv = q.kvLen(b);
+      const int32_t rows = qo * P;
+      if (!masked && (rows == 0 || !isFiller(kv, fi + int64_t(kv) * ft)))
+        continue;
+      for (; r < rows; r += Q) {
+        const int32_t rc = std::min(Q, rows - r);
+        const Range k = masked ? q.visibleKeys(qo, kv, r / P, (r + rc - 1) / P)
+                               : Range{0, kv};
+        const int64_t keys = k.end - k.begin;
+        if (!isFiller(keys, fi + keys * ft))
+          continue;
+        fill = {b, r, rc, 0, k.begin, k.end, 0, true};
+        keyBegin = k.begin, keyEnd = k.end;
+        return;
+      }
+    }
+    fill.live = false;
+  }
+  int32_t keyBegin = 0, keyEnd = 0; ///< the current filler tile's keys
+
+  /// Records the merge unit of a tile cut into `pieces` > 1 chunks (whose
+  /// slots are the last `pieces` taken).
+  void closeUnit(int32_t b, int32_t g, int32_t r, int32_t rc, int pieces) {
+    if (pieces <= 1)
+      return;
+    units[numUnits] = {b, g, r, rc};
+    mergeIndptr[numUnits + 1] = numSlots;
+    ++numUnits;
+  }
+
+  /// Fills the room left in the current CTA with chunks of the fillers, each
+  /// of at least minChunk keys and leaving at least minChunk of its tile.
+  void fillGap() {
+    while (fill.live && !overflow) {
+      const int64_t room = (target - acc - fi) / ft;
+      if (room < minChunk)
+        return;
+      const int64_t kb = fill.kb, ke = fill.ke;
+      if (ke - kb <= room) {
+        // The rest of the filler fits: it ends here.
+        endFiller();
+        continue;
+      }
+      // Round down: the CTA stays within its target.
+      const int64_t at = (kb + std::min(room, ke - kb - minChunk)) / granule *
+                         granule;
+      if (at - kb < minChunk) {
+        // A rest under two chunks that this room cannot take whole: it ends
+        // a fresh CTA's first item instead (left for later, it would stop
+        // every later gap from being filled), and the next filler tops that
+        // CTA up.
+        if (cta == C - 1)
+          return;
+        closeCta();
+        endFiller();
+        continue;
+      }
+      if (fill.pieces > 0)
+        chargeExtraPiece();
+      emit(fill.b, fill.g, fill.r, fill.rc, int32_t(kb), int32_t(at),
+           fill.pieces == 0, false);
+      acc += fi + (at - kb) * ft;
+      fill.kb = int32_t(at);
+      ++fill.pieces;
+      return;
+    }
+  }
+
+  /// Places the rest of the current filler in the current CTA and moves on.
+  void endFiller() {
+    if (fill.pieces > 0)
+      chargeExtraPiece();
+    emit(fill.b, fill.g, fill.r, fill.rc, fill.kb, fill.ke, fill.pieces == 0,
+         true);
+    acc += fi + int64_t(fill.ke - fill.kb) * ft;
+    closeUnit(fill.b, fill.g, fill.r, fill.rc, fill.pieces + 1);
+    nextFiller(false);
+  }
+
+  /// Places what the gaps left of the fillers, after the short tiles.
+  void drainFillers() {
+    while (fill.live && !overflow && !failed) {
+      place(fill.b, fill.g, fill.r, fill.rc, fill.kb, fill.ke, fill.pieces,
+            true);
+      nextFiller(false);
+    }
+  }
 
   void setLimit() {
     limit = cta == C - 1 ? std::numeric_limits<int64_t>::max() : target;
@@ -524,10 +666,14 @@ struct Assigner {
     ++cta;
     ctaIndptr[cta] = numItems;
     makespan = std::max(makespan, acc);
-    failed = makespan > failAbove;
+    failed = failed || makespan > failAbove;
     assigned += acc;
     acc = 0;
-    target = ceilDiv(std::max<int64_t>(total - assigned, 0), C - cta);
+    if (!fixedTarget)
+      target = ceilDiv(std::max<int64_t>(total - assigned, 0), C - cta);
+    else if (ceilDiv(std::max<int64_t>(total - assigned, 0), C - cta) >
+             failAbove)
+      failed = true; // what is left no longer fits the CTAs left
     setLimit();
   }
 
@@ -544,22 +690,29 @@ struct Assigner {
                              (direct ? kItemDirect : 0)};
   }
 
-  /// Places the batch's tiles in (request, row tile, head group) order; with
-  /// `only` 1 just the tiles too short to split, with 2 just the others.
+  /// Places the batch's tiles in (request, row tile, head group) order: all
+  /// of them (Stream::All), or those that are not fillers (Short), or only
+  /// the fillers (Long). With fillerAbove < 0 every tile of longKeys or more
+  /// is a filler: the running-target walk's split into tiles too short to
+  /// split and the rest.
+  enum class Stream { All, Short, Long };
   template <bool Masked>
   void walk(const Requests &req, int32_t P, int32_t Q, int32_t groups,
-            int only) {
+            Stream stream) {
     // Locals, so that the item stores need not reload them.
     const Requests q = req;
-    const int64_t fixed = fi, perKey = ft, shortBelow = longKeys;
+    const int64_t fixed = fi, perKey = ft, shortBelow = longKeys,
+                  fillerCost = fillerAbove;
+    const bool wantFillers = stream == Stream::Long;
     WorkItem *const out = items;
     const int32_t cap = maxItems;
     for (int32_t b = 0; b < q.batch && !overflow && !failed; ++b)
       q.forEachTile<Masked>(b, P, Q, [&](int32_t r, int32_t rc, Range k) {
         const int64_t keys = k.end - k.begin;
-        if (only != 0 && (only == 1) != (keys < shortBelow))
-          return;
         const int64_t cost = fixed + keys * perKey;
+        if (stream != Stream::All &&
+            (keys >= shortBelow && cost > fillerCost) != wantFillers)
+          return;
         int64_t a = acc, lim = limit;
         int32_t n = numItems;
         if (a + groups * cost < lim && n + groups <= cap) {
@@ -612,11 +765,23 @@ struct Assigner {
       total += fi;
   }
 
-  /// Places one tile that does not fit the current CTA whole.
+  /// Places one tile that does not fit the current CTA whole; `prior`
+  /// chunks of it are placed already (a filler's gap chunks).
   __attribute__((noinline)) void place(int32_t b, int32_t g, int32_t r,
-                                       int32_t rc, int32_t kb, int32_t ke) {
-    bool first = true;
-    int pieces = 0;
+                                       int32_t rc, int32_t kb, int32_t ke,
+                                       int prior = 0, bool isFiller = false) {
+    bool first = prior == 0;
+    int pieces = prior;
+    // A short tile: the fillers take the room it leaves, and it is not cut
+    // while one is open (its pieces' slots would interleave the filler's).
+    const bool shortTile = !isFiller && fill.live;
+    const bool split = this->split && !shortTile;
+    if (shortTile)
+      fillGap();
+    // The fixed cost of a tile's first piece is in the total; each later one
+    // is charged as the piece before it is cut, or here for a filler's rest.
+    if (prior > 0)
+      chargeExtraPiece();
     while (!overflow) {
       int64_t cost = fi + int64_t(ke - kb) * ft;
       bool lastCta = cta == C - 1;
@@ -636,7 +801,7 @@ struct Assigner {
               int64_t at =
                   j < n ? (kb + len * j / n + granule / 2) / granule * granule
                         : ke;
-              if (j > 1) // piece 1's fixed cost is in the total already
+              if (j > 1) // piece 1's fixed cost is charged already
                 chargeExtraPiece();
               emit(b, g, r, rc, int32_t(from), int32_t(at), first && j == 1,
                    j == n);
@@ -654,8 +819,13 @@ struct Assigner {
           // Nearest granule boundary: rounding down left every CTA up to a
           // granule short and piled the difference onto the last CTAs.
           int64_t at = (kb + room / ft + granule / 2) / granule * granule;
+          // A rest just over the room: under a fixed target, cut it so the
+          // second piece keeps minChunk keys (overshooting fails the target;
+          // the running target prefers the whole: 50 x 2048 keys 1.28x).
+          if (fixedTarget && ke - at < minChunk)
+            at = (ke - minChunk) / granule * granule;
           if (at - kb >= minChunk && ke - at >= minChunk) {
-            // The second piece pays the fixed cost again.
+            // Every piece after the first pays the fixed cost again.
             chargeExtraPiece();
             emit(b, g, r, rc, kb, int32_t(at), first, false);
             acc += fi + (at - kb) * ft;
@@ -668,7 +838,7 @@ struct Assigner {
         }
         // No good split point: overshoot this CTA if that is the smaller
         // imbalance, else leave the tile to the next CTA.
-        if (acc > 0 && acc + cost - target > target - acc) {
+        if (acc > 0 && (fixedTarget || acc + cost - target > target - acc)) {
           closeCta();
           continue;
         }
@@ -680,11 +850,7 @@ struct Assigner {
         closeCta();
       break;
     }
-    if (pieces > 1) {
-      units[numUnits] = {b, g, r, rc};
-      mergeIndptr[numUnits + 1] = numSlots;
-      ++numUnits;
-    }
+    closeUnit(b, g, r, rc, pieces);
   }
 
   /// Equal chunks for `len` keys starting on an empty CTA, or 0 to fill
@@ -791,7 +957,8 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // One greedy pass (step 3) into the workspace, splitting or not.
   const bool anyShort = st.fewestKeys < longKeys;
   const bool anyLong = tiles > 0 && largest >= itemCost(t, longKeys);
-  auto assign = [&](Assigner &a, bool split, int64_t failAbove) {
+  auto assign = [&](Assigner &a, bool split, int64_t failAbove,
+                    int64_t splitReserve, int64_t fixedTarget = 0) {
     a = Assigner();
     a.ctaIndptr = w + l.off_cta_indptr;
     a.items = reinterpret_cast<WorkItem *>(w + l.off_items);
@@ -801,7 +968,8 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     a.C = C;
     a.reserve = split ? splitReserve : 0;
     a.total = total + a.reserve;
-    a.target = ceilDiv(a.total, C);
+    a.target = fixedTarget ? fixedTarget : ceilDiv(a.total, C);
+    a.fixedTarget = fixedTarget != 0;
     a.setLimit();
     a.failAbove = failAbove;
     a.fi = t.cost_per_item;
@@ -812,25 +980,37 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     a.longKeys = longKeys;
     a.ctaIndptr[0] = 0;
     a.mergeIndptr[0] = 0;
-    auto walk = [&](int only) {
+    auto walk = [&](Assigner::Stream stream) {
       if (masked)
-        a.walk<true>(req, P, Q, groups, only);
+        a.walk<true>(req, P, Q, groups, stream);
       else
-        a.walk<false>(req, P, Q, groups, only);
+        a.walk<false>(req, P, Q, groups, stream);
     };
-    // When splitting, the tiles too short to split go first and the long
-    // ones last: the CTAs of whole short tiles end up to a tile's cost off
-    // the target, and only the long tiles' chunks can absorb that drift (D3:
-    // 4 x 640 = 2560 per CTA against a target of 2670; placed in request
-    // order, the drift piled 5 short tiles on each of the last CTAs). The
-    // cost pass said which of the two walks have tiles to place.
     if (!split) {
-      walk(0);
-    } else {
+      walk(Assigner::Stream::All);
+    } else if (!fixedTarget) {
+      // The tiles too short to split go first and the long ones last: the
+      // CTAs of whole short tiles end up to a tile's cost off the target,
+      // and only the long tiles' chunks can absorb that drift (D3: 4 x 640 =
+      // 2560 per CTA against a target of 2670; placed in request order, the
+      // drift piled 5 short tiles on each of the last CTAs). The cost pass
+      // said which of the two walks have tiles to place.
+      a.fillerAbove = -1;
       if (anyShort)
-        walk(1);
+        walk(Assigner::Stream::Short);
       if (anyLong)
-        walk(2);
+        walk(Assigner::Stream::Long);
+    } else {
+      // Two streams (Assigner::Filler): the tiles within the target in
+      // order, their CTAs topped up with chunks of the longer ones (the
+      // fillers), then what is left of those.
+      a.fillerAbove = fixedTarget;
+      a.req = &req;
+      a.P = P, a.Q = Q, a.groups = groups;
+      a.masked = masked;
+      a.nextFiller(true);
+      walk(Assigner::Stream::Short);
+      a.drainFillers();
     }
     a.makespan = std::max(a.makespan, a.acc);
   };
@@ -854,12 +1034,43 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     // that passes is walked once) and stops at the first CTA over the slack;
     // a failed one is overwritten by the split plan.
     const int64_t slack = target0 * kNoSplitSlackNum / kNoSplitSlackDen;
-    assign(a, false, slack);
+    assign(a, false, slack, 0);
     planned = !a.overflow && a.makespan <= slack;
   }
-  if (!planned)
-    assign(a, !c.disable_split, std::numeric_limits<int64_t>::max());
-
+  if (!planned) {
+    assign(a, !c.disable_split, std::numeric_limits<int64_t>::max(),
+           splitReserve);
+    // The running target creeps when short tiles and fillers share the grid
+    // (the gaps the short tiles leave, and the fixed cost of every gap
+    // chunk, land on the last CTAs: skew 0.25 1.37x, skew 0.5 1.35x). Then
+    // search the smallest fixed target under which the two-stream walk
+    // fits the grid, and keep the best plan (bench/NOTES.md v2e).
+    const int64_t mean = ceilDiv(a.total - a.reserve, C);
+    const bool twoStreams = anyLong && largest > splitTarget &&
+                            itemCost(t, st.fewestKeys) <= splitTarget;
+    if (twoStreams && !c.disable_split && !a.overflow &&
+        a.makespan * kSearchAboveDen > mean * kSearchAboveNum) {
+      const int64_t running = a.makespan;
+      int64_t lo = mean, hi = running, best = running, bestTarget = 0;
+      for (int probe = 0; probe < kMaxTargetProbes && hi - lo > mean / 32;
+           ++probe) {
+        const int64_t mid = lo + (hi - lo) / 2, slack = mid + mid / kEqualTol;
+        assign(a, true, slack, splitReserve, mid);
+        if (a.overflow || a.failed || a.makespan > slack) {
+          lo = mid + 1;
+          continue;
+        }
+        hi = mid;
+        if (a.makespan < best)
+          best = a.makespan, bestTarget = mid;
+      }
+      // Rewrite the best plan unless the last probe wrote it.
+      if (a.target != bestTarget || a.overflow || a.failed ||
+          a.makespan > best)
+        assign(a, true, std::numeric_limits<int64_t>::max(), splitReserve,
+               bestTarget);
+    }
+  }
   int32_t numItems = a.numItems, numUnits = a.numUnits, numSlots = a.numSlots;
   int64_t cta = a.cta;
   int32_t *ctaIndptr = a.ctaIndptr;

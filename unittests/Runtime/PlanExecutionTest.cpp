@@ -151,4 +151,42 @@ TEST(PlanExecutionLong, OneRequestOf131072Tokens) {
   EXPECT_LE(maxAbsDiff(l1.data(), l2.data(), 2), 1e-9);
 }
 
+/// The decode-vs-skew sweep's skew 0.25 batch at a quarter of the heads and
+/// grid (480 short tiles of 1638 keys, 32 of 8192, on 132 CTAs), which the
+/// planner balances with the fixed-target walk: short tiles' CTAs topped up
+/// with chunks of the long ones. Executing that plan is still exact.
+TEST(PlanExecutionLong, FixedTargetWalkOnTheSkewSweep) {
+  std::vector<std::pair<int32_t, int32_t>> lens(64, {1, 1638});
+  for (int i = 0; i < 4; ++i)
+    lens[i * 16].second = 8192;
+  Batch b = makeBatch(lens, 16, 5);
+  Tensors t(b, 8, 2, 4, 13);
+  PlanConfig c = makeConfig(8, 2, 4, 16, 33, 16, 64, 4, b);
+  c.ctas_per_sm = 4;
+  c.min_chunk_tokens = 512;
+  c.candidates[0] = {16, 64, 4, 128, 1};
+  std::vector<int32_t> ws;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
+  PlanView v{ws.data()};
+  // Short tiles share CTAs with chunks of long ones (the top-up): some CTA
+  // holds a whole 1638-key tile and a piece of an 8192-key one.
+  bool toppedUp = false;
+  for (int32_t cta = 0; cta < v.numCtas(); ++cta) {
+    bool whole = false, piece = false;
+    for (int32_t i = v.ctaIndptr()[cta]; i < v.ctaIndptr()[cta + 1]; ++i) {
+      const WorkItem &it = v.items()[i];
+      whole |= (it.flags & kItemDirect) && it.kv_end == 1638;
+      piece |= !(it.flags & kItemDirect) && b.kv_lens[it.request] == 8192;
+    }
+    toppedUp |= whole && piece;
+  }
+  EXPECT_TRUE(toppedUp);
+  const size_t rows = size_t(b.totalRows()) * 8;
+  std::vector<double> o1(rows * 4), l1(rows), o2(rows * 4), l2(rows);
+  ASSERT_TRUE(referenceAttention(t.problem, o1.data(), l1.data()).ok());
+  ASSERT_TRUE(referenceExecutePlan(t.problem, v, o2.data(), l2.data()).ok());
+  EXPECT_LE(maxAbsDiff(o1.data(), o2.data(), o1.size()), 1e-9);
+  EXPECT_LE(maxAbsDiff(l1.data(), l2.data(), l1.size()), 1e-9);
+}
+
 } // namespace
