@@ -7,6 +7,7 @@
 #   SKIP_TESTS=1 bench/gpu_run.sh P1,P2          (benchmark only)
 #   SKIP_BENCH=1 ...                             (tests only)
 #   SKIP_PLAN_BENCH=1 ...                        (no attn-plan-bench)
+#   BENCH_ARGS="--sweep decode-skew" ...         (more run_bench.py options)
 # Everything lands in $OUT/gpu-run.tgz (the device tool brings back 8 files);
 # results.md, pytest.log and bench.log are also copied to $OUT itself.
 set -uo pipefail
@@ -61,4 +62,4 @@ if [ -z "${SKIP_PLAN_BENCH:-}" ]; then
 fi
 [ -n "${SKIP_BENCH:-}" ] && exit 0
 echo "=== benchmark ==="
-python3 bench/harness/run_bench.py --out "$OUT" ${only:+--only "$only"} 2>&1 | tee "$OUT/bench.log" | grep -v "^|" | tail -45
+python3 bench/harness/run_bench.py --out "$OUT" ${only:+--only "$only"} ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | grep -v "^|" | tail -45

@@ -8,7 +8,8 @@ read + written; an 8192^3 bf16 matmul on random data), then every workload
 of DESIGN.md §6 with attn and with PyTorch's peers (SDPA backends on gathered
 KV, FlexAttention over the page pool), then the sweeps of sweeps.py (decode
 against KV length and skew, prefill against sequence length and head dim;
---no-sweeps skips them, --only implies it). Every system's output is checked
+--no-sweeps skips them, --only implies it, --sweep decode-skew runs just
+that one). Every system's output is checked
 against a float32 reference in the same run; a wrong result is reported as
 wrong, never timed as a win. attn's rows carry its plan() time; the report
 ends with the compile times recorded in the kernel cache. Writes results.json
@@ -145,6 +146,9 @@ def main():
     ap.add_argument("--sweeps", dest="sweeps", action="store_true", default=None,
                     help="run the plot sweeps (default: on for a full run)")
     ap.add_argument("--no-sweeps", dest="sweeps", action="store_false")
+    ap.add_argument("--sweep", default="",
+                    help="comma-separated sweep names to run (implies --sweeps), "
+                         "e.g. decode-skew")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -176,8 +180,11 @@ def main():
         torch.cuda.empty_cache()
 
     sweep_rows = []
-    if args.sweeps if args.sweeps is not None else not (only or args.smoke):
+    wanted = set(filter(None, args.sweep.split(",")))
+    if wanted or (args.sweeps if args.sweeps is not None else not (only or args.smoke)):
         for sweep, x, build in sweeps.points():
+            if wanted and sweep not in wanted:
+                continue
             try:
                 w = build()
                 systems = attn_system.systems_for(w)[:1]
