@@ -22,7 +22,7 @@ pack() {
   tar czf "$FINAL_OUT/gpu-run.tgz" -C "$OUT" .
 }
 trap pack EXIT
-build=/tmp/attn-build
+build=${ATTN_GPU_BUILD:-/tmp/attn-build}
 cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
   -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; exit 1; }
 ninja -C $build > "$OUT/ninja.log" 2>&1 || { tail -20 "$OUT/ninja.log"; exit 1; }
