@@ -25,7 +25,7 @@
 //      probes) the smallest fixed target under which a two-stream walk fits
 //      the grid: the short tiles in order, each CTA they leave short topped
 //      up with a chunk of a long tile, then the rest of the long tiles. The
-//      best of these plans and step 3's is kept (skew 0.25: 1.36x -> 1.09x).
+//      best of these plans and step 3's is kept (skew 0.25: 1.36x -> 1.08x).
 // Each CTA boundary splits at most one tile, so work items <= tiles + CTAs,
 // which is how the workspace is sized. Integer arithmetic only: deterministic.
 //
@@ -818,7 +818,9 @@ struct Assigner {
         if (split && room > 0) {
           // Nearest granule boundary: rounding down left every CTA up to a
           // granule short and piled the difference onto the last CTAs.
-          int64_t at = (kb + room / ft + granule / 2) / granule * granule;
+          // (A fixed target rounds down: the CTA may not pass it.)
+          int64_t at = (kb + room / ft + (fixedTarget ? 0 : granule / 2)) /
+                       granule * granule;
           // A rest just over the room: under a fixed target, cut it so the
           // second piece keeps minChunk keys (overshooting fails the target;
           // the running target prefers the whole: 50 x 2048 keys 1.28x).
@@ -857,6 +859,10 @@ struct Assigner {
   /// CTAs greedily instead (equalChunkCount). Never more chunks than CTAs
   /// left; every chunk keeps minChunk keys.
   int64_t equalChunks(int64_t len) const {
+    // Under a fixed target the greedy cuts fill every CTA to it, and what
+    // is left over is the tail that the target was chosen to fit.
+    if (fixedTarget)
+      return 0;
     const int64_t n = equalChunkCount(len * ft, target - fi);
     const int64_t maxN =
         std::min<int64_t>(len / (minChunk + granule), C - cta);

@@ -499,7 +499,7 @@ TEST(PlanSplitPolicy, ShortTilesFirstBalanceD3AtTheH200Grid) {
     PlanView vv{buf.data()};
     checkPlan(cc, bb, vv);
     if (n >= 40) {
-      EXPECT_LE(imbalance(cc, vv), 1.15) << "trial " << trial;
+      EXPECT_LE(imbalance(cc, vv), 1.10) << "trial " << trial;
     }
   }
 }
@@ -535,7 +535,8 @@ TEST(PlanSplitPolicy, FixedTargetSearchBalancesTheSkewSweep) {
   // CTAs, mean ~2230. The running target closes each short tile's CTA 344
   // short (a chunk needs 640), the target creeps, and the last CTAs took
   // 2956 (1.36x). The fixed-target walk tops every short CTA up with a
-  // chunk of a long tile: 2432 (1.09x the grid mean). Skew 0.5 was 1.15x.
+  // chunk of a long tile: 2406 (1.08x the grid mean). Skew 0.5: 1.15x ->
+  // 1.04x.
   for (double share : {0.25, 0.5, 0.75, 0.9}) {
     Batch b = makeBatch(sweepSkewed(share), 16, 7);
     PlanConfig c = h200DecodeConfig(b);
@@ -585,6 +586,56 @@ TEST(PlanSplitPolicy, FixedTargetSearchKeepsEveryInvariant) {
     ASSERT_TRUE(s.ok()) << "trial " << trial << ": " << s.message();
     checkPlan(c, b, PlanView{buf.data()});
   }
+}
+
+TEST(PlanBalance, RandomSkewedBatchesWithinTenPercentWhereTheWorkAllows) {
+  // 400 skewed decode batches (16-255 requests, one in 2-31 long, 132 or 528
+  // CTAs, 512-key or default minimum chunks). "The work allows" balance when
+  // every CTA's share is at least three minimum pieces and no tile too short
+  // to split costs over half of it. Measured with the fixed-target search:
+  // about 1 in 100 such batches stays over 1.10 (at most ~1.2: the greedy
+  // walks are heuristics), so the test bounds the share and the worst.
+  std::mt19937 rng(1);
+  int allowed = 0, over = 0;
+  double worst = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int n = 16 + int(rng() % 240);
+    const int sm4 = rng() % 3;
+    const int longEvery = 2 + int(rng() % 30);
+    const int32_t longKv = 4096 + int32_t(rng() % 60000);
+    const int32_t shortMax = 256 + int32_t(rng() % 3000);
+    std::vector<std::pair<int32_t, int32_t>> lens;
+    for (int i = 0; i < n; ++i)
+      lens.push_back({1, rng() % longEvery == 0 ? longKv + int32_t(rng() % 1000)
+                                                 : 1 + int32_t(rng() % shortMax)});
+    Batch b = makeBatch(lens, 16, trial);
+    PlanConfig c = h200DecodeConfig(b);
+    c.ctas_per_sm = sm4 == 0 ? 1 : 4;
+    c.min_chunk_tokens = sm4 == 2 ? 0 : 512;
+    std::vector<int32_t> buf;
+    ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok()) << trial;
+    PlanView v{buf.data()};
+    checkPlan(c, b, v);
+    const int64_t minChunk = c.min_chunk_tokens ? c.min_chunk_tokens : 128;
+    int64_t wholeOnly = 0, total = 0;
+    for (auto [qo, kv] : lens)
+      if (kv < 2 * minChunk)
+        wholeOnly = std::max<int64_t>(wholeOnly, 128 + kv);
+    std::vector<int64_t> costs(v.numCtas());
+    planCtaCosts(c, v, costs.data());
+    for (int64_t x : costs)
+      total += x;
+    const double mean = double(total) / (c.num_sms * c.ctas_per_sm);
+    if (mean < 3.0 * (128 + minChunk) || 2 * wholeOnly > mean)
+      continue;
+    ++allowed;
+    const double r = gridImbalance(c, v);
+    over += r > 1.10;
+    worst = std::max(worst, r);
+  }
+  EXPECT_GE(allowed, 200);
+  EXPECT_LE(over, allowed / 50) << "batches over 1.10 of " << allowed;
+  EXPECT_LE(worst, 1.25);
 }
 
 TEST(PlanSplitPolicy, FailedNoSplitTrialLeavesAWholeSplitPlan) {
