@@ -532,18 +532,20 @@ struct Assigner {
   /// never overshoots a CTA that holds something.
   bool fixedTarget = false;
 
-  /// The split walk's second stream: the tiles that cost more than a CTA's
-  /// share (`fillerAbove`) and can be cut. The short tiles are placed first,
-  /// in order; when one does not fit the current CTA, the room left is first
-  /// filled with a chunk of the current filler, so CTAs of whole short tiles
-  /// no longer close short (skew 0.25: 1638-key tiles of cost 1766 against a
-  /// target of 2110 left 344 each and piled 1.37x the mean on the last
-  /// CTAs). What the gaps leave of the fillers is placed after the short
-  /// tiles. A filler's pieces take consecutive slots because nothing else is
-  /// cut while it is open (short tiles stay whole while fillers remain).
+  /// The fixed-target walk's second stream (plan() step 4): the tiles that
+  /// cost more than the target (`fillerAbove`) and can be cut. The short
+  /// tiles are placed first, in order; when one does not fit the current
+  /// CTA, the room left is first filled with a chunk of the current filler,
+  /// so CTAs of whole short tiles do not close short (skew 0.25: 1638-key
+  /// tiles of cost 1766 against a mean of ~2230 left 344 each, and the
+  /// running target piled 1.36x the mean on the last CTAs). What the gaps
+  /// leave of the fillers is placed after the short tiles. A filler's pieces
+  /// take consecutive slots because nothing else is cut while one is open
+  /// (short tiles stay whole while fillers remain).
   struct Filler {
     int32_t b = 0, r = 0, rc = 0, g = 0; ///< tile: request, row, rows, group
     int32_t kb = 0, ke = 0;              ///< keys not yet placed
+    int32_t tileBegin = 0, tileEnd = 0;  ///< all its keys (every head group)
     int32_t pieces = 0;                  ///< chunks already emitted
     bool live = false;                   ///< a filler tile remains
   };
@@ -565,7 +567,9 @@ struct Assigner {
     if (start)
       b = 0, r = 0, g = 0;
     else if (g < groups) {
-      fill.g = g, fill.kb = keyBegin, fill.ke = keyEnd, fill.pieces = 0;
+      // The same row tile in the next head group.
+      fill.g = g, fill.kb = fill.tileBegin, fill.ke = fill.tileEnd;
+      fill.pieces = 0;
       return;
     } else
       r += Q, g = 0;
@@ -581,14 +585,12 @@ struct Assigner {
         const int64_t keys = k.end - k.begin;
         if (!isFiller(keys, fi + keys * ft))
           continue;
-        fill = {b, r, rc, 0, k.begin, k.end, 0, true};
-        keyBegin = k.begin, keyEnd = k.end;
+        fill = {b, r, rc, 0, k.begin, k.end, k.begin, k.end, 0, true};
         return;
       }
     }
     fill.live = false;
   }
-  int32_t keyBegin = 0, keyEnd = 0; ///< the current filler tile's keys
 
   /// Records the merge unit of a tile cut into `pieces` > 1 chunks (whose
   /// slots are the last `pieces` taken).
