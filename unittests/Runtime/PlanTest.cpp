@@ -588,13 +588,14 @@ TEST(PlanSplitPolicy, FixedTargetSearchKeepsEveryInvariant) {
   }
 }
 
-TEST(PlanBalance, RandomSkewedBatchesWithinTenPercentWhereTheWorkAllows) {
+TEST(PlanBalance, RandomSkewedBatches98PercentWithinTenPercent) {
   // 400 skewed decode batches (16-255 requests, one in 2-31 long, 132 or 528
-  // CTAs, 512-key or default minimum chunks). "The work allows" balance when
-  // every CTA's share is at least three minimum pieces and no tile too short
-  // to split costs over half of it. Measured with the fixed-target search:
-  // about 1 in 100 such batches stays over 1.10 (at most ~1.2: the greedy
-  // walks are heuristics), so the test bounds the share and the worst.
+  // CTAs, 512-key or default minimum chunks), counted where the work leaves
+  // room for balance: every CTA's share is at least three minimum pieces and
+  // no tile too short to split costs over half of it. Measured: 3 of 362
+  // such batches stay over 1.10 (worst 1.154; the walks are greedy and no
+  // optimum is computed), so the test bounds that share and the worst. The
+  // previous planner had 109 of 300 random skewed batches over 1.10.
   std::mt19937 rng(1);
   int allowed = 0, over = 0;
   double worst = 0;
