@@ -135,8 +135,8 @@ void checkPlan(const PlanConfig &c, const Batch &b, const PlanView &v) {
   }
 }
 
-/// Largest over mean CTA cost.
-double imbalance(const PlanConfig &c, const PlanView &v) {
+/// Largest CTA cost over the mean over `ctas` CTAs (0: the plan's CTAs).
+double imbalance(const PlanConfig &c, const PlanView &v, int64_t ctas = 0) {
   std::vector<int64_t> costs(v.numCtas());
   planCtaCosts(c, v, costs.data());
   int64_t total = 0, big = 0;
@@ -144,7 +144,7 @@ double imbalance(const PlanConfig &c, const PlanView &v) {
     total += x;
     big = std::max(big, x);
   }
-  return double(big) / (double(total) / v.numCtas());
+  return double(big) / (double(total) / (ctas ? ctas : v.numCtas()));
 }
 
 /// DESIGN.md D3: 64 decode requests, four of 32768 tokens (the positions of
@@ -508,14 +508,7 @@ TEST(PlanSplitPolicy, ShortTilesFirstBalanceD3AtTheH200Grid) {
 /// however many CTAs the plan uses: a plan that leaves CTAs empty is no
 /// better balanced for it.
 double gridImbalance(const PlanConfig &c, const PlanView &v) {
-  std::vector<int64_t> costs(v.numCtas());
-  planCtaCosts(c, v, costs.data());
-  int64_t total = 0, big = 0;
-  for (int64_t x : costs) {
-    total += x;
-    big = std::max(big, x);
-  }
-  return double(big) / (double(total) / (c.num_sms * c.ctas_per_sm));
+  return imbalance(c, v, int64_t(c.num_sms) * c.ctas_per_sm);
 }
 
 /// bench/harness/sweeps.py's skewed(share): 64 requests of 2048 keys on
