@@ -39,6 +39,17 @@ CASES = {
 Q_SCALE = 2.0
 
 
+def check_variant(torch, o, lse, q, k, v, qo_lens, kv_lens, causal, ref_kw, without):
+    """attn's output and LSE match the reference with the variant, and the
+    reference without it differs clearly (the case tests the variant)."""
+    ro, rl = attention(q, k, v, qo_lens, kv_lens, causal=causal, **ref_kw)
+    err = rel_err(o, ro)
+    assert err < 2e-2, f"relative error {err:.2e}"
+    torch.testing.assert_close(lse, rl, atol=5e-2, rtol=1e-2)
+    other, _ = attention(q, k, v, qo_lens, kv_lens, causal=causal, **without)
+    assert rel_err(other, ro) > 5 * max(err, 1e-2), "the variant does not change this test's answer"
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_decode(case):
     import torch
@@ -52,12 +63,7 @@ def test_decode(case):
     out = torch.full_like(q, float("nan"))
     o, lse = w.run(q, kv.cuda(), out=out, return_lse=True)
     k_tok, v_tok = k_tok.cuda(), v_tok.cuda()
-    ro, rl = attention(q, k_tok, v_tok, [1] * len(kv_lens), kv_lens, **ref_kw)
-    err = rel_err(o, ro)
-    assert err < 2e-2, f"relative error {err:.2e}"
-    torch.testing.assert_close(lse, rl, atol=5e-2, rtol=1e-2)
-    other, _ = attention(q, k_tok, v_tok, [1] * len(kv_lens), kv_lens, **without)
-    assert rel_err(other, ro) > 5 * max(err, 1e-2), "the variant does not change this test's answer"
+    check_variant(torch, o, lse, q, k_tok, v_tok, [1] * len(kv_lens), kv_lens, False, ref_kw, without)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -75,12 +81,7 @@ def test_ragged_prefill(case):
     w.plan(indptr, indptr, HQ, HKV, D, causal=True, q_data_type=torch.bfloat16, **kw)
     out = torch.full_like(q, float("nan"))
     o, lse = w.run(q, k, v, out=out, return_lse=True)
-    ro, rl = attention(q, k, v, lens, lens, causal=True, **ref_kw)
-    err = rel_err(o, ro)
-    assert err < 2e-2, f"relative error {err:.2e}"
-    torch.testing.assert_close(lse, rl, atol=5e-2, rtol=1e-2)
-    other, _ = attention(q, k, v, lens, lens, causal=True, **without)
-    assert rel_err(other, ro) > 5 * max(err, 1e-2), "the variant does not change this test's answer"
+    check_variant(torch, o, lse, q, k, v, lens, lens, True, ref_kw, without)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -98,9 +99,4 @@ def test_paged_prefill(case):
     out = torch.full_like(q, float("nan"))
     o, lse = w.run(q, kv.cuda(), out=out, return_lse=True)
     k_tok, v_tok = k_tok.cuda(), v_tok.cuda()
-    ro, rl = attention(q, k_tok, v_tok, qo_lens, kv_lens, causal=True, **ref_kw)
-    err = rel_err(o, ro)
-    assert err < 2e-2, f"relative error {err:.2e}"
-    torch.testing.assert_close(lse, rl, atol=5e-2, rtol=1e-2)
-    other, _ = attention(q, k_tok, v_tok, qo_lens, kv_lens, causal=True, **without)
-    assert rel_err(other, ro) > 5 * max(err, 1e-2), "the variant does not change this test's answer"
+    check_variant(torch, o, lse, q, k_tok, v_tok, qo_lens, kv_lens, True, ref_kw, without)

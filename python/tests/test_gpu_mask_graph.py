@@ -46,6 +46,30 @@ def check(torch, out, lse, q, k_tok, v_tok, drafts, kv_lens, masks):
     torch.testing.assert_close(lse[:rows], rl, atol=1e-2, rtol=1e-3)
 
 
+def replay_across_plans(torch, plan, run, out, lse, check_batch):
+    """Plans BATCHES[0], captures run() in a CUDA graph (after a warm-up outside
+    the capture), then for every batch re-plans (all but the first), poisons
+    out/lse with NaN, replays and calls check_batch(drafts, what plan returned)."""
+    state = plan(*BATCHES[0])
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        run()  # warm-up outside capture
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            run()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    for i, (prefixes, drafts) in enumerate(BATCHES):
+        if i > 0:
+            state = plan(prefixes, drafts)
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        check_batch(drafts, state)
+
+
 @pytest.mark.parametrize("page_size,packed", [(1, False), (16, True), (16, False)])
 def test_paged_tree_masks_replayed_across_plans(page_size, packed):
     import torch
@@ -83,26 +107,12 @@ def test_paged_tree_masks_replayed_across_plans(page_size, packed):
         q[:sum(drafts)] = torch.randn(sum(drafts), HQ, D, generator=gen).to(torch.bfloat16).cuda()
         return torch.cat(ks), torch.cat(vs), kv_lens, masks
 
-    state = plan(*BATCHES[0])
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        w.run(q, (k_cache, v_cache), out=out, lse=lse, return_lse=True)  # warm-up outside capture
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            w.run(q, (k_cache, v_cache), out=out, lse=lse, return_lse=True)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    for i, (prefixes, drafts) in enumerate(BATCHES):
-        if i > 0:
-            state = plan(prefixes, drafts)
-        out.fill_(float("nan"))
-        lse.fill_(float("nan"))
-        g.replay()
-        torch.cuda.synchronize()
+    def check_batch(drafts, state):
         k_tok, v_tok, kv_lens, masks = state
         check(torch, out, lse, q, k_tok, v_tok, drafts, kv_lens, masks)
 
+    replay_across_plans(torch, plan, lambda: w.run(q, (k_cache, v_cache), out=out, lse=lse, return_lse=True),
+                        out, lse, check_batch)
 
 def test_ragged_tree_masks_replayed_across_plans():
     import torch
@@ -131,23 +141,10 @@ def test_ragged_tree_masks_replayed_across_plans():
         q[:sum(drafts)] = torch.randn(sum(drafts), HQ, D, generator=gen).to(torch.bfloat16).cuda()
         return kv_lens, masks
 
-    state = plan(*BATCHES[0])
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        w.run(q, k, v, out=out, lse=lse, return_lse=True)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            w.run(q, k, v, out=out, lse=lse, return_lse=True)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    for i, (prefixes, drafts) in enumerate(BATCHES):
-        if i > 0:
-            state = plan(prefixes, drafts)
-        out.fill_(float("nan"))
-        lse.fill_(float("nan"))
-        g.replay()
-        torch.cuda.synchronize()
+    def check_batch(drafts, state):
         kv_lens, masks = state
         n = sum(kv_lens)
         check(torch, out, lse, q, k[:n], v[:n], drafts, kv_lens, masks)
+
+    replay_across_plans(torch, plan, lambda: w.run(q, k, v, out=out, lse=lse, return_lse=True),
+                        out, lse, check_batch)

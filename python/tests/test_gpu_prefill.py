@@ -5,35 +5,12 @@ build the kernels come from ATTN_CACHE_DIR (python -m attn.precompile
 --kinds prefill,ragged).
 """
 
-import math
-
 import pytest
 
 import attn
+from gpu_reference import attention
 
 pytestmark = pytest.mark.gpu
-
-
-def reference(q, k, v, qo_lens, kv_lens, causal=True):
-    """float32 attention per request; q [rows, Hq, D], k/v [tokens, Hkv, D]."""
-    import torch
-    hq, hkv, d = q.shape[1], k.shape[1], q.shape[2]
-    g = hq // hkv
-    out, lse, r0, k0 = [], [], 0, 0
-    for qo, kv in zip(qo_lens, kv_lens):
-        qb = q[r0:r0 + qo].float()
-        kb = k[k0:k0 + kv].float().repeat_interleave(g, 1)
-        vb = v[k0:k0 + kv].float().repeat_interleave(g, 1)
-        s = torch.einsum("qhd,khd->hqk", qb, kb) / math.sqrt(d)
-        if causal:
-            pos = kv - qo + torch.arange(qo, device=q.device)
-            keep = torch.arange(kv, device=q.device)[None, :] <= pos[:, None]
-            s = s.masked_fill(~keep[None], float("-inf"))
-        p = torch.softmax(s, -1).nan_to_num(0.0)
-        out.append(torch.einsum("hqk,khd->qhd", p, vb))
-        lse.append((torch.logsumexp(s, -1) / math.log(2)).transpose(0, 1))
-        r0, k0 = r0 + qo, k0 + kv
-    return torch.cat(out), torch.cat(lse)
 
 
 def test_ragged_prefill_matches_reference():
@@ -50,7 +27,7 @@ def test_ragged_prefill_matches_reference():
     w.plan(indptr, indptr, hq, hkv, d, causal=True, q_data_type=dtype)
     out = torch.full_like(q, float("nan"))
     o, lse = w.run(q, k, v, out=out, return_lse=True)
-    ro, rl = reference(q, k, v, lens, lens)
+    ro, rl = attention(q, k, v, lens, lens, causal=True)
     torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
 
@@ -76,5 +53,5 @@ def test_paged_prefill_appends_to_a_cache():
         pages = perm[kv_indptr[b]:kv_indptr[b + 1]].long().cuda()
         ks.append(kv[pages, 0].reshape(-1, hkv, d)[:n])
         vs.append(kv[pages, 1].reshape(-1, hkv, d)[:n])
-    ro, _ = reference(q, torch.cat(ks), torch.cat(vs), qo_lens, kv_lens)
+    ro, _ = attention(q, torch.cat(ks), torch.cat(vs), qo_lens, kv_lens, causal=True)
     torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)

@@ -13,38 +13,14 @@ come from ATTN_CACHE_DIR (python -m attn.precompile --kinds prefill
 --custom-mask --page-size 1,16; --kinds decode --page-size 1).
 """
 
-import math
-
 import pytest
 
 import attn
-from gpu_reference import make_tree_mask
+from gpu_reference import attention, make_tree_mask
 
 pytestmark = pytest.mark.gpu
 
 HQ, HKV, D = 32, 8, 128
-
-
-def reference(q, k_tok, v_tok, qo_lens, kv_lens, masks, window_left=-1):
-    """float32 attention per request over gathered keys; LSE base 2."""
-    import torch
-    g = HQ // HKV
-    out, lse, r0, k0 = [], [], 0, 0
-    for qo, kv, m in zip(qo_lens, kv_lens, masks):
-        qb = q[r0:r0 + qo].float()
-        kb = k_tok[k0:k0 + kv].float().repeat_interleave(g, 1)
-        vb = v_tok[k0:k0 + kv].float().repeat_interleave(g, 1)
-        s = torch.einsum("qhd,khd->hqk", qb, kb) / math.sqrt(D)
-        keep = m.to(q.device)
-        if window_left >= 0:
-            pos = kv - qo + torch.arange(qo, device=q.device)
-            keep = keep & (torch.arange(kv, device=q.device)[None, :] >= (pos - window_left)[:, None])
-        s = s.masked_fill(~keep[None], float("-inf"))
-        p = torch.softmax(s, -1).nan_to_num(0.0)
-        out.append(torch.einsum("hqk,khd->qhd", p, vb))
-        lse.append((torch.logsumexp(s, -1) / math.log(2)).transpose(0, 1))
-        r0, k0 = r0 + qo, k0 + kv
-    return torch.cat(out), torch.cat(lse)
 
 
 def build_batch(page_size, seed, prefixes=(37, 200, 5, 1000), drafts=(8, 12, 16, 11)):
@@ -94,7 +70,7 @@ def test_tree_verify_matches_reference(page_size, packed):
            causal=True, q_data_type=torch.bfloat16, **kw)
     out = torch.full_like(b["q"], float("nan"))
     o, lse = w.run(b["q"], (b["k_cache"], b["v_cache"]), out=out, return_lse=True)
-    ro, rl = reference(b["q"], b["k_tok"], b["v_tok"], b["qo_lens"], b["kv_lens"], b["masks"])
+    ro, rl = attention(b["q"], b["k_tok"], b["v_tok"], b["qo_lens"], b["kv_lens"], masks=b["masks"])
     torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
 
@@ -109,8 +85,8 @@ def test_tree_mask_differs_from_causal():
            q_data_type=torch.bfloat16)
     o = w.run(b["q"], (b["k_cache"], b["v_cache"]))
     causal = torch.tril(torch.ones(16, 26, dtype=torch.bool), diagonal=10)
-    rc, _ = reference(b["q"], b["k_tok"], b["v_tok"], [16], [26], [causal])
-    rt, _ = reference(b["q"], b["k_tok"], b["v_tok"], [16], [26], b["masks"])
+    rc, _ = attention(b["q"], b["k_tok"], b["v_tok"], [16], [26], masks=[causal])
+    rt, _ = attention(b["q"], b["k_tok"], b["v_tok"], [16], [26], masks=b["masks"])
     torch.testing.assert_close(o.float(), rt, atol=2e-2, rtol=2e-2)
     assert (o.float() - rc).abs().max() > 0.1
 
@@ -124,6 +100,6 @@ def test_decode_over_page_size_one():
     w.plan(b["kv_indptr"], b["kv_indices"].cuda(), b["last"], HQ, HKV, D, 1, q_data_type=torch.bfloat16)
     o, lse = w.run(q, (b["k_cache"], b["v_cache"]), return_lse=True)
     full = [torch.ones(1, kv, dtype=torch.bool) for kv in b["kv_lens"]]
-    ro, rl = reference(q, b["k_tok"], b["v_tok"], [1] * len(full), b["kv_lens"], full)
+    ro, rl = attention(q, b["k_tok"], b["v_tok"], [1] * len(full), b["kv_lens"], masks=full)
     torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
