@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Conversion/AttnToGPU/DecodeKernel.h"
+#include "attn/Dialect/Attn/IR/TileLayout.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Dialect/Attn/Transforms/TileHeuristics.h"
 #include "attn/InitAllDialects.h"
@@ -45,8 +46,8 @@ static llvm::cl::opt<std::string>
                llvm::cl::value_desc("file"), llvm::cl::init(""),
                llvm::cl::cat(attnCategory));
 static llvm::cl::opt<std::string>
-    chip("chip", llvm::cl::desc("target GPU (sm_80, sm_86, sm_89, sm_90, sm_90a)"),
-         llvm::cl::init("sm_90"), llvm::cl::cat(attnCategory));
+    chip("chip", llvm::cl::desc("target GPU (sm_80 ... sm_120a)"),
+         llvm::cl::init(kDefaultChip), llvm::cl::cat(attnCategory));
 enum class Emit { None, PTX, Cubin };
 static llvm::cl::opt<Emit> emit(
     "emit", llvm::cl::desc("what to emit"), llvm::cl::init(Emit::Cubin),
@@ -129,7 +130,7 @@ LogicalResult runStage(ModuleOp module, std::unique_ptr<Pass> pass,
 }
 
 /// One line per field of what was chosen for `op`.
-void reportAttention(AttentionOp op, const ChipInfo &chipInfo,
+void reportAttention(AttentionOp op, const TargetInfo &target,
                      llvm::raw_ostream &os) {
   auto func = op->getParentOfType<func::FuncOp>();
   BsrAttr view = op.getViews().front();
@@ -143,17 +144,22 @@ void reportAttention(AttentionOp op, const ChipInfo &chipInfo,
      << stringifyKVLayout(view.getLayout());
   if (view.isPaged())
     os << ", " << view.getBlockCols() << "-token pages";
-  os << ", block_rows " << view.getBlockRows() << "\n";
+  os << ", block_rows ";
+  if (view.hasDynamicBlockRows())
+    os << "? (varies by batch)\n";
+  else
+    os << view.getBlockRows() << "\n";
   SmallVector<StringRef> variants = op.getVariantNames();
   os << "    variants  " << (variants.empty() ? "(none)" : "");
   llvm::interleaveComma(variants, os);
   os << "\n";
   auto printTile = [&](TileAttr tile) {
-    int64_t smem = getTileSharedMemory(tile, op.getHeadDim());
+    int64_t smem = getTileSharedMemory(tile, op.getHeadDim()).bytes;
     os << "q=" << tile.getQ() << " kv=" << tile.getKv()
        << " warps=" << tile.getWarps() << " stages=" << tile.getStages()
-       << " gqa_pack=" << tile.getGqaPack() << "  (" << smem / 1024
-       << " KiB of " << chipInfo.sharedMemoryPerBlock / 1024
+       << " gqa_pack=" << tile.getGqaPack()
+       << " ctas_per_sm=" << tile.getCtasPerSm() << "  (" << smem / 1024
+       << " KiB of " << target.getSharedMemoryPerBlock() / 1024
        << " KiB shared memory)";
   };
   if (std::optional<TileAttr> tile = op.getTile()) {
@@ -177,10 +183,10 @@ int main(int argc, char **argv) {
   ::attn::NVPTXOptions target;
   llvm::cl::ParseCommandLineOptions(argc, argv, "attn compile driver\n");
 
-  std::optional<ChipInfo> chipInfo = lookupChip(chip);
-  if (!chipInfo) {
-    llvm::errs() << "attn-compile: unknown chip '" << chip
-                 << "'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a\n";
+  llvm::Expected<TargetInfo> targetInfo = TargetInfo::get(chip);
+  if (!targetInfo) {
+    llvm::errs() << "attn-compile: " << llvm::toString(targetInfo.takeError())
+                 << "\n";
     return 1;
   }
 
@@ -229,7 +235,7 @@ int main(int argc, char **argv) {
 
   llvm::raw_ostream &os = llvm::outs();
   os << "attn-compile: " << inputFile << " for " << chip << "\n";
-  module->walk([&](AttentionOp op) { reportAttention(op, *chipInfo, os); });
+  module->walk([&](AttentionOp op) { reportAttention(op, *targetInfo, os); });
   unsigned merges = 0;
   module->walk([&](MergeStatesOp) { ++merges; });
   if (merges)

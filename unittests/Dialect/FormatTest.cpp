@@ -83,8 +83,14 @@ TEST_F(FormatTest, VerifierRejectsBadFormats) {
   ctx.getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
   EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 1, 0, KVLayout::NHD,
                                      KVIndexing::paged)));
-  EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 1, 12, KVLayout::NHD,
+  EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 1, 1 << 20, KVLayout::NHD,
                                      KVIndexing::paged)));
+  // Any page size works, not only powers of two; block rows may vary.
+  for (int64_t page : {3, 12, 48, 544})
+    EXPECT_TRUE(succeeded(BsrAttr::verify(noDiag, 1, page, KVLayout::NHD,
+                                          KVIndexing::paged)));
+  EXPECT_TRUE(succeeded(BsrAttr::verify(noDiag, ShapedType::kDynamic, 16,
+                                        KVLayout::NHD, KVIndexing::paged)));
   EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 0, 16, KVLayout::NHD,
                                      KVIndexing::paged)));
   EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 1, 16, KVLayout::NHD,

@@ -1,7 +1,10 @@
-//===- TileHeuristicsTest.cpp - tile and GQA packing rules ----------------===//
+//===- TileHeuristicsTest.cpp - tile, packing and target rules ------------===//
 
+#include "attn/Dialect/Attn/IR/TileLayout.h"
 #include "attn/Dialect/Attn/Transforms/TileHeuristics.h"
+#include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "gtest/gtest.h"
 
@@ -13,6 +16,7 @@ TEST(TileHeuristics, QueryTileFollowsPackedRows) {
   EXPECT_EQ(chooseQueryTile(8), 16);  // decode, GQA group 8
   EXPECT_EQ(chooseQueryTile(16), 16);
   EXPECT_EQ(chooseQueryTile(17), 64);
+  EXPECT_EQ(chooseQueryTile(32), 64); // 8 speculative tokens x group 4
   EXPECT_EQ(chooseQueryTile(64), 64);
   EXPECT_EQ(chooseQueryTile(8192), 128);
 }
@@ -20,38 +24,133 @@ TEST(TileHeuristics, QueryTileFollowsPackedRows) {
 TEST(TileHeuristics, GqaPackFillsTheTile) {
   EXPECT_EQ(chooseGqaPack(/*group=*/8, /*rows=*/1, /*q=*/16), 8);
   EXPECT_EQ(chooseGqaPack(4, 1, 16), 4);
-  EXPECT_EQ(chooseGqaPack(8, 4, 16), 4);   // 4 rows x 4 heads = 16
+  EXPECT_EQ(chooseGqaPack(8, 4, 16), 4);    // 4 rows x 4 heads = 16
   EXPECT_EQ(chooseGqaPack(8, 512, 128), 1); // prefill: nothing to pack
-  EXPECT_EQ(chooseGqaPack(1, 1, 16), 1);   // MHA
-  EXPECT_EQ(chooseGqaPack(6, 1, 16), 2);   // largest power-of-two divisor
-  EXPECT_EQ(chooseGqaPack(8, 1, 1), 1);    // CUDA-core tile
+  EXPECT_EQ(chooseGqaPack(1, 1, 16), 1);    // MHA
+  EXPECT_EQ(chooseGqaPack(6, 1, 16), 6);    // the whole group fits
+  EXPECT_EQ(chooseGqaPack(7, 1, 16), 7);    // Qwen2's group of 7
+  EXPECT_EQ(chooseGqaPack(7, 4, 16), 1);    // 4 rows x 7 heads do not
+  EXPECT_EQ(chooseGqaPack(32, 1, 16), 16);  // MQA: the largest divisor
+  EXPECT_EQ(chooseGqaPack(8, 1, 1), 1);     // CUDA-core tile
+}
+
+TEST(TargetInfo, KnowsTheChipsItGeneratesFor) {
+  std::optional<TargetInfo> h = TargetInfo::lookup("sm_90a");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->getSMVersion(), 90);
+  EXPECT_TRUE(h->isArchSpecific());
+  EXPECT_TRUE(h->hasWgmma());
+  EXPECT_TRUE(h->hasPDL());
+  EXPECT_EQ(h->getSharedMemoryPerBlock(), 227 * 1024);
+  EXPECT_EQ(h->getMinPTXVersion(), 80);
+  std::optional<TargetInfo> plain = TargetInfo::lookup("sm_90");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->hasWgmma());
+  std::optional<TargetInfo> a100 = TargetInfo::lookup("sm_80");
+  ASSERT_TRUE(a100);
+  EXPECT_FALSE(a100->hasPDL());
+  EXPECT_EQ(a100->getSharedMemoryPerBlock(), 163 * 1024);
+  EXPECT_FALSE(TargetInfo::lookup("sm_75"));
+  llvm::Expected<TargetInfo> bad = TargetInfo::get("sm_75");
+  ASSERT_FALSE(bool(bad));
+  std::string message = llvm::toString(bad.takeError());
+  EXPECT_NE(message.find("unknown chip 'sm_75'"), std::string::npos) << message;
+  EXPECT_NE(message.find("sm_80"), std::string::npos) << message;
+}
+
+TEST(TargetInfo, HeadDimsAreMultiplesOf16UpTo256) {
+  for (int64_t d : {16, 64, 80, 96, 128, 192, 256})
+    EXPECT_FALSE(bool(TargetInfo::checkHeadDim(d))) << d;
+  for (int64_t d : {0, 8, 72, 100, 272}) {
+    llvm::Error err = TargetInfo::checkHeadDim(d);
+    ASSERT_TRUE(bool(err)) << d;
+    EXPECT_NE(llvm::toString(std::move(err)).find(std::to_string(d)),
+              std::string::npos);
+  }
 }
 
 TEST(TileHeuristics, TilesFitTheChip) {
   MLIRContext ctx;
   ctx.loadDialect<AttnDialect>();
   for (StringRef chipName : {"sm_80", "sm_86", "sm_90"}) {
-    std::optional<ChipInfo> chip = lookupChip(chipName);
+    std::optional<TargetInfo> chip = TargetInfo::lookup(chipName);
     ASSERT_TRUE(chip);
     for (int64_t q : {16, 64, 128})
-      for (int64_t d : {64, 128, 256}) {
+      for (int64_t d : {64, 80, 96, 128, 192, 256}) {
         TileAttr tile = chooseTile(&ctx, q, d, *chip);
         EXPECT_EQ(tile.getQ(), q);
-        EXPECT_LE(getTileSharedMemory(tile, d), chip->sharedMemoryPerBlock)
+        int64_t bytes = getTileSharedMemory(tile, d).bytes;
+        EXPECT_LE(bytes, chip->getSharedMemoryPerBlock())
             << chipName.str() << " q " << q << " d " << d;
+        EXPECT_LE(bytes * tile.getCtasPerSm(), chip->getSharedMemoryPerSM());
         EXPECT_GE(tile.getStages(), 1);
+        EXPECT_TRUE(succeeded(checkTileFits(tile, d, *chip, [&] {
+          return emitError(UnknownLoc::get(&ctx));
+        })));
       }
   }
-  EXPECT_FALSE(lookupChip("sm_75"));
 }
 
 TEST(TileHeuristics, DecodeTileIsTheMeasuredOne) {
   MLIRContext ctx;
   ctx.loadDialect<AttnDialect>();
-  TileAttr tile = chooseTile(&ctx, 16, 128, *lookupChip("sm_90"));
+  TileAttr tile = chooseTile(&ctx, 16, 128, *TargetInfo::lookup("sm_90"));
   EXPECT_EQ(tile.getKv(), 16);
   EXPECT_EQ(tile.getWarps(), 3);
   EXPECT_EQ(tile.getStages(), 2);
-  // 3 warps x 2 stages x (K + V) x 16 tokens x 128 x 2 bytes: 4 CTAs per SM.
-  EXPECT_EQ(getTileSharedMemory(tile, 128), 49152);
+  EXPECT_EQ(tile.getCtasPerSm(), 4);
+  // 3 warps x 2 stages x (K + V) x 16 tokens x 128 x 2 bytes, then each
+  // warp's max and sum: 4 CTAs per SM.
+  TileSharedMemory smem = getTileSharedMemory(tile, 128);
+  EXPECT_TRUE(smem.swizzled);
+  EXPECT_EQ(smem.statsOffset, 49152);
+  EXPECT_EQ(smem.bytes, 49152 + 3 * 2 * 16 * 4);
+}
+
+TEST(TileLayout, PadsRowsWhenChunksCannotSwizzle) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect>();
+  TileAttr tile = TileAttr::get(&ctx, 128, 64, 8, 2, 1, 1);
+  TileSharedMemory d128 = getTileSharedMemory(tile, 128);
+  EXPECT_TRUE(d128.swizzled);
+  EXPECT_EQ(d128.rowElements, 128);
+  EXPECT_EQ(d128.kRow, 128);
+  EXPECT_EQ(d128.vRow, 128 + 2 * 64);
+  EXPECT_EQ(d128.bytes, (128 + 4 * 64) * 128 * 2);
+  // 96 = 12 chunks: XOR with row % 8 would leave the row; an odd number of
+  // chunks per row (13) spreads 8 rows over 8 bank groups instead.
+  TileSharedMemory d96 = getTileSharedMemory(tile, 96);
+  EXPECT_FALSE(d96.swizzled);
+  EXPECT_EQ(d96.rowElements, 104);
+  EXPECT_EQ(d96.bytes, (128 + 4 * 64) * 104 * 2);
+}
+
+TEST(TileHeuristics, ATileTooBigForTheChipIsNamed) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect>();
+  std::string message;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    message = d.str();
+    return success();
+  });
+  TileAttr tile = TileAttr::get(&ctx, 128, 128, 8, 4, 1, 1);
+  EXPECT_TRUE(failed(checkTileFits(tile, 256, *TargetInfo::lookup("sm_86"), [&] {
+    return emitError(UnknownLoc::get(&ctx));
+  })));
+  EXPECT_NE(message.find("bytes of shared memory"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(std::to_string(99 * 1024)), std::string::npos)
+      << message;
+}
+
+TEST(TileHeuristics, CostModelPerTileKind) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect>();
+  TileCost decode = getTileCost(TileAttr::get(&ctx, 16, 16, 3, 2, 4, 4));
+  EXPECT_EQ(decode.perItem, 128);
+  EXPECT_EQ(decode.minChunk, 512);
+  TileCost prefill = getTileCost(TileAttr::get(&ctx, 128, 64, 8, 2, 1, 1));
+  EXPECT_EQ(prefill.perItem, 128);
+  EXPECT_EQ(prefill.perKVToken, 1);
+  EXPECT_EQ(prefill.minChunk, 0);
 }

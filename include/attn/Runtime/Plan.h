@@ -255,6 +255,30 @@ inline int64_t itemCost(const TileCandidate &c, int64_t kvTokens) {
   return int64_t(c.cost_per_item) + kvTokens * int64_t(c.cost_per_kv_token);
 }
 
+/// The candidate a batch of `batch` requests with `totalQRows` query tokens
+/// runs: the one with the fewest rows (q_rows) that still holds the average
+/// packed query length (tokens per request times the candidate's gqa_pack),
+/// the tallest when none does; the first among equals. The query tile
+/// follows the batch's average query length, so decode and speculative
+/// verification do not pay for a prefill tile. The compiler picks a tile for
+/// a known query length with the same rule (attn-select-tile).
+inline int32_t selectTileCandidate(const TileCandidate *candidates,
+                                   int32_t count, int64_t totalQRows,
+                                   int64_t batch) {
+  int32_t best = -1, tallest = 0;
+  for (int32_t i = 0; i < count; ++i) {
+    const TileCandidate &t = candidates[i];
+    if (t.q_rows > candidates[tallest].q_rows)
+      tallest = i;
+    int64_t packed =
+        batch > 0 ? (totalQRows * t.gqa_pack + batch - 1) / batch : 0;
+    if (packed <= t.q_rows &&
+        (best < 0 || t.q_rows < candidates[best].q_rows))
+      best = i;
+  }
+  return best >= 0 ? best : tallest;
+}
+
 /// Per-CTA cost of a plan under its candidate, for balance checks and reports.
 /// `costs` has room for numCtas() entries.
 void planCtaCosts(const PlanConfig &config, const PlanView &view,

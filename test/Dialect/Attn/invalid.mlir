@@ -5,17 +5,17 @@
 // Formats, tiles, params
 //===----------------------------------------------------------------------===//
 
-// expected-error @+1 {{block_rows must be at least 1, got 0}}
+// expected-error @+1 {{block_rows must be at least 1 (or ? when it varies), got 0}}
 func.func private @f() attributes {f = #attn.bsr<block_rows = 0, block_cols = 16>}
 
 // -----
 
-// expected-error @+1 {{block_cols must be a power of two in [1, 1024], got 12}}
-func.func private @f() attributes {f = #attn.bsr<block_cols = 12>}
+// expected-error @+1 {{block_cols (the page size) must be in [1, 65536], got 70000}}
+func.func private @f() attributes {f = #attn.bsr<block_cols = 70000>}
 
 // -----
 
-// expected-error @+1 {{block_cols must be a power of two in [1, 1024], got 0}}
+// expected-error @+1 {{block_cols (the page size) must be in [1, 65536], got 0}}
 func.func private @f() attributes {f = #attn.bsr<block_cols = 0>}
 
 // -----
@@ -45,13 +45,23 @@ func.func private @f() attributes {f = #attn.composed<[#attn.bsr<block_rows = 64
 
 // -----
 
-// expected-error @+1 {{query tile q must be 1, 16, 64 or 128, got 32}}
+// expected-error @+1 {{query tile q must be 16, 64 or 128, got 32}}
 func.func private @f() attributes {t = #attn.tile<q = 32, kv = 64, warps = 4>}
 
 // -----
 
-// expected-error @+1 {{KV tile kv must be a power of two in [16, 256], got 48}}
-func.func private @f() attributes {t = #attn.tile<q = 16, kv = 48, warps = 4>}
+// expected-error @+1 {{KV tile kv must be a multiple of 16 in [16, 256], got 40}}
+func.func private @f() attributes {t = #attn.tile<q = 16, kv = 40, warps = 4>}
+
+// -----
+
+// expected-error @+1 {{a 128-row tile gives each warp 16 rows: warps must be 8, got 4}}
+func.func private @f() attributes {t = #attn.tile<q = 128, kv = 64, warps = 4>}
+
+// -----
+
+// expected-error @+1 {{ctas_per_sm must be in [1, 32], got 0}}
+func.func private @f() attributes {t = #attn.tile<q = 16, kv = 16, warps = 3, ctas_per_sm = 0>}
 
 // -----
 
@@ -65,12 +75,12 @@ func.func private @f() attributes {t = #attn.tile<q = 16, kv = 64, warps = 4, st
 
 // -----
 
-// expected-error @+1 {{gqa_pack must be a power of two, got 3}}
-func.func private @f() attributes {t = #attn.tile<q = 16, kv = 64, warps = 4, gqa_pack = 3>}
+// expected-error @+1 {{gqa_pack must be in [1, 16] (the tile's rows), got 0}}
+func.func private @f() attributes {t = #attn.tile<q = 16, kv = 64, warps = 4, gqa_pack = 0>}
 
 // -----
 
-// expected-error @+1 {{gqa_pack 32 packs more heads than the query tile has rows (16)}}
+// expected-error @+1 {{gqa_pack must be in [1, 16] (the tile's rows), got 32}}
 func.func private @f() attributes {t = #attn.tile<q = 16, kv = 64, warps = 4, gqa_pack = 32>}
 
 // -----
@@ -199,11 +209,21 @@ func.func @f() -> f32 {
 // attn.attention
 //===----------------------------------------------------------------------===//
 
-func.func @f(%q: tensor<?x32x96xbf16>, %k: tensor<?x16x8x96xbf16>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{head dim 96 is not supported; kernels are generated for 64, 128 and 256}}
+func.func @f(%q: tensor<?x32x72xbf16>, %k: tensor<?x16x8x72xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{head dim 72 is not supported: kernels take a multiple of 16 in [16, 256]}}
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_cols = 16>)
       indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      : tensor<?x32x96xbf16>, tensor<?x16x8x96xbf16>, tensor<?x16x8x96xbf16> -> tensor<?x32x96xbf16>, tensor<?x32xf32>
+      : tensor<?x32x72xbf16>, tensor<?x16x8x72xbf16>, tensor<?x16x8x72xbf16> -> tensor<?x32x72xbf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x32x272xbf16>, %k: tensor<?x16x8x272xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{head dim 272 is not supported: kernels take a multiple of 16 in [16, 256]}}
+  %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_cols = 16>)
+      indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      : tensor<?x32x272xbf16>, tensor<?x16x8x272xbf16>, tensor<?x16x8x272xbf16> -> tensor<?x32x272xbf16>, tensor<?x32xf32>
   return
 }
 

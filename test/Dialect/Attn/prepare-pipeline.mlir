@@ -7,10 +7,10 @@
 // CHECK: attn.variant @causal
 // CHECK-LABEL: func.func @shared_prefix_decode
 // CHECK: attn.attention {{.*}} format(#attn.bsr<block_rows = 64, block_cols = 16>) {{.*}} {tile = #attn.tile<q = 128, kv = 64, warps = 8, gqa_pack = 2>}
-// CHECK: attn.attention {{.*}} format(#attn.bsr<block_cols = 16>) {{.*}} {tile = #attn.tile<q = 16, kv = 16, warps = 3, gqa_pack = 4>}
+// CHECK: attn.attention {{.*}} format(#attn.bsr<block_cols = 16>) {{.*}} {tile = #attn.tile<q = 16, kv = 16, warps = 3, gqa_pack = 4, ctas_per_sm = 4>}
 // CHECK: attn.merge_states
-// CAND: tile_candidates = [#attn.tile<q = 16, kv = 16, warps = 3>, #attn.tile<q = 64, kv = 64, warps = 4>, #attn.tile<q = 128, kv = 64, warps = 8, gqa_pack = 2>]
-// CAND: tile_candidates = [#attn.tile<q = 16, kv = 16, warps = 3, gqa_pack = 4>, #attn.tile<q = 64, kv = 64, warps = 4, gqa_pack = 4>, #attn.tile<q = 128, kv = 64, warps = 8, gqa_pack = 4>]
+// CAND: tile_candidates = [#attn.tile<q = 16, kv = 16, warps = 3, ctas_per_sm = 3>, #attn.tile<q = 64, kv = 64, warps = 4, ctas_per_sm = 2>, #attn.tile<q = 128, kv = 64, warps = 8, gqa_pack = 2>]
+// CAND: tile_candidates = [#attn.tile<q = 16, kv = 16, warps = 3, gqa_pack = 4, ctas_per_sm = 3>, #attn.tile<q = 64, kv = 64, warps = 4, gqa_pack = 4, ctas_per_sm = 2>, #attn.tile<q = 128, kv = 64, warps = 8, gqa_pack = 4>]
 func.func @shared_prefix_decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %v: tensor<?x16x8x128xbf16>,
     %a0: tensor<?xi32>, %a1: tensor<?xi32>, %a2: tensor<?xi32>, %a3: tensor<?xi32>,
     %b0: tensor<?xi32>, %b1: tensor<?xi32>, %b2: tensor<?xi32>, %b3: tensor<?xi32>)

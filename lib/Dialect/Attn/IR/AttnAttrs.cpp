@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -29,21 +30,52 @@ void AttnDialect::registerAttributes() {
 }
 
 //===----------------------------------------------------------------------===//
+// Custom parameters
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t> mlir::attn::parseBlockRows(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalQuestion()))
+    return ShapedType::kDynamic;
+  int64_t rows = 0;
+  if (parser.parseInteger(rows))
+    return failure();
+  return rows;
+}
+
+void mlir::attn::printBlockRows(AsmPrinter &printer, int64_t blockRows) {
+  if (ShapedType::isDynamic(blockRows))
+    printer << "?";
+  else
+    printer << blockRows;
+}
+
+FailureOr<bool> mlir::attn::parseFlag(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected 'true' or 'false'");
+}
+
+//===----------------------------------------------------------------------===//
 // BsrAttr
 //===----------------------------------------------------------------------===//
 
-/// The largest page a kernel gathers as one block; vLLM and FlashInfer use 1
-/// to 256.
-static constexpr int64_t kMaxBlockCols = 1024;
+/// The largest page the planner and kernels index (a block's token offset
+/// and the page index times the page size stay far inside 32 bits); vLLM and
+/// FlashInfer use 1 to 256.
+static constexpr int64_t kMaxBlockCols = 1 << 16;
 
 LogicalResult BsrAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                               int64_t blockRows, int64_t blockCols,
                               KVLayout layout, KVIndexing indexing) {
-  if (blockRows < 1)
-    return emitError() << "block_rows must be at least 1, got " << blockRows;
-  if (blockCols < 1 || blockCols > kMaxBlockCols ||
-      !llvm::isPowerOf2_64(blockCols))
-    return emitError() << "block_cols must be a power of two in [1, "
+  if (!ShapedType::isDynamic(blockRows) && blockRows < 1)
+    return emitError() << "block_rows must be at least 1 (or ? when it "
+                          "varies), got "
+                       << blockRows;
+  if (blockCols < 1 || blockCols > kMaxBlockCols)
+    return emitError() << "block_cols (the page size) must be in [1, "
                        << kMaxBlockCols << "], got " << blockCols;
   if (indexing == KVIndexing::ragged && blockCols != 1)
     return emitError() << "a ragged format indexes tokens: block_cols must be "
@@ -134,23 +166,134 @@ SmallVector<BsrAttr> mlir::attn::getFormatViews(Attribute format) {
 
 LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t q, int64_t kv, int64_t warps,
-                               int64_t stages, int64_t gqaPack) {
-  if (!llvm::is_contained({1, 16, 64, 128}, q))
-    return emitError() << "query tile q must be 1, 16, 64 or 128, got " << q;
-  if (kv < 16 || kv > 256 || !llvm::isPowerOf2_64(kv))
-    return emitError() << "KV tile kv must be a power of two in [16, 256], got "
+                               int64_t stages, int64_t gqaPack,
+                               int64_t ctasPerSM) {
+  if (!llvm::is_contained({16, 64, 128}, q))
+    return emitError() << "query tile q must be 16, 64 or 128, got " << q;
+  if (kv < 16 || kv > 256 || kv % 16)
+    return emitError() << "KV tile kv must be a multiple of 16 in [16, 256], "
+                          "got "
                        << kv;
   if (warps < 1 || warps > 16)
     return emitError() << "warps must be in [1, 16], got " << warps;
+  if (q > 16 && warps != q / 16)
+    return emitError() << "a " << q << "-row tile gives each warp 16 rows: "
+                       << "warps must be " << q / 16 << ", got " << warps;
   if (stages < 1 || stages > 8)
     return emitError() << "stages must be in [1, 8], got " << stages;
-  if (gqaPack < 1 || !llvm::isPowerOf2_64(gqaPack))
-    return emitError() << "gqa_pack must be a power of two, got " << gqaPack;
-  if (q > 1 && gqaPack > q)
-    return emitError() << "gqa_pack " << gqaPack
-                       << " packs more heads than the query tile has rows ("
-                       << q << ")";
+  if (gqaPack < 1 || gqaPack > q)
+    return emitError() << "gqa_pack must be in [1, " << q
+                       << "] (the tile's rows), got " << gqaPack;
+  if (ctasPerSM < 1 || ctasPerSM > 32)
+    return emitError() << "ctas_per_sm must be in [1, 32], got " << ctasPerSM;
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BandAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult BandAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               std::optional<int64_t> lower,
+                               std::optional<int64_t> upper,
+                               StringAttr lowerParam, StringAttr upperParam) {
+  if (lower && lowerParam)
+    return emitError() << "a band's lower bound is a constant or a parameter, "
+                          "not both";
+  if (upper && upperParam)
+    return emitError() << "a band's upper bound is a constant or a parameter, "
+                          "not both";
+  if ((lowerParam && lowerParam.getValue().empty()) ||
+      (upperParam && upperParam.getValue().empty()))
+    return emitError() << "a band bound names a parameter: the name is empty";
+  return success();
+}
+
+BandAttr BandAttr::intersect(BandAttr other) const {
+  if (!other)
+    return *this;
+  auto tighter = [](std::optional<int64_t> a, std::optional<int64_t> b) {
+    if (a && b)
+      return std::optional<int64_t>(std::min(*a, *b));
+    return a ? a : b;
+  };
+  std::optional<int64_t> lower = tighter(getLower(), other.getLower());
+  std::optional<int64_t> upper = tighter(getUpper(), other.getUpper());
+  StringAttr lowerParam = getLowerParam() ? getLowerParam() : other.getLowerParam();
+  StringAttr upperParam = getUpperParam() ? getUpperParam() : other.getUpperParam();
+  // A constant bound and a parameter bound on one side: keep the constant,
+  // the parameter's mask still applies element by element.
+  if (lower)
+    lowerParam = {};
+  if (upper)
+    upperParam = {};
+  return BandAttr::get(getContext(), lower, upper, lowerParam, upperParam);
+}
+
+//===----------------------------------------------------------------------===//
+// LaunchAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult LaunchAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, KernelRole role,
+    StringAttr chip, int64_t threads, int64_t sharedBytes, int64_t ctasPerSM,
+    Type dtype, int64_t headDim, int64_t numQoHeads, int64_t numKVHeads,
+    TileAttr tile, BsrAttr format, int64_t costPerItem, int64_t costPerKVToken,
+    int64_t minChunk, BandAttr band, bool customMask, FlatSymbolRefAttr merge,
+    int64_t mergeRows, bool pdl, bool outputTransform, ArrayAttr variants) {
+  std::optional<TargetInfo> target =
+      chip ? TargetInfo::lookup(chip.getValue()) : std::nullopt;
+  if (!target)
+    return emitError() << "launch contract for unknown chip "
+                       << (chip ? chip.getValue() : StringRef("(none)"));
+  if (threads < 32 || threads > target->getMaxThreadsPerBlock() ||
+      threads % 32)
+    return emitError() << "threads must be a multiple of 32 in [32, "
+                       << target->getMaxThreadsPerBlock() << "], got "
+                       << threads;
+  if (sharedBytes < 0 || sharedBytes > target->getSharedMemoryPerBlock())
+    return emitError() << "dynamic shared memory of " << sharedBytes
+                       << " bytes is more than " << chip.getValue()
+                       << " gives one CTA ("
+                       << target->getSharedMemoryPerBlock() << ")";
+  if (ctasPerSM < 1 || ctasPerSM * sharedBytes > target->getSharedMemoryPerSM())
+    return emitError() << ctasPerSM << " CTAs of " << sharedBytes
+                       << " bytes of shared memory do not fit one SM of "
+                       << chip.getValue() << " ("
+                       << target->getSharedMemoryPerSM() << " bytes)";
+  if (!dtype || !(dtype.isBF16() || dtype.isF16()))
+    return emitError() << "dtype must be bf16 or f16";
+  if (llvm::Error err = TargetInfo::checkHeadDim(headDim))
+    return emitError() << llvm::toString(std::move(err));
+  if (numQoHeads < 1 || numKVHeads < 1 || numQoHeads % numKVHeads)
+    return emitError() << "num_qo_heads (" << numQoHeads
+                       << ") must be a positive multiple of num_kv_heads ("
+                       << numKVHeads << ")";
+  if (role == KernelRole::attention) {
+    if (!tile || !format)
+      return emitError() << "an attention kernel's contract needs its tile and "
+                            "format";
+    if (threads != tile.getWarps() * 32)
+      return emitError() << "threads (" << threads << ") must be the tile's "
+                         << tile.getWarps() << " warps";
+    if (costPerItem < 0 || costPerKVToken < 1 || minChunk < 0)
+      return emitError() << "the cost model needs cost_per_item >= 0, "
+                            "cost_per_kv_token >= 1 and min_chunk >= 0";
+  } else if (mergeRows < 1) {
+    return emitError() << "merge_rows must be at least 1, got " << mergeRows;
+  }
+  if (pdl && !target->hasPDL())
+    return emitError() << chip.getValue()
+                       << " has no griddepcontrol: pdl must be false";
+  return success();
+}
+
+LaunchAttr mlir::attn::getEnclosingLaunch(Operation *op) {
+  for (Operation *parent = op; parent; parent = parent->getParentOp())
+    if (auto launch =
+            parent->getAttrOfType<LaunchAttr>(LaunchAttr::getAttrName()))
+      return launch;
+  return {};
 }
 
 //===----------------------------------------------------------------------===//

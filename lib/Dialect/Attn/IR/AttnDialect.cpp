@@ -22,6 +22,7 @@ using namespace mlir::attn;
 
 void AttnDialect::initialize() {
   registerAttributes();
+  registerTypes();
   addOperations<
 #define GET_OP_LIST
 #include "attn/Dialect/Attn/IR/AttnOps.cpp.inc"

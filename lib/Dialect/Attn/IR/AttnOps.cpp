@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -19,9 +20,6 @@ using namespace mlir::attn;
 
 #define GET_OP_CLASSES
 #include "attn/Dialect/Attn/IR/AttnOps.cpp.inc"
-
-/// Head dims the kernels are generated for.
-static constexpr int64_t kHeadDims[] = {64, 128, 256};
 
 /// Prints a dimension, `?` when dynamic.
 static std::string dimStr(int64_t dim) {
@@ -125,10 +123,8 @@ LogicalResult AttentionOp::verify() {
   if (ShapedType::isDynamic(numQoHeads) || ShapedType::isDynamic(headDim))
     return emitOpError() << "query needs static head count and head dim, got "
                          << qType;
-  if (!llvm::is_contained(kHeadDims, headDim))
-    return emitOpError() << "head dim " << headDim
-                         << " is not supported; kernels are generated for 64, "
-                            "128 and 256";
+  if (llvm::Error err = TargetInfo::checkHeadDim(headDim))
+    return emitOpError() << llvm::toString(std::move(err));
 
   Type elementType = qType.getElementType();
   if (getKeyCache().getType() != getValueCache().getType())

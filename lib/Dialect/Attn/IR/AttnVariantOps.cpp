@@ -188,8 +188,15 @@ ParseResult HookOp::parse(OpAsmParser &parser, OperationState &result) {
                       HookKindAttr::get(parser.getContext(), *kind));
   SmallVector<OpAsmParser::Argument> args;
   if (parser.parseArgumentList(args, OpAsmParser::Delimiter::Paren,
-                               /*allowType=*/true) ||
-      parser.parseOptionalAttrDictWithKeyword(result.attributes))
+                               /*allowType=*/true))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("band"))) {
+    BandAttr band;
+    if (parser.parseCustomAttributeWithFallback(band))
+      return failure();
+    result.addAttribute(getBandAttrName(result.name), band);
+  }
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   Region *body = result.addRegion();
   return parser.parseRegion(*body, args);
@@ -202,7 +209,12 @@ void HookOp::print(OpAsmPrinter &p) {
     p.printRegionArgument(arg);
   });
   p << ')';
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getKindAttrName()});
+  if (BandAttr band = getBandAttr()) {
+    p << " band ";
+    p.printStrippedAttrOrType(band);
+  }
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getKindAttrName(), getBandAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
 }
@@ -246,6 +258,21 @@ LogicalResult HookOp::verifyRegions() {
     return yield.emitOpError()
            << "'" << kindName << "' hook must yield " << resultType
            << ", got " << yield.getValue().getType();
+
+  if (BandAttr band = getBandAttr()) {
+    if (kind != HookKind::logits_mask)
+      return emitOpError() << "declares a band, but only a logits_mask hook "
+                              "may (the keys it can keep)";
+    auto variant = (*this)->getParentOfType<VariantOp>();
+    for (StringAttr name : {band.getLowerParam(), band.getUpperParam()}) {
+      if (!name)
+        continue;
+      ParamAttr param = variant ? variant.getParam(name.getValue()) : nullptr;
+      if (!param || !param.getType().isInteger(32))
+        return emitOpError() << "band bound '" << name.getValue()
+                             << "' must name an i32 parameter of the variant";
+    }
+  }
 
   // Hooks are inlined into every lane of the kernel: they compute values and
   // may read a parameter table, but never write, allocate or free memory.

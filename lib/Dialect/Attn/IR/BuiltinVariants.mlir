@@ -5,7 +5,7 @@
 
 // Keys at or before the query's position (bottom-right aligned).
 attn.variant @causal {
-  attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) {
+  attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) band <upper = 0> {
     %keep = arith.cmpi sle, %k_pos, %q_pos : i32
     attn.yield %keep : i1
   }
@@ -14,7 +14,7 @@ attn.variant @causal {
 // Keys no more than `window_left` positions before the query; a negative
 // window means no window. Combine with @causal for the usual p - w <= k <= p.
 attn.variant @sliding_window(window_left : i32) {
-  attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) {
+  attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) band <lower_param = "window_left"> {
     %w = attn.param "window_left" : i32
     %zero = arith.constant 0 : i32
     %no_window = arith.cmpi slt, %w, %zero : i32

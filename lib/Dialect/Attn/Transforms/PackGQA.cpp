@@ -18,12 +18,17 @@ namespace mlir::attn {
 using namespace mlir;
 using namespace mlir::attn;
 
-/// `tile` with its gqa_pack chosen for `op`.
+/// `tile` with its gqa_pack chosen for `op`. When the query lengths vary by
+/// batch, a candidate tile is picked by the planner for batches whose
+/// packed rows fit it: it packs as much of the group as its rows hold.
 static TileAttr packTile(AttentionOp op, TileAttr tile) {
-  int64_t pack = chooseGqaPack(op.getGroupSize(), getExpectedQueryRows(op),
-                               tile.getQ());
+  int64_t rows = getExpectedQueryRows(op);
+  if (ShapedType::isDynamic(rows))
+    rows = 1;
+  int64_t pack = chooseGqaPack(op.getGroupSize(), rows, tile.getQ());
   return TileAttr::get(op.getContext(), tile.getQ(), tile.getKv(),
-                       tile.getWarps(), tile.getStages(), pack);
+                       tile.getWarps(), tile.getStages(), pack,
+                       tile.getCtasPerSm());
 }
 
 namespace {

@@ -29,8 +29,8 @@ namespace {
 struct PreparePipelineOptions
     : public PassPipelineOptions<PreparePipelineOptions> {
   Option<std::string> chip{*this, "chip",
-                           llvm::cl::desc("the target GPU (sm_80 ... sm_90a)"),
-                           llvm::cl::init("sm_90")};
+                           llvm::cl::desc("the target GPU (sm_80 ... sm_120a)"),
+                           llvm::cl::init(kDefaultChip)};
   Option<bool> candidates{
       *this, "candidates",
       llvm::cl::desc("list every fitting tile for the runtime planner"),

@@ -2,7 +2,9 @@
 //
 // Fills in the tile of every attn.attention: the query tile from the
 // expected packed query length, the rest from the head dim and the chip.
-// With `candidates`, lists every query tile for the runtime planner instead.
+// When the query lengths vary by batch (`block_rows = ?`), or with
+// `candidates`, lists every query tile for the runtime planner instead. A
+// tile the user wrote is checked against the chip.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,30 +27,44 @@ struct AttnSelectTilePass
   using Base::Base;
 
   void runOnOperation() override {
-    std::optional<ChipInfo> chipInfo = lookupChip(chip);
-    if (!chipInfo) {
+    llvm::Expected<TargetInfo> target = TargetInfo::get(chip);
+    if (!target) {
       getOperation()->emitError()
-          << "attn-select-tile: unknown chip '" << chip
-          << "'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a";
+          << "attn-select-tile: " << llvm::toString(target.takeError());
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
-    getOperation()->walk([&](AttentionOp op) {
-      if (op.getTile() || op.getTileCandidates())
-        return;
+    WalkResult result = getOperation()->walk([&](AttentionOp op) {
       int64_t headDim = op.getHeadDim();
-      if (candidates) {
+      auto emitError = [&] { return op.emitOpError(); };
+      // Tiles already there (the user's) must fit the chip.
+      SmallVector<TileAttr> given;
+      if (std::optional<TileAttr> tile = op.getTile())
+        given.push_back(*tile);
+      if (std::optional<ArrayAttr> candidates = op.getTileCandidates())
+        llvm::append_range(given, candidates->getAsRange<TileAttr>());
+      for (TileAttr tile : given)
+        if (failed(checkTileFits(tile, headDim, *target, emitError)))
+          return WalkResult::interrupt();
+      if (!given.empty())
+        return WalkResult::advance();
+
+      int64_t rows = getExpectedQueryRows(op);
+      if (candidates || ShapedType::isDynamic(rows)) {
         SmallVector<Attribute> tiles;
         for (int64_t q : {16, 64, 128})
-          tiles.push_back(chooseTile(ctx, q, headDim, *chipInfo));
+          tiles.push_back(chooseTile(ctx, q, headDim, *target));
         op.setTileCandidatesAttr(ArrayAttr::get(ctx, tiles));
-        return;
+        return WalkResult::advance();
       }
       // Few rows per request are packed with the heads of their GQA group.
-      int64_t packedRows = getExpectedQueryRows(op) * op.getGroupSize();
+      int64_t packedRows = rows * op.getGroupSize();
       op.setTileAttr(
-          chooseTile(ctx, chooseQueryTile(packedRows), headDim, *chipInfo));
+          chooseTile(ctx, chooseQueryTile(packedRows), headDim, *target));
+      return WalkResult::advance();
     });
+    if (result.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

@@ -1,30 +1,20 @@
 //===- TileHeuristics.cpp - how attn picks tiles --------------------------===//
 //
-// Query tile from the packed query length (FlashInfer's observation: decode
-// and short appends waste a 128-row tile, long prefills want it); KV tile,
-// warps and stages from the head dim and the chip's shared memory.
+// Query tile from the packed query length (decode and short appends waste a
+// 128-row tile, long prefills want it); KV tile, warps, stages and
+// occupancy from the head dim and the chip; the planner's cost model. The
+// numbers come from measurements on an H200 (bench/results/).
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/Attn/Transforms/TileHeuristics.h"
+#include "attn/Dialect/Attn/IR/TileLayout.h"
+#include "attn/Runtime/Plan.h"
 
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::attn;
-
-std::optional<ChipInfo> mlir::attn::lookupChip(StringRef name) {
-  // Opt-in dynamic shared memory per block, from the CUDA programming guide.
-  int64_t smem = llvm::StringSwitch<int64_t>(name)
-                     .Case("sm_80", 163 * 1024)
-                     .Cases({"sm_86", "sm_89"}, 99 * 1024)
-                     .Cases({"sm_90", "sm_90a"}, 227 * 1024)
-                     .Default(0);
-  if (!smem)
-    return std::nullopt;
-  return ChipInfo{name, smem};
-}
 
 int64_t mlir::attn::getExpectedQueryRows(AttentionOp op) {
   int64_t rows = op.getQuery().getType().getDimSize(0);
@@ -34,71 +24,129 @@ int64_t mlir::attn::getExpectedQueryRows(AttentionOp op) {
       !ShapedType::isDynamic(qoIndptr.getDimSize(0)) && batch > 0)
     return std::max<int64_t>(1, llvm::divideCeil(rows, batch));
   int64_t blockRows = std::numeric_limits<int64_t>::max();
-  for (BsrAttr view : op.getViews())
+  for (BsrAttr view : op.getViews()) {
+    if (view.hasDynamicBlockRows())
+      return ShapedType::kDynamic;
     blockRows = std::min(blockRows, view.getBlockRows());
+  }
   return blockRows;
 }
 
 int64_t mlir::attn::chooseQueryTile(int64_t packedRows) {
-  if (packedRows <= 16)
-    return 16;
-  if (packedRows <= 64)
-    return 64;
-  return 128;
+  // The planner's rule over the candidates 16, 64, 128 (one definition).
+  ::attn::runtime::TileCandidate candidates[3] = {};
+  const int32_t tiles[3] = {16, 64, 128};
+  for (int i = 0; i < 3; ++i) {
+    candidates[i].q_rows = tiles[i];
+    candidates[i].gqa_pack = 1;
+  }
+  int64_t rows = std::min<int64_t>(packedRows, 1 << 30);
+  return candidates[::attn::runtime::selectTileCandidate(
+                        candidates, 3, int32_t(rows), 1)]
+      .q_rows;
 }
 
-static int64_t sharedMemory(int64_t q, int64_t kv, int64_t warps,
-                            int64_t stages, int64_t headDim) {
-  constexpr int64_t elementBytes = 2;
-  if (q == 16)
-    return warps * stages * 2 * kv * headDim * elementBytes;
-  return (q * headDim + stages * 2 * kv * headDim) * elementBytes;
-}
-
-int64_t mlir::attn::getTileSharedMemory(TileAttr tile, int64_t headDim) {
-  return sharedMemory(tile.getQ(), tile.getKv(), tile.getWarps(),
-                      tile.getStages(), headDim);
+/// The shared memory `tile` needs for `headDim`.
+static int64_t sharedBytes(MLIRContext *ctx, int64_t q, int64_t kv,
+                           int64_t warps, int64_t stages, int64_t headDim) {
+  return getTileSharedMemory(TileAttr::get(ctx, q, kv, warps, stages, 1, 1),
+                             headDim)
+      .bytes;
 }
 
 TileAttr mlir::attn::chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
-                                const ChipInfo &chip) {
+                                const TargetInfo &target) {
+  const int64_t perBlock = target.getSharedMemoryPerBlock();
+  const int64_t perSM = target.getSharedMemoryPerSM();
   if (q == 16) {
     // Decode is bound by DRAM: what matters is every CTA resident in one wave
     // and ~8 KB of loads in flight per warp. Measured on the H200 (bench/
     // results/2026-11-30-h200-decode-kernel.md): 3 warps x 2 stages of
-    // 16-token tiles fit 4 CTAs per SM for head_dim 128 (99% of copy
-    // bandwidth); 4 warps fit only 3 CTAs (94%).
+    // 16-token tiles, 4 CTAs per SM for head_dim 128 (99% of copy
+    // bandwidth); 4 warps fit only 3 CTAs (94%). 12 resident warps per SM is
+    // the occupancy that kept D1 at the copy bandwidth.
     int64_t warps = headDim <= 128 ? 3 : 4, stages = 2;
-    while (sharedMemory(q, 16, warps, stages, headDim) >
-           chip.sharedMemoryPerBlock) {
+    while (sharedBytes(ctx, q, 16, warps, stages, headDim) > perBlock) {
       if (stages > 1)
         --stages;
       else
         --warps;
     }
-    return TileAttr::get(ctx, q, /*kv=*/16, warps, stages, /*gqa_pack=*/1);
+    int64_t bytes = sharedBytes(ctx, q, 16, warps, stages, headDim);
+    int64_t ctas = std::clamp<int64_t>(12 / warps, 1, 8);
+    while (ctas > 1 && ctas * bytes > perSM)
+      --ctas;
+    return TileAttr::get(ctx, q, /*kv=*/16, warps, stages, /*gqa_pack=*/1,
+                         ctas);
   }
   // Prefill is bound by the tensor cores: K and V tiles near 16 KB each, two
   // stages. Measured on the H200 with the mma.sync kernel (bench/results/
   // 2026-11-30-h200-prefill-kernel.md): deeper pipelines cost registers the
   // 128-row tile needs (3 stages spill) and ran slower.
-  int64_t kv = std::clamp<int64_t>(8192 / headDim, 16, q >= 128 ? 128 : 64);
+  int64_t kv = int64_t(llvm::bit_floor(uint64_t(8192 / headDim)));
+  kv = std::clamp<int64_t>(kv, 16, q >= 128 ? 128 : 64);
   int64_t warps = q / 16;
   int64_t stages = 2;
-  while (stages > 1 &&
-         sharedMemory(q, kv, warps, stages, headDim) > chip.sharedMemoryPerBlock)
+  while (stages > 1 && sharedBytes(ctx, q, kv, warps, stages, headDim) > perBlock)
     --stages;
-  while (kv > 16 &&
-         sharedMemory(q, kv, warps, stages, headDim) > chip.sharedMemoryPerBlock)
+  while (kv > 16 && sharedBytes(ctx, q, kv, warps, stages, headDim) > perBlock)
     kv /= 2;
-  return TileAttr::get(ctx, q, kv, warps, stages, /*gqa_pack=*/1);
+  // A 64-row tile (four warps) keeps two CTAs per SM when their shared memory
+  // fits: with short query tiles (speculative verification, short appends)
+  // the kernel is bound by DRAM, and two CTAs keep twice the loads in flight;
+  // four warps x 2 CTAs may still use every register (255 per thread).
+  int64_t ctas = 1;
+  if (q == 64 && 2 * sharedBytes(ctx, q, kv, warps, stages, headDim) <= perSM)
+    ctas = 2;
+  return TileAttr::get(ctx, q, kv, warps, stages, /*gqa_pack=*/1, ctas);
 }
 
 int64_t mlir::attn::chooseGqaPack(int64_t group, int64_t rows, int64_t q) {
-  int64_t pack = 1;
-  if (q <= 1 || rows <= 0)
-    return pack;
-  while (group % (pack * 2) == 0 && rows * pack * 2 <= q)
-    pack *= 2;
-  return pack;
+  if (q <= 1 || rows <= 0 || group <= 1)
+    return 1;
+  for (int64_t pack = std::min(group, q / rows); pack > 1; --pack)
+    if (group % pack == 0)
+      return pack;
+  return 1;
+}
+
+LogicalResult
+mlir::attn::checkTileFits(TileAttr tile, int64_t headDim,
+                          const TargetInfo &target,
+                          function_ref<InFlightDiagnostic()> emitError) {
+  int64_t bytes = getTileSharedMemory(tile, headDim).bytes;
+  if (bytes > target.getSharedMemoryPerBlock())
+    return emitError() << "tile " << tile << " needs " << bytes
+                       << " bytes of shared memory with head dim " << headDim
+                       << "; " << target.getName() << " gives a CTA at most "
+                       << target.getSharedMemoryPerBlock();
+  if (tile.getCtasPerSm() * bytes > target.getSharedMemoryPerSM())
+    return emitError() << "tile " << tile << " keeps " << tile.getCtasPerSm()
+                       << " CTAs of " << bytes
+                       << " bytes of shared memory on an SM; "
+                       << target.getName() << " has "
+                       << target.getSharedMemoryPerSM();
+  if (tile.getWarps() * 32 * tile.getCtasPerSm() > target.getMaxThreadsPerSM())
+    return emitError() << "tile " << tile << " keeps "
+                       << tile.getWarps() * 32 * tile.getCtasPerSm()
+                       << " threads on an SM; " << target.getName()
+                       << " holds " << target.getMaxThreadsPerSM();
+  return success();
+}
+
+TileCost mlir::attn::getTileCost(TileAttr tile) {
+  TileCost cost;
+  if (tile.warpsSplitKeys()) {
+    // A decode item's fixed cost is about 128 keys' worth (the query load,
+    // the warps' merge and the write); splitting KV below ~512 keys costs
+    // more in merging than it gains in balance (measured on the H200,
+    // bench/results/*split-decode.md).
+    cost.perItem = 128;
+    cost.minChunk = 512;
+    return cost;
+  }
+  // A prefill item pays about two KV tiles' worth for its Q load and
+  // epilogue.
+  cost.perItem = 2 * tile.getKv();
+  return cost;
 }

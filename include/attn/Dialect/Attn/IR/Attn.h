@@ -28,13 +28,26 @@
 
 #include "attn/Dialect/Attn/IR/AttnEnums.h.inc"
 
+namespace mlir::attn {
+/// `?` or a positive count, for `#attn.bsr`'s block_rows.
+FailureOr<int64_t> parseBlockRows(AsmParser &parser);
+void printBlockRows(AsmPrinter &printer, int64_t blockRows);
+/// `true` or `false`.
+FailureOr<bool> parseFlag(AsmParser &parser);
+} // namespace mlir::attn
+
 #define GET_ATTRDEF_CLASSES
 #include "attn/Dialect/Attn/IR/AttnAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "attn/Dialect/Attn/IR/AttnOpsTypes.h.inc"
 
 namespace mlir::attn {
 /// The BSR views of a KV format (`#attn.bsr` or `#attn.composed`), in the
 /// order the attention op takes their index arrays.
 llvm::SmallVector<BsrAttr> getFormatViews(Attribute format);
+/// The launch contract (`attn.launch`) of the kernel `op` is in, or null.
+LaunchAttr getEnclosingLaunch(Operation *op);
 } // namespace mlir::attn
 
 namespace mlir::attn {

@@ -24,6 +24,21 @@ class Attn_DefaultEnumParameter<EnumAttrInfo info, string default>
   let defaultValue = default;
 }
 
+// A yes/no field, printed `true` / `false` and absent when false.
+def Attn_FlagParameter : AttrParameter<"bool", "a flag"> {
+  let parser = "::mlir::attn::parseFlag($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+  let defaultValue = "false";
+}
+
+// Query rows per block row of a BSR format: a count, or `?` when the
+// requests' query lengths vary from batch to batch (prefill, append).
+def Attn_BlockRowsParameter : AttrParameter<"int64_t", "query rows per block row"> {
+  let parser = "::mlir::attn::parseBlockRows($_parser)";
+  let printer = "::mlir::attn::printBlockRows($_printer, $_self)";
+  let defaultValue = "1";
+}
+
 //===----------------------------------------------------------------------===//
 // #attn.bsr
 //===----------------------------------------------------------------------===//
@@ -64,10 +79,15 @@ def Attn_BsrAttr : Attn_Attr<"Bsr", "bsr"> {
       wide as the request's KV.
 
     `block_rows` is how many consecutive query rows share one row of blocks:
-    1 for decode (one query per request), a request's query length for
-    prefill, and large for a prefix shared by a whole group of requests (a view
-    of an `#attn.composed` format). Tile selection reads it as the expected
-    query length when the real lengths are only known at run time.
+    1 for decode (one query per request), the number of tokens each request
+    verifies or appends when that is fixed, large for a prefix shared by a
+    whole group of requests (a view of an `#attn.composed` format), and `?`
+    when it varies from batch to batch (prefill, chunked prefill). Tile
+    selection reads it as the expected query length: a count gets one tile,
+    `?` gets every candidate tile, for the planner to pick from per batch.
+
+    `block_cols` is any positive page size (1 for token trees, 16 for vLLM's
+    default, 3, 48 or 544 work as well).
 
     `layout` orders the axes of a K/V block: `NHD` is `[page, token, head,
     dim]` (`[token, head, dim]` when ragged), `HND` is `[page, head, token,
@@ -78,11 +98,11 @@ def Attn_BsrAttr : Attn_Attr<"Bsr", "bsr"> {
     ```mlir
     #paged = #attn.bsr<block_rows = 1, block_cols = 16, layout = NHD>
     #tree = #attn.bsr<block_rows = 8, block_cols = 1>
-    #ragged = #attn.bsr<block_rows = 512, block_cols = 1, indexing = ragged>
+    #ragged = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged>
     ```
   }];
   let parameters = (ins
-    DefaultValuedParameter<"int64_t", "1">:$block_rows,
+    Attn_BlockRowsParameter:$block_rows,
     "int64_t":$block_cols,
     Attn_DefaultEnumParameter<Attn_KVLayout, "::mlir::attn::KVLayout::NHD">:$layout,
     Attn_DefaultEnumParameter<Attn_KVIndexing, "::mlir::attn::KVIndexing::paged">:$indexing
@@ -107,6 +127,10 @@ def Attn_BsrAttr : Attn_Attr<"Bsr", "bsr"> {
     int64_t getKVLen(int64_t numBlocks, int64_t lastBlockLen) const;
     /// The rank of the K/V cache tensors this view reads.
     int64_t getCacheRank() const { return isPaged() ? 4 : 3; }
+    /// Whether the requests' query lengths vary by batch (`block_rows = ?`).
+    bool hasDynamicBlockRows() const {
+      return ::mlir::ShapedType::isDynamic(getBlockRows());
+    }
   }];
 }
 
@@ -177,10 +201,18 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
     * `stages`: depth of the cp.async pipeline that gathers KV (1..8), per
       warp for decode tiles.
     * `gqa_pack`: query heads sharing a KV head that are packed as rows of
-      one tile (1 = no packing; at most `q`).
+      one tile (1 = no packing; divides the GQA group, at most `q`).
+    * `ctas_per_sm`: CTAs the kernel is built to keep resident on every SM
+      (the persistent grid is `num_sms * ctas_per_sm`); their shared memory
+      and registers must fit one SM together.
+
+    A 16-row tile is a decode tile: each warp walks its own share of the KV
+    tiles with its own online softmax, and the warps combine once per work
+    item. Taller tiles give every warp 16 rows of its own and share each KV
+    tile among all warps.
 
     ```mlir
-    #decode = #attn.tile<q = 16, kv = 16, warps = 3, stages = 2, gqa_pack = 4>
+    #decode = #attn.tile<q = 16, kv = 16, warps = 3, stages = 2, gqa_pack = 4, ctas_per_sm = 4>
     ```
   }];
   let parameters = (ins
@@ -188,10 +220,130 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
     "int64_t":$kv,
     "int64_t":$warps,
     DefaultValuedParameter<"int64_t", "2">:$stages,
-    DefaultValuedParameter<"int64_t", "1">:$gqa_pack
+    DefaultValuedParameter<"int64_t", "1">:$gqa_pack,
+    DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the warps split the KV tiles (decode: one 16-row tile, each
+    /// warp its own keys) rather than the rows (one 16-row slice each).
+    bool warpsSplitKeys() const { return getQ() == 16; }
+    /// Keys one warp computes per step: a warp's own 16-key tile in decode,
+    /// the shared `kv` tile otherwise.
+    int64_t getKeysPerStep() const { return warpsSplitKeys() ? 16 : getKv(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// #attn.band
+//===----------------------------------------------------------------------===//
+
+def Attn_BandAttr : Attn_Attr<"Band", "band"> {
+  let summary = "the keys a logits mask can keep, relative to the query";
+  let description = [{
+    A `logits_mask` hook may declare the band of keys it can ever keep: for
+    a query at position `p`, only keys `k` with `p - lower <= k <= p + upper`.
+    Each bound is a constant (`lower`, `upper`), the value of one of the
+    variant's `i32` parameters (`lower_param`, `upper_param`; a negative
+    value means no bound), or absent (unbounded). The mask hook still decides
+    every element; the band is a promise that lets the kernel skip KV tiles
+    no row of a tile can see, mask only the tiles that cross the band's edges,
+    and lets the planner leave invisible keys out of its work list. Masks
+    without a band run on every tile.
+
+    ```mlir
+    #attn.band<upper = 0>                      // causal: k <= p
+    #attn.band<lower_param = "window_left">    // sliding window: k >= p - w
+    ```
+  }];
+  let parameters = (ins
+    OptionalParameter<"std::optional<int64_t>">:$lower,
+    OptionalParameter<"std::optional<int64_t>">:$upper,
+    OptionalParameter<"::mlir::StringAttr">:$lower_param,
+    OptionalParameter<"::mlir::StringAttr">:$upper_param
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the band bounds nothing.
+    bool isUnbounded() const {
+      return !getLower() && !getUpper() && !getLowerParam() && !getUpperParam();
+    }
+    /// The band of keys both `this` and `other` keep (where one side of both
+    /// is a parameter, the first's).
+    BandAttr intersect(BandAttr other) const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// #attn.launch
+//===----------------------------------------------------------------------===//
+
+def Attn_LaunchAttr : Attn_Attr<"Launch", "launch"> {
+  let summary = "what the runtime must know to launch a generated kernel";
+  let description = [{
+    The launch contract of one generated `gpu.func`: everything the runtime
+    needs besides the argument list, whose order, names (`attn.name`) and
+    kinds (the argument types) the function itself gives. The kernel
+    manifest the runtime reads is written from this attribute alone.
+
+    * `role`: `attention` kernels run the planner's work list on a persistent
+      grid of `num_sms * ctas_per_sm` CTAs; `merge` kernels combine the
+      partial results of split KV (grid `merge_units * ceil(slot_rows /
+      merge_rows)`, grid-strided).
+    * `threads`, `shared_bytes` (dynamic shared memory), `ctas_per_sm`.
+    * `dtype`, `head_dim`, `num_qo_heads`, `num_kv_heads`.
+    * attention: `tile` and `format` (what the plan must match), the
+      planner's cost model (an item over `n` keys costs `cost_per_item +
+      n * cost_per_kv_token`; KV chunks are at least `min_chunk` keys, 0:
+      two KV tiles), the visible `band` of its masks (the planner clips
+      work to it), whether it reads a `custom_mask`, and its `merge` kernel.
+    * merge: `merge_rows` rows of a unit per CTA step, `pdl` (it waits with
+      `griddepcontrol.wait`, so it may be launched as a programmatic
+      dependent), `output_transform` (it applies the variants' output
+      transform to the merged rows).
+    * `variants`: the names of the variants whose hooks the kernel inlines.
+
+    ```mlir
+    attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 96,
+        shared_bytes = 49920, ctas_per_sm = 4, dtype = bf16, head_dim = 128,
+        num_qo_heads = 32, num_kv_heads = 8,
+        tile = #attn.tile<q = 16, kv = 16, warps = 3, gqa_pack = 4, ctas_per_sm = 4>,
+        format = #attn.bsr<block_cols = 16>, cost_per_item = 128,
+        min_chunk = 512, merge = @attn_merge_bf16_d128>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Attn_KernelRole>:$role,
+    "::mlir::StringAttr":$chip,
+    "int64_t":$threads,
+    DefaultValuedParameter<"int64_t", "0">:$shared_bytes,
+    DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm,
+    "::mlir::Type":$dtype,
+    "int64_t":$head_dim,
+    "int64_t":$num_qo_heads,
+    "int64_t":$num_kv_heads,
+    OptionalParameter<"TileAttr">:$tile,
+    OptionalParameter<"BsrAttr">:$format,
+    DefaultValuedParameter<"int64_t", "0">:$cost_per_item,
+    DefaultValuedParameter<"int64_t", "1">:$cost_per_kv_token,
+    DefaultValuedParameter<"int64_t", "0">:$min_chunk,
+    OptionalParameter<"BandAttr">:$band,
+    Attn_FlagParameter:$custom_mask,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$merge,
+    DefaultValuedParameter<"int64_t", "1">:$merge_rows,
+    Attn_FlagParameter:$pdl,
+    Attn_FlagParameter:$output_transform,
+    OptionalParameter<"::mlir::ArrayAttr">:$variants
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool isAttention() const { return getRole() == KernelRole::attention; }
+    /// The name of the discardable attribute a gpu.func carries it in.
+    static constexpr ::llvm::StringLiteral getAttrName() { return "attn.launch"; }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -30,6 +30,10 @@ def Attn_Dialect : Dialect {
     * `attn.merge_states` combines partial results by their log-sum-exp;
       `attn.append_kv` writes new tokens into the pages of a cache.
     * `#attn.tile` records the tile the passes chose for the kernel.
+    * The tile-level form (`attn.tile.*` ops on `!attn.*` tile values) is
+      what a tiled attention becomes inside its generated kernel, before a
+      target lowering turns it into gpu/nvgpu/nvvm code; `#attn.launch` is
+      the kernel's launch contract.
 
     Semantics (positions, masks, the LSE base) are documented in
     docs/Semantics.md; they match FlashInfer where FlashInfer is defined and
@@ -42,9 +46,12 @@ def Attn_Dialect : Dialect {
     "::mlir::tensor::TensorDialect"
   ];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{
-    /// Registers the attributes; defined beside their storage classes.
+    /// Registers the attributes and types; defined beside their storage
+    /// classes.
     void registerAttributes();
+    void registerTypes();
 
     /// Parses the built-in variant library (once per context) and returns the
     /// definition of `name`, or null when no built-in has that name.

@@ -52,4 +52,12 @@ def Attn_ConfigKey : I32EnumAttr<"ConfigKey", "a shape constant a hook may read"
 }
 def Attn_ConfigKeyAttr : EnumAttr<Attn_Dialect, Attn_ConfigKey, "config_key">;
 
+def Attn_KernelRole : I32EnumAttr<"KernelRole", "what a generated kernel runs", [
+    I32EnumAttrCase<"attention", 0>,
+    I32EnumAttrCase<"merge", 1>
+  ]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
 #endif // ATTN_DIALECT_ATTN_IR_ATTNENUMS_TD

@@ -12,6 +12,7 @@
 include "attn/Dialect/Attn/IR/AttnDialect.td"
 include "attn/Dialect/Attn/IR/AttnAttrs.td"
 include "attn/Dialect/Attn/IR/AttnVariantOps.td"
+include "attn/Dialect/Attn/IR/AttnTileOps.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 

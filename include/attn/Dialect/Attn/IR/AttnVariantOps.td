@@ -84,14 +84,20 @@ def Attn_HookOp : Attn_Op<"hook", [
     Hooks compute values: their ops must be free of memory writes (reads of
     a parameter table are allowed).
 
+    A `logits_mask` may declare `band`, the keys it can ever keep relative
+    to the query (`#attn.band`); its bounds name constants or the variant's
+    `i32` parameters. The kernel then skips KV tiles outside the band and
+    masks only the tiles crossing its edges, and the planner leaves the keys
+    outside it out of the work.
+
     ```mlir
-    attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) {
+    attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) band <upper = 0> {
       %keep = arith.cmpi sle, %k_pos, %q_pos : i32
       attn.yield %keep : i1
     }
     ```
   }];
-  let arguments = (ins Attn_HookKindAttr:$kind);
+  let arguments = (ins Attn_HookKindAttr:$kind, OptionalAttr<Attn_BandAttr>:$band);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
@@ -108,9 +114,13 @@ def Attn_HookOp : Attn_Op<"hook", [
 }
 
 def Attn_YieldOp : Attn_Op<"yield", [
-    Pure, ReturnLike, Terminator, HasParent<"HookOp">]> {
+    Pure, ReturnLike, Terminator,
+    ParentOneOf<["HookOp", "TileLoadQueryOp", "TileKVNextOp",
+                 "TileOnlineSoftmaxOp", "TileStoreOp", "TileMergeOp"]>]> {
   let summary = "the value a hook produces";
   let description = [{
+    Ends a hook, and the hook regions of the tile-level ops.
+
     ```mlir
     attn.yield %r : f32
     ```

@@ -9,6 +9,7 @@
 #define ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/Utils/TargetInfo.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::attn {
@@ -19,10 +20,14 @@ namespace mlir::attn {
 #define GEN_PASS_REGISTRATION
 #include "attn/Dialect/Attn/Transforms/Passes.h.inc"
 
+/// The attribute attn-outline-kernels sets on each attn.attention: the
+/// symbols of its attention kernels, one per tile candidate, in order.
+inline constexpr llvm::StringLiteral kKernelsAttrName = "attn.kernels";
+
 /// Options of the pass pipeline that prepares attention for kernel
 /// generation.
 struct AttnPrepareOptions {
-  std::string chip = "sm_90";
+  std::string chip = kDefaultChip;
   bool tileCandidates = false;
 };
 

@@ -79,14 +79,20 @@ def AttnSelectTilePass : Pass<"attn-select-tile"> {
     | <= 64 | 64 |
     | larger | 128 |
 
-    Decode tiles (q = 16) take the configuration measured best on the H200:
-    3 warps, each walking its own 16-token KV tiles through a 2-stage
-    pipeline, so 4 CTAs fit per SM. Larger tiles take one warp per 16 rows
-    and K/V tiles near 16-32 KB with as many stages as the shared memory of
-    `chip` holds. With
-    `candidates=true` the pass instead lists every tile that fits in
-    `tile_candidates`, for the runtime planner to pick from once the real
-    lengths are known.
+    (The planner applies the same rule to each batch's average, see
+    below.) Decode tiles (q = 16) take the configuration measured best on
+    the H200: 3 warps, each walking its own 16-token KV tiles through a
+    2-stage pipeline, with 4 CTAs resident per SM. Taller tiles give each
+    warp 16 rows and share K/V tiles near 16 KB, with as many stages as the
+    shared memory of `chip` holds (a 64-row tile keeps two CTAs per SM).
+
+    When the format's `block_rows` is `?` (query lengths vary by batch:
+    prefill, chunked prefill, speculative verification), or with
+    `candidates=true`, the pass instead lists the 16-, 64- and 128-row tiles
+    in `tile_candidates`: the kernels of all of them are generated, and the
+    runtime planner picks one per batch from its average packed query
+    length. A tile the IR already has is checked against `chip` (shared
+    memory per CTA and per SM, threads per SM) and kept.
 
     Before:
     ```mlir
@@ -95,12 +101,12 @@ def AttnSelectTilePass : Pass<"attn-select-tile"> {
     ```
     After (`chip=sm_90`, GQA 32/8):
     ```mlir
-    attn.attention ... {tile = #attn.tile<q = 16, kv = 16, warps = 3>} ...
+    attn.attention ... {tile = #attn.tile<q = 16, kv = 16, warps = 3, ctas_per_sm = 4>} ...
     ```
   }];
   let options = [
-    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
-           "the target GPU (sm_80, sm_86, sm_89, sm_90, sm_90a)">,
+    Option<"chip", "chip", "std::string", /*default=*/"::mlir::attn::kDefaultChip",
+           "the target GPU (a chip TargetInfo knows: sm_80 ... sm_120a)">,
     Option<"candidates", "candidates", "bool", /*default=*/"false",
            "list every fitting tile in tile_candidates for the planner">,
   ];
@@ -114,8 +120,10 @@ def AttnPackGQAPass : Pass<"attn-pack-gqa"> {
     (decode, short appends), the kernel stacks the heads of a group as rows,
     so one KV load serves the whole group: decode with group 8 fills 8 rows
     of a 16-row tile instead of 1. The pass sets `gqa_pack` of the tile (and
-    of every candidate) to the largest power-of-two divisor of the group that
-    still fits the expected rows into the tile; MHA (group 1) is left alone.
+    of every candidate) to the largest divisor of the group that still fits
+    the expected rows into the tile (one row per request when the lengths
+    vary: a candidate is picked for batches whose packed rows fit it); MHA
+    (group 1) is left alone.
 
     Before:
     ```mlir
@@ -127,6 +135,58 @@ def AttnPackGQAPass : Pass<"attn-pack-gqa"> {
     attn.attention ... {tile = #attn.tile<q = 16, kv = 16, warps = 3, gqa_pack = 4>} ...
     ```
   }];
+}
+
+def AttnOutlineKernelsPass : Pass<"attn-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "outline every tiled attention into kernels in the tile-level form";
+  let description = [{
+    For every `attn.attention` with a `tile` (or `tile_candidates`), writes
+    its kernels into `gpu.module @attn_kernels`: one attention kernel per
+    tile, and the merge kernel of split KV it pairs with. A kernel is a
+    `gpu.func` with its launch contract (`attn.launch`: threads, dynamic
+    shared memory, tile, format, heads, the planner's cost model, the band
+    of its masks, its merge kernel), its arguments named (`attn.name`), and
+    a body in the tile-level form: the persistent loop over the CTA's work
+    items, the K/V pipeline, S = Q Kᵀ, the online softmax, O += P V and the
+    write, with the variants' hooks composed into the regions of the ops
+    that apply them. The attention records its kernels in `attn.kernels`.
+    The module becomes a `gpu.container_module`; `convert-attn-to-gpu` then
+    lowers the tile ops for the chip.
+
+    Before:
+    ```mlir
+    %o, %lse = attn.attention %q, %k, %v format(#attn.bsr<block_cols = 16>) ...
+        variants [@causal] {tile = #attn.tile<q = 16, kv = 16, warps = 3, gqa_pack = 4, ctas_per_sm = 4>}
+    ```
+    After:
+    ```mlir
+    %o, %lse = attn.attention ... {attn.kernels = [@attn_kernels::@attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_causal], ...}
+    gpu.module @attn_kernels {
+      gpu.func @attn_merge_bf16_d128(...) kernel attributes {attn.launch = #attn.launch<role = merge, ...>} {
+        attn.tile.merge ...
+      }
+      gpu.func @attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_causal(...)
+          kernel attributes {attn.launch = #attn.launch<role = attention, ...>} {
+        attn.tile.work_loop %cta_indptr, %work_items requests(...) {
+        ^bb0(%item: !attn.item):
+          %range = attn.tile.kv_range %item {upper = 0 : i64} : !attn.kv_range<16>
+          ...
+        }
+        gpu.return
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"::mlir::attn::kDefaultChip",
+           "the target GPU (the launch contracts' chip)">,
+    Option<"gpuModuleName", "gpu-module", "std::string",
+           /*default=*/"\"attn_kernels\"",
+           "the gpu.module the kernels go into">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 #endif // ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,421 @@
+//===- AttnTileOps.td - the tile-level form of attention ---*- tablegen -*-===//
+//
+// `attn-outline-kernels` rewrites every tiled attn.attention into a kernel
+// (a gpu.func with an `attn.launch` contract) whose body is written with the
+// ops below: the persistent loop over the planner's work items, and per item
+// the query tile, the pipeline that gathers K/V tiles through the BSR
+// indices, S = Q Kᵀ, the logits hooks, mask and online-softmax update,
+// O += P V, and the final write. Loops over KV tiles and the test for an item
+// with no visible key are plain scf ops carrying tile-typed values.
+//
+// Variant hooks are regions of the ops that apply them (the hooks of every
+// variant of the attention composed in order, their parameters bound to the
+// kernel's arguments); the target lowering inlines them. How values are
+// spread over threads, and which instructions move and multiply them, is
+// the target lowering's (lib/Conversion/AttnToGPU): the same tile-level
+// kernel lowers to mma.sync on sm_80+ and to wgmma on sm_90a.
+//
+// Each op reads the tile, the KV format and the head configuration from the
+// `attn.launch` contract of the kernel it is in.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTN_IR_ATTNTILEOPS_TD
+#define ATTN_DIALECT_ATTN_IR_ATTNTILEOPS_TD
+
+include "attn/Dialect/Attn/IR/AttnDialect.td"
+include "attn/Dialect/Attn/IR/AttnAttrs.td"
+include "attn/Dialect/Attn/IR/AttnTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Attn_Buffer : MemRefRankOf<[AnyType], [1]>;
+def Attn_I32Buffer : MemRefRankOf<[I32], [1]>;
+def Attn_F32Buffer : MemRefRankOf<[F32], [1]>;
+
+class Attn_TileOp<string mnemonic, list<Trait> traits = []>
+    : Attn_Op<"tile." # mnemonic, traits> {
+  code tileExtraClassDeclaration = [{
+    /// The launch contract of the kernel this op is in.
+    LaunchAttr getLaunch() { return ::mlir::attn::getEnclosingLaunch(*this); }
+  }];
+  let extraClassDeclaration = tileExtraClassDeclaration;
+}
+
+//===----------------------------------------------------------------------===//
+// The persistent loop
+//===----------------------------------------------------------------------===//
+
+def Attn_TileWorkLoopOp : Attn_TileOp<"work_loop", [
+    SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "run this CTA's work items of the plan";
+  let description = [{
+    CTA `c` of the persistent grid runs the work items `cta_indptr[c] ..
+    cta_indptr[c+1]-1` of `work_items` (the plan ABI), in order; the body
+    runs once per item, with the item as its block argument. The request
+    arrays give each item's query rows and KV length (`kv_last_len` for
+    paged formats).
+
+    ```mlir
+    attn.tile.work_loop %cta_indptr, %work_items
+        requests(%qo_indptr, %kv_indptr, %kv_last_len : memref<...>, memref<...>, memref<...>)
+        : memref<...>, memref<...> {
+    ^bb0(%item: !attn.item):
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins
+    Attn_I32Buffer:$cta_indptr,
+    Attn_I32Buffer:$work_items,
+    Attn_I32Buffer:$qo_indptr,
+    Attn_I32Buffer:$kv_indptr,
+    Optional<Attn_I32Buffer>:$kv_last_len
+  );
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $cta_indptr `,` $work_items
+    `requests` `(` $qo_indptr `,` $kv_indptr (`,` $kv_last_len^)?
+      `:` type($qo_indptr) `,` type($kv_indptr) (`,` type($kv_last_len)^)? `)`
+    attr-dict `:` type($cta_indptr) `,` type($work_items) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = tileExtraClassDeclaration # [{
+    /// The work item the body runs on.
+    ::mlir::BlockArgument getItem() { return getBody().getArgument(0); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Query
+//===----------------------------------------------------------------------===//
+
+def Attn_TileLoadQueryOp : Attn_TileOp<"load_query"> {
+  let summary = "load the item's query tile, applying the query transform";
+  let description = [{
+    Packed row `r` of the item is query token `r / gqa_pack` of its request
+    and query head `head_group * gqa_pack + r % gqa_pack`. Rows past the
+    item's `row_count` read as zero. The `transform` region, when present,
+    is the composition of the variants' `query_transform` hooks and maps
+    every element at the row's position.
+
+    ```mlir
+    %q = attn.tile.load_query %item, %query : memref<...> -> !attn.query<16x128xbf16>
+    ```
+  }];
+  let arguments = (ins Attn_ItemType:$item, Attn_Buffer:$query);
+  let results = (outs Attn_QueryType:$result);
+  let regions = (region AnyRegion:$transform);
+  let assemblyFormat = [{
+    $item `,` $query attr-dict `:` qualified(type($query)) `->` qualified(type($result))
+    (`transform` $transform^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The KV pipeline
+//===----------------------------------------------------------------------===//
+
+def Attn_TileKVRangeOp : Attn_TileOp<"kv_range", [Pure]> {
+  let summary = "the keys an item's rows can see, in steps of a KV tile";
+  let description = [{
+    The item's keys `[kv_begin, kv_end)`, clipped to the visible band of the
+    attention's masks (for rows at positions `p` in `[p_first, p_last]`:
+    keys `>= p_first - lower` and `<= p_last + upper`; `lower_bound` is a
+    run-time bound, negative for none), split into steps of `keys` keys. The
+    range also knows its interior: the keys every row of the item sees, where
+    a mask described by the band cannot bite.
+
+    ```mlir
+    %r = attn.tile.kv_range %item {upper = 0 : i64} : !attn.kv_range<64>
+    %r2 = attn.tile.kv_range %item lower(%window_left) : !attn.kv_range<64>
+    ```
+  }];
+  let arguments = (ins
+    Attn_ItemType:$item,
+    Optional<I32>:$lower_bound,
+    OptionalAttr<I64Attr>:$lower,
+    OptionalAttr<I64Attr>:$upper
+  );
+  let results = (outs Attn_KVRangeType:$result);
+  let assemblyFormat = [{
+    $item (`lower` `(` $lower_bound^ `)`)? attr-dict `:` qualified(type($result))
+  }];
+}
+
+def Attn_TileKVTileCountOp : Attn_TileOp<"kv_tile_count", [Pure]> {
+  let summary = "how many KV steps this thread's loop runs";
+  let description = [{
+    The trip count of the KV loop of the calling thread: the range's tiles,
+    or, where the warps split the keys (a decode tile), this warp's share of
+    them. Zero when no row sees a key.
+
+    ```mlir
+    %n = attn.tile.kv_tile_count %range : !attn.kv_range<16>
+    ```
+  }];
+  let arguments = (ins Attn_KVRangeType:$range);
+  let results = (outs Index:$count);
+  let assemblyFormat = "$range attr-dict `:` qualified(type($range))";
+}
+
+def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue"> {
+  let summary = "start gathering an item's K/V tiles";
+  let description = [{
+    Starts the pipeline that brings the range's K/V tiles into shared
+    memory: K and V rows come from the caches through the item's page
+    indices (`kv_indices`, paged formats) or its token rows (ragged), keys
+    outside the range as zeros. Call it only when the tile count is
+    positive; `kv_next` then yields the tiles in order and `kv_drain` ends
+    it.
+
+    ```mlir
+    %pipe = attn.tile.kv_prologue %range, %item, %k, %v pages(%kv_indices : memref<...>)
+        : memref<...>, memref<...> -> !attn.kv_pipe<16x128xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Attn_KVRangeType:$range,
+    Attn_ItemType:$item,
+    Attn_Buffer:$key_cache,
+    Attn_Buffer:$value_cache,
+    Optional<Attn_I32Buffer>:$kv_indices
+  );
+  let results = (outs Attn_KVPipeType:$pipe);
+  let assemblyFormat = [{
+    $range `,` $item `,` $key_cache `,` $value_cache
+    (`pages` `(` $kv_indices^ `:` type($kv_indices) `)`)?
+    attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($range))
+    `->` qualified(type($pipe))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>]> {
+  let summary = "wait for the next K/V tile and keep the pipeline full";
+  let description = [{
+    Step `iteration` of the KV loop: returns the tile that step computes on,
+    once it has landed (with the `key_transform` region, the composition of
+    the variants' key transforms, applied to its keys at their positions),
+    and refills the pipeline.
+
+    ```mlir
+    %kv, %next = attn.tile.kv_next %pipe, %j, %item, %k, %v pages(%kv_indices : memref<...>)
+        : memref<...>, memref<...>, !attn.kv_pipe<16x128xbf16> -> !attn.kv_tile<16x128xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Attn_KVPipeType:$pipe,
+    Index:$iteration,
+    Attn_ItemType:$item,
+    Attn_Buffer:$key_cache,
+    Attn_Buffer:$value_cache,
+    Optional<Attn_I32Buffer>:$kv_indices
+  );
+  let results = (outs Attn_KVTileType:$tile, Attn_KVPipeType:$next);
+  let regions = (region AnyRegion:$key_transform);
+  let assemblyFormat = [{
+    $pipe `,` $iteration `,` $item `,` $key_cache `,` $value_cache
+    (`pages` `(` $kv_indices^ `:` type($kv_indices) `)`)?
+    attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($pipe))
+    `->` qualified(type($tile)) (`key_transform` $key_transform^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileKVDrainOp : Attn_TileOp<"kv_drain"> {
+  let summary = "wait for the copies still in flight after the last tile";
+  let description = [{
+    The pipeline issues copies ahead of the loop; they must land before the
+    shared memory they fill is reused.
+
+    ```mlir
+    attn.tile.kv_drain %pipe : !attn.kv_pipe<16x128xbf16>
+    ```
+  }];
+  let arguments = (ins Attn_KVPipeType:$pipe);
+  let assemblyFormat = "$pipe attr-dict `:` qualified(type($pipe))";
+}
+
+//===----------------------------------------------------------------------===//
+// Arithmetic of one tile
+//===----------------------------------------------------------------------===//
+
+def Attn_TileQKOp : Attn_TileOp<"qk", [Pure]> {
+  let summary = "S = Q Kᵀ for one K/V tile";
+  let description = [{
+    ```mlir
+    %s = attn.tile.qk %q, %kv : !attn.query<16x128xbf16>, !attn.kv_tile<16x128xbf16> -> !attn.scores<16x16>
+    ```
+  }];
+  let arguments = (ins Attn_QueryType:$query, Attn_KVTileType:$tile);
+  let results = (outs Attn_ScoresType:$scores);
+  let assemblyFormat = [{
+    $query `,` $tile attr-dict `:` qualified(type($query)) `,` qualified(type($tile)) `->` qualified(type($scores))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileSoftmaxInitOp : Attn_TileOp<"softmax_init", [Pure]> {
+  let summary = "the online-softmax state before any key";
+  let description = [{
+    Running maximum -inf, sum 0, accumulator 0.
+
+    ```mlir
+    %st = attn.tile.softmax_init : !attn.softmax<16x128>
+    ```
+  }];
+  let results = (outs Attn_SoftmaxType:$state);
+  let assemblyFormat = "attr-dict `:` qualified(type($state))";
+}
+
+def Attn_TileOnlineSoftmaxOp : Attn_TileOp<"online_softmax", [
+    AttrSizedOperandSegments, AllTypesMatch<["state", "new_state"]>]> {
+  let summary = "logits hooks, masks and the online-softmax update of one tile";
+  let description = [{
+    For element (row, key) of the tile: the logit is `s * sm_scale`, then
+    the `logits_transform` region (the variants' transforms, composed). The
+    key is dropped (its probability 0) when it lies outside the item's
+    range, when the `logits_mask` region (the variants' masks, ANDed)
+    rejects it, or when the bit-packed `custom_mask` clears it (key `j` of
+    query token `i` of request `b` is bit `mask_indptr[b] * 8 + i * kv_len
+    + j`). The running maximum and sum of each row are updated in base 2,
+    the accumulator rescaled, and the probabilities of the tile returned.
+
+    `band_covers_mask`: the `logits_mask` keeps every key inside the
+    variants' visible band (all masks declare a band), so tiles in the
+    range's interior skip the element mask.
+
+    ```mlir
+    %st1, %p = attn.tile.online_softmax %st0, %s, %item, %kv scale(%sm_scale)
+        : !attn.softmax<16x128>, !attn.scores<16x16>, !attn.kv_tile<16x128xbf16>
+        -> !attn.probs<16x16xbf16>
+        logits_mask {
+        ^bb0(%q_pos: i32, %k_pos: i32, %head: i32):
+          %keep = arith.cmpi sle, %k_pos, %q_pos : i32
+          attn.yield %keep : i1
+        }
+    ```
+  }];
+  let arguments = (ins
+    Attn_SoftmaxType:$state,
+    Attn_ScoresType:$scores,
+    Attn_ItemType:$item,
+    Attn_KVTileType:$tile,
+    F32:$sm_scale,
+    Optional<MemRefRankOf<[I8], [1]>>:$custom_mask,
+    Optional<Attn_I32Buffer>:$mask_indptr,
+    UnitAttr:$band_covers_mask
+  );
+  let results = (outs Attn_SoftmaxType:$new_state, Attn_ProbsType:$probs);
+  let regions = (region AnyRegion:$logits_transform, AnyRegion:$logits_mask);
+  let assemblyFormat = [{
+    $state `,` $scores `,` $item `,` $tile `scale` `(` $sm_scale `)`
+    (`custom_mask` `(` $custom_mask^ `,` $mask_indptr `:` type($custom_mask) `,` type($mask_indptr) `)`)?
+    attr-dict `:` qualified(type($state)) `,` qualified(type($scores)) `,` qualified(type($tile)) `->` qualified(type($probs))
+    (`logits_transform` $logits_transform^)?
+    (`logits_mask` $logits_mask^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TilePVOp : Attn_TileOp<"pv", [Pure, AllTypesMatch<["state", "new_state"]>]> {
+  let summary = "O += P V for one K/V tile";
+  let description = [{
+    ```mlir
+    %st2 = attn.tile.pv %st1, %p, %kv
+        : !attn.softmax<16x128>, !attn.probs<16x16xbf16>, !attn.kv_tile<16x128xbf16>
+    ```
+  }];
+  let arguments = (ins Attn_SoftmaxType:$state, Attn_ProbsType:$probs,
+                       Attn_KVTileType:$tile);
+  let results = (outs Attn_SoftmaxType:$new_state);
+  let assemblyFormat = [{
+    $state `,` $probs `,` $tile attr-dict `:` qualified(type($state)) `,` qualified(type($probs)) `,` qualified(type($tile))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Results
+//===----------------------------------------------------------------------===//
+
+def Attn_TileStoreOp : Attn_TileOp<"store"> {
+  let summary = "normalise a tile's rows and write them";
+  let description = [{
+    Where the warps split the keys, first combines their states. The item
+    that comes first in its tile (flag FirstChunk) adds the `sink` region's
+    logit to each row's denominator. A Direct item writes its rows of
+    `output` (after the `output_transform` region) and their base-2 `lse`; a
+    split item writes rows `0 .. row_count-1` of its partial slot (f32,
+    untransformed) and their LSE, for the merge kernel. A row that saw no key
+    writes output 0 and LSE -inf.
+
+    ```mlir
+    attn.tile.store %st, %item, %o, %lse, %partial_o, %partial_lse, %slot_rows
+        : !attn.softmax<16x128>, memref<...>, memref<...>, memref<...>, memref<...>
+    ```
+  }];
+  let arguments = (ins
+    Attn_SoftmaxType:$state,
+    Attn_ItemType:$item,
+    Attn_Buffer:$output,
+    Attn_F32Buffer:$lse,
+    Attn_F32Buffer:$partial_output,
+    Attn_F32Buffer:$partial_lse,
+    I32:$slot_rows
+  );
+  let regions = (region AnyRegion:$sink, AnyRegion:$output_transform);
+  let assemblyFormat = [{
+    $state `,` $item `,` $output `,` $lse `,` $partial_output `,` $partial_lse `,` $slot_rows
+    attr-dict `:` qualified(type($state)) `,` type($output) `,` type($lse) `,` type($partial_output)
+    `,` type($partial_lse)
+    (`sink` $sink^)? (`output_transform` $output_transform^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileMergeOp : Attn_TileOp<"merge", [AttrSizedOperandSegments]> {
+  let summary = "the merge kernel of split KV: combine partial slots by LSE";
+  let description = [{
+    Merge unit `u` combines partial slots `merge_indptr[u] ..
+    merge_indptr[u+1]-1` row by row: with base-2 LSEs `s_i`,
+    `m = max s_i`, `o = sum 2^(s_i - m) o_i / sum 2^(s_i - m)`,
+    `lse = m + log2(sum 2^(s_i - m))` (all -inf gives 0 / -inf), and writes
+    the rows of `output` and `lse`. The head configuration comes from the
+    plan's header, so one kernel serves every head count of its head dim;
+    with an `output_transform` region, the merged row is transformed first,
+    at the query's position (from `kv_indptr`, `kv_last_len`).
+
+    ```mlir
+    attn.tile.merge %plan, %merge_indptr, %merge_units, %partial_o, %partial_lse, %slot_rows,
+        %o, %lse, %qo_indptr : memref<...>, ...
+    ```
+  }];
+  let arguments = (ins
+    Attn_I32Buffer:$plan,
+    Attn_I32Buffer:$merge_indptr,
+    Attn_I32Buffer:$merge_units,
+    Attn_F32Buffer:$partial_output,
+    Attn_F32Buffer:$partial_lse,
+    I32:$slot_rows,
+    Attn_Buffer:$output,
+    Attn_F32Buffer:$lse,
+    Attn_I32Buffer:$qo_indptr,
+    Optional<Attn_I32Buffer>:$kv_indptr,
+    Optional<Attn_I32Buffer>:$kv_last_len
+  );
+  let regions = (region AnyRegion:$output_transform);
+  let assemblyFormat = [{
+    $plan `,` $merge_indptr `,` $merge_units `,` $partial_output `,` $partial_lse `,`
+    $slot_rows `,` $output `,` $lse `,` $qo_indptr
+    (`positions` `(` $kv_indptr^ (`,` $kv_last_len^)? `:` type($kv_indptr) (`,` type($kv_last_len)^)? `)`)?
+    attr-dict `:` type($plan) `,` type($merge_indptr) `,` type($merge_units) `,`
+    type($partial_output) `,` type($partial_lse) `,` type($output) `,` type($lse) `,`
+    type($qo_indptr)
+    (`output_transform` $output_transform^)?
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_DIALECT_ATTN_IR_ATTNTILEOPS_TD

@@ -1,0 +1,62 @@
+//===- TileLayout.h - Where a tile's kernel keeps its data -------*- C++ -*-===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The shared-memory layout of the kernel of a tile: which buffers it holds,
+// at which rows, and how rows are arranged against bank conflicts. One
+// function computes it; tile selection sizes tiles with it, the outline pass
+// records its size in the launch contract, and the target lowering addresses
+// the buffers with it, so the three cannot disagree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTN_IR_TILELAYOUT_H
+#define ATTN_DIALECT_ATTN_IR_TILELAYOUT_H
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+
+namespace mlir::attn {
+
+/// The dynamic shared memory of one CTA, as rows of `rowElements` 2-byte
+/// elements (a row is one key, value or query vector of `headDim`
+/// elements).
+///
+/// Rows hold their 16-byte chunks XOR-swizzled (chunk c of row r at c ^
+/// (r % 8)) when `headDim` is a multiple of 64, so ldmatrix reads and
+/// cp.async writes of 8 rows hit 8 different bank groups; other head dims pad
+/// each row by one chunk instead (an odd number of chunks per row does the
+/// same).
+///
+/// Decode tiles (the warps split the keys): warp w's ring of `stages` K and
+/// V tiles of 16 rows each starts at row `warpRing(w)`; after the KV loop the
+/// same bytes hold each warp's f32 output rows (`mergeRowStride` floats per
+/// row, `16` rows per warp) and, after them, each warp's running max and sum
+/// ([warp][2][16] f32 at byte `statsOffset`).
+///
+/// Taller tiles: the Q tile (`q` rows) at row `qRow`, the K ring (`stages`
+/// tiles of `kv` rows) at `kRow`, the V ring at `vRow`.
+struct TileSharedMemory {
+  int64_t rowElements = 0;
+  bool swizzled = false;
+  int64_t totalRows = 0;
+  /// Taller tiles.
+  int64_t qRow = 0, kRow = 0, vRow = 0;
+  /// Decode tiles: rows of one warp's ring, the f32 merge rows' stride and
+  /// the byte offset of the statistics.
+  int64_t ringRows = 0, mergeRowStride = 0, statsOffset = 0;
+  /// Everything, in bytes.
+  int64_t bytes = 0;
+
+  /// First row of warp `w`'s K/V ring (decode tiles): stage s's K tile at
+  /// warpRing(w) + 2 * 16 * s, its V tile 16 rows further.
+  int64_t warpRing(int64_t w) const { return w * ringRows; }
+};
+
+/// The layout of `tile`'s kernel for head dim `headDim`.
+TileSharedMemory getTileSharedMemory(TileAttr tile, int64_t headDim);
+
+} // namespace mlir::attn
+
+#endif // ATTN_DIALECT_ATTN_IR_TILELAYOUT_H

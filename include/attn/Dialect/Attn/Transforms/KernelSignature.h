@@ -1,0 +1,92 @@
+//===- KernelSignature.h - The argument lists of generated kernels -*- C++ -*-===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What a generated kernel takes, in order, and how the runtime binds it: the
+// plan arrays by name, everything else by the caller's names
+// (docs/Manifest.md). Each argument of the gpu.func carries its name as
+// `attn.name`; a variant parameter also carries its declared type as
+// `attn.param_type`. The kernel manifest is written from these attributes
+// and the `attn.launch` contract, nothing else.
+//
+// Variant parameters trail the fixed arguments, variant after variant, in
+// declaration order; a name an earlier variant already used becomes
+// `<variant>_<name>`:
+//
+//   declared type        kernel argument     manifest kind
+//   f32                  f32                 "f32"
+//   i32                  i32                 "i32"
+//   i1                   i32 (0 / non-zero)  "i32"
+//   memref<?xf32>        flat f32 buffer     "ptr" ([num_qo_heads])
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTN_TRANSFORMS_KERNELSIGNATURE_H
+#define ATTN_DIALECT_ATTN_TRANSFORMS_KERNELSIGNATURE_H
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+
+namespace mlir::attn {
+
+/// The attributes a kernel's arguments carry.
+inline constexpr llvm::StringLiteral kArgNameAttr = "attn.name";
+inline constexpr llvm::StringLiteral kArgParamTypeAttr = "attn.param_type";
+
+/// A variant parameter as a kernel argument: its unique argument name, the
+/// type it travels as, and its declared type.
+struct VariantParamArg {
+  std::string name;
+  Type argType;
+  Type declaredType;
+};
+
+/// The kernel arguments the parameters of `variants` become, in order.
+/// Fails, with a diagnostic on the variant, on a type no argument carries.
+FailureOr<SmallVector<VariantParamArg>>
+getVariantParamArgs(ArrayRef<VariantOp> variants);
+
+/// One argument of a kernel.
+struct KernelArgument {
+  std::string name;
+  Type type;
+  /// The declared type of a variant parameter, else null.
+  Type paramType;
+};
+
+/// The flat global buffer of `elementType` a pointer argument is (the
+/// bare-pointer convention needs a static shape; kernels index by hand).
+MemRefType getKernelBufferType(Type elementType);
+
+/// The arguments of an attention kernel: the plan's work list and partial
+/// slots, then q, k_cache, v_cache, o, lse, qo_indptr, kv_indptr,
+/// [kv_indices, kv_last_len (paged)], [custom_mask, mask_indptr], sm_scale
+/// and the variants' parameters.
+SmallVector<KernelArgument>
+getAttentionKernelArguments(Type dtype, bool paged, bool customMask,
+                            ArrayRef<VariantParamArg> params);
+
+/// The arguments of a merge kernel: plan, merge_indptr, merge_units,
+/// partial_o, partial_lse, slot_rows, o, lse, qo_indptr, and with an output
+/// transform kv_indptr, [kv_last_len (paged)] and the variants' parameters.
+SmallVector<KernelArgument>
+getMergeKernelArguments(Type dtype, bool outputTransform, bool paged,
+                        ArrayRef<VariantParamArg> params);
+
+/// Appends `gpu.func @name` with `args` to `gpuModule`: a kernel of
+/// `launch.getThreads()` threads carrying the contract as `attn.launch`.
+gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc,
+                            gpu::GPUModuleOp gpuModule, StringRef name,
+                            ArrayRef<KernelArgument> args, LaunchAttr launch);
+
+/// The argument of `func` named `name` (by `attn.name`), or null.
+BlockArgument getKernelArgument(FunctionOpInterface func, StringRef name);
+
+} // namespace mlir::attn
+
+#endif // ATTN_DIALECT_ATTN_TRANSFORMS_KERNELSIGNATURE_H

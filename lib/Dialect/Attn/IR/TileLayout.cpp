@@ -1,0 +1,42 @@
+//===- TileLayout.cpp - Where a tile's kernel keeps its data --------------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Attn/IR/TileLayout.h"
+#include "attn/Dialect/Attn/Utils/TargetInfo.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+TileSharedMemory mlir::attn::getTileSharedMemory(TileAttr tile,
+                                                 int64_t headDim) {
+  TileSharedMemory l;
+  constexpr int64_t eltBytes = TargetInfo::kElementBytes;
+  l.swizzled = headDim % 64 == 0;
+  l.rowElements = l.swizzled ? headDim : headDim + 8;
+  const int64_t rowBytes = l.rowElements * eltBytes;
+  const int64_t S = tile.getStages();
+  if (tile.warpsSplitKeys()) {
+    const int64_t W = tile.getWarps(), T = tile.getKeysPerStep();
+    l.ringRows = S * 2 * T;
+    l.totalRows = W * l.ringRows;
+    // Four floats of padding keep the fragment stores free of conflicts.
+    l.mergeRowStride = headDim + 4;
+    int64_t kvBytes = l.totalRows * rowBytes;
+    int64_t mergeBytes = W * T * l.mergeRowStride * 4;
+    l.statsOffset = std::max(kvBytes, mergeBytes);
+    l.bytes = l.statsOffset + W * 2 * T * 4;
+    return l;
+  }
+  const int64_t ringRows = S * tile.getKv();
+  l.qRow = 0;
+  l.kRow = tile.getQ();
+  l.vRow = l.kRow + ringRows;
+  l.totalRows = l.vRow + ringRows;
+  l.bytes = l.totalRows * rowBytes;
+  return l;
+}

@@ -1,0 +1,140 @@
+//===- KernelSignature.cpp - The argument lists of generated kernels ------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Attn/Transforms/KernelSignature.h"
+
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+FailureOr<SmallVector<VariantParamArg>>
+mlir::attn::getVariantParamArgs(ArrayRef<VariantOp> variants) {
+  SmallVector<VariantParamArg> result;
+  llvm::StringSet<> seen;
+  for (VariantOp variant : variants) {
+    for (auto param : variant.getParams().getAsRange<ParamAttr>()) {
+      Type declared = param.getType();
+      MLIRContext *ctx = declared.getContext();
+      Type argType;
+      if (declared.isF32() || declared.isInteger(32))
+        argType = declared;
+      else if (declared.isInteger(1))
+        argType = IntegerType::get(ctx, 32); // a kernel ABI has no bool
+      else if (auto table = dyn_cast<MemRefType>(declared);
+               table && table.getRank() == 1 && table.getElementType().isF32())
+        argType = getKernelBufferType(table.getElementType());
+      else
+        return variant.emitOpError()
+               << "parameter '" << param.getName()
+               << "' has a type no kernel argument carries: " << declared
+               << " (supported: f32, i32, i1, memref<?xf32>)";
+      // Two variants may name a parameter alike; the second is qualified.
+      std::string name = param.getName().str();
+      if (!seen.insert(name).second)
+        name = (variant.getSymName() + "_" + name).str();
+      seen.insert(name);
+      result.push_back({name, argType, declared});
+    }
+  }
+  return result;
+}
+
+MemRefType mlir::attn::getKernelBufferType(Type elementType) {
+  constexpr int64_t kFlatExtent = int64_t(1) << 40;
+  auto global = gpu::AddressSpaceAttr::get(elementType.getContext(),
+                                           gpu::AddressSpace::Global);
+  return MemRefType::get({kFlatExtent}, elementType,
+                         MemRefLayoutAttrInterface{}, global);
+}
+
+SmallVector<KernelArgument>
+mlir::attn::getAttentionKernelArguments(Type dtype, bool paged,
+                                        bool customMask,
+                                        ArrayRef<VariantParamArg> params) {
+  MLIRContext *ctx = dtype.getContext();
+  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
+  Type i8 = IntegerType::get(ctx, 8);
+  auto buf = [](Type t) { return getKernelBufferType(t); };
+  SmallVector<KernelArgument> args = {
+      {"cta_indptr", buf(i32), {}},  {"work_items", buf(i32), {}},
+      {"partial_o", buf(f32), {}},   {"partial_lse", buf(f32), {}},
+      {"slot_rows", i32, {}},        {"q", buf(dtype), {}},
+      {"k_cache", buf(dtype), {}},   {"v_cache", buf(dtype), {}},
+      {"o", buf(dtype), {}},         {"lse", buf(f32), {}},
+      {"qo_indptr", buf(i32), {}},   {"kv_indptr", buf(i32), {}},
+  };
+  if (paged) {
+    args.push_back({"kv_indices", buf(i32), {}});
+    args.push_back({"kv_last_len", buf(i32), {}});
+  }
+  if (customMask) {
+    args.push_back({"custom_mask", buf(i8), {}});
+    args.push_back({"mask_indptr", buf(i32), {}});
+  }
+  args.push_back({"sm_scale", f32, {}});
+  for (const VariantParamArg &p : params)
+    args.push_back({p.name, p.argType, p.declaredType});
+  return args;
+}
+
+SmallVector<KernelArgument>
+mlir::attn::getMergeKernelArguments(Type dtype, bool outputTransform,
+                                    bool paged,
+                                    ArrayRef<VariantParamArg> params) {
+  MLIRContext *ctx = dtype.getContext();
+  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
+  auto buf = [](Type t) { return getKernelBufferType(t); };
+  SmallVector<KernelArgument> args = {
+      {"plan", buf(i32), {}},        {"merge_indptr", buf(i32), {}},
+      {"merge_units", buf(i32), {}}, {"partial_o", buf(f32), {}},
+      {"partial_lse", buf(f32), {}}, {"slot_rows", i32, {}},
+      {"o", buf(dtype), {}},         {"lse", buf(f32), {}},
+      {"qo_indptr", buf(i32), {}},
+  };
+  if (!outputTransform)
+    return args;
+  // The output transform sees the query's position, from the KV length.
+  args.push_back({"kv_indptr", buf(i32), {}});
+  if (paged)
+    args.push_back({"kv_last_len", buf(i32), {}});
+  for (const VariantParamArg &p : params)
+    args.push_back({p.name, p.argType, p.declaredType});
+  return args;
+}
+
+gpu::GPUFuncOp mlir::attn::createKernel(OpBuilder &b, Location loc,
+                                        gpu::GPUModuleOp gpuModule,
+                                        StringRef name,
+                                        ArrayRef<KernelArgument> args,
+                                        LaunchAttr launch) {
+  SmallVector<Type> types;
+  for (const KernelArgument &arg : args)
+    types.push_back(arg.type);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  auto func =
+      gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(types, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(launch.getThreads()), 1, 1}));
+  func->setAttr(LaunchAttr::getAttrName(), launch);
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    func.setArgAttr(i, kArgNameAttr, b.getStringAttr(arg.name));
+    if (arg.paramType)
+      func.setArgAttr(i, kArgParamTypeAttr, TypeAttr::get(arg.paramType));
+  }
+  return func;
+}
+
+BlockArgument mlir::attn::getKernelArgument(FunctionOpInterface func,
+                                            StringRef name) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto attr = func.getArgAttrOfType<StringAttr>(i, kArgNameAttr);
+        attr && attr.getValue() == name)
+      return func.getArgument(i);
+  return {};
+}
