@@ -27,6 +27,7 @@
 
 #include "attn-c/Compiler.h"
 
+#include "attn/Conversion/AttnToGPU/AttnToGPU.h"
 #include "attn/Conversion/AttnToGPU/DecodeKernel.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/InitAllDialects.h"
@@ -168,9 +169,12 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
     module->print(irOs);
   }
 
-  result.generator = "convert-attn-to-gpu";
+  result.generator = "attn-outline-kernels + convert-attn-to-gpu";
+  ::attn::AttentionKernelOptions kernelOptions;
+  kernelOptions.emit = o.emit_cubin ? ::attn::AttentionKernelOptions::Emit::Cubin
+                                    : ::attn::AttentionKernelOptions::Emit::PTX;
   auto kernels =
-      ::attn::compileAttentionKernels(*module, target, o.emit_cubin != 0);
+      ::attn::compileAttentionKernels(*module, target, kernelOptions);
   if (!kernels) {
     std::string message = llvm::toString(kernels.takeError());
     // Generator diagnostics are already in the result; a target error is not.

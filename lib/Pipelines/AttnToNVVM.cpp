@@ -39,9 +39,10 @@ void ::attn::registerAttnToNVVMPipeline() {
       [](OpPassManager &pm, const AttnToNVVMOptions &options) {
         mlir::attn::buildAttnPreparePipeline(
             pm, {options.chip, options.candidates});
-        mlir::attn::ConvertAttnToGPUPassOptions convert;
-        convert.chip = options.chip;
-        pm.addPass(mlir::attn::createConvertAttnToGPUPass(convert));
+        mlir::attn::AttnOutlineKernelsPassOptions outline;
+        outline.chip = options.chip;
+        pm.addPass(mlir::attn::createAttnOutlineKernelsPass(outline));
+        pm.addPass(mlir::attn::createConvertAttnToGPUPass());
         ::attn::LowerToNVVMOptions lower;
         lower.chip = options.chip;
         lower.features = options.features;

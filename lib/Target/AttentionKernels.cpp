@@ -1,18 +1,24 @@
 //===- AttentionKernels.cpp - a prepared attn module to kernels -----------===//
 //
-// convert-attn-to-gpu, then the generated gpu.module alone through NVVM, PTX
+// attn-outline-kernels, then (optionally one tile candidate's kernels
+// alone) the manifest entries from the kernels' launch contracts, then
+// convert-attn-to-gpu, and the generated gpu.module alone through NVVM, PTX
 // and ptxas (the host functions around the attention ops are not lowered
-// here), then one manifest entry per kernel from the spec it was built from.
+// here).
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Target/AttentionKernels.h"
 #include "attn/Conversion/AttnToGPU/AttnToGPU.h"
+#include "attn/Conversion/AttnToGPU/LegacyKernels.h"
+#include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Target/KernelManifest.h"
 #include "attn/Target/PrefillManifest.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <chrono>
 
@@ -22,34 +28,129 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+static constexpr llvm::StringLiteral kGPUModule = "attn_kernels";
+
+namespace {
+/// Wall time since construction, for a stage.
+struct Stopwatch {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double ms() const {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - start)
+        .count();
+  }
+};
+} // namespace
+
+/// Keeps only the kernels of tile candidate `candidate` of every attention
+/// (and the merge kernels they pair with).
+static llvm::Error keepCandidate(mlir::ModuleOp module,
+                                 mlir::gpu::GPUModuleOp gpuModule,
+                                 int64_t candidate) {
+  llvm::StringSet<> keep;
+  llvm::Error err = llvm::Error::success();
+  module.walk([&](mlir::attn::AttentionOp op) {
+    auto kernels =
+        op->getAttrOfType<mlir::ArrayAttr>(mlir::attn::kKernelsAttrName);
+    if (!kernels)
+      return;
+    if (candidate >= int64_t(kernels.size())) {
+      if (!err)
+        err = error("tile candidate " + llvm::Twine(candidate) +
+                    " does not exist: the attention has " +
+                    llvm::Twine(kernels.size()));
+      return;
+    }
+    auto ref = mlir::cast<mlir::SymbolRefAttr>(kernels[candidate]);
+    llvm::StringRef name = ref.getLeafReference().getValue();
+    keep.insert(name);
+    if (auto func = gpuModule.lookupSymbol<mlir::gpu::GPUFuncOp>(name))
+      if (auto launch = func->getAttrOfType<mlir::attn::LaunchAttr>(
+              mlir::attn::LaunchAttr::getAttrName()))
+        if (launch.getMerge())
+          keep.insert(launch.getMerge().getValue());
+  });
+  if (err)
+    return err;
+  for (auto func : llvm::make_early_inc_range(
+           gpuModule.getOps<mlir::gpu::GPUFuncOp>()))
+    if (!keep.contains(func.getName()))
+      func.erase();
+  return llvm::Error::success();
+}
+
+/// The legacy emitters' kernels and manifest entries (being retired).
+static llvm::Expected<llvm::json::Array>
+buildLegacy(mlir::ModuleOp module, const NVPTXOptions &target,
+            llvm::SmallVectorImpl<mlir::attn::GeneratedKernel> &generated) {
+  mlir::attn::LegacyKernelOptions options;
+  options.chip = target.chip;
+  if (mlir::failed(mlir::attn::buildLegacyKernels(module, options, &generated)))
+    return error("kernel generation failed (see the diagnostics)");
+  return llvm::json::Array();
+}
+
 llvm::Expected<AttentionKernels>
 compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
-                        bool emitCubin) {
+                        const AttentionKernelOptions &options) {
   AttentionKernels out;
-  auto start = std::chrono::steady_clock::now();
-  mlir::attn::ConvertAttnToGPUOptions options;
-  options.chip = target.chip;
-  llvm::SmallVector<mlir::attn::GeneratedKernel, 4> generated;
-  if (mlir::failed(mlir::attn::convertAttnToGPU(module, options, &generated)))
-    return error("kernel generation failed (see the diagnostics)");
-  auto gpuModule =
-      module.lookupSymbol<mlir::gpu::GPUModuleOp>(options.gpuModuleName);
-  if (!gpuModule || generated.empty())
+  mlir::MLIRContext *ctx = module.getContext();
+  llvm::SmallVector<mlir::attn::GeneratedKernel, 4> legacy;
+  Stopwatch outline;
+  if (options.legacyEmitters) {
+    if (auto built = buildLegacy(module, target, legacy); !built)
+      return built.takeError();
+  } else {
+    mlir::PassManager pm(ctx);
+    mlir::attn::AttnOutlineKernelsPassOptions outlineOptions;
+    outlineOptions.chip = target.chip;
+    outlineOptions.gpuModuleName = kGPUModule.str();
+    pm.addPass(mlir::attn::createAttnOutlineKernelsPass(outlineOptions));
+    if (mlir::failed(pm.run(module)))
+      return error("attn-outline-kernels failed (see the diagnostics)");
+  }
+  auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(kGPUModule);
+  if (!gpuModule || gpuModule.getOps<mlir::gpu::GPUFuncOp>().empty())
     return error("no attn.attention with a tile: run attn-prepare-pipeline "
                  "first");
+  if (options.candidate >= 0 && !options.legacyEmitters)
+    if (llvm::Error err = keepCandidate(module, gpuModule, options.candidate))
+      return std::move(err);
+  out.stages.push_back({"outline", outline.ms()});
+
+  // The manifest entries come from the launch contracts, before the
+  // lowering turns the kernels into LLVM functions.
+  llvm::SmallVector<llvm::json::Object> entries;
+  if (!options.legacyEmitters)
+    for (auto func : gpuModule.getOps<mlir::gpu::GPUFuncOp>()) {
+      llvm::Expected<llvm::json::Object> entry =
+          getKernelManifest(func, nullptr);
+      if (!entry)
+        return entry.takeError();
+      entries.push_back(std::move(*entry));
+    }
+  if (options.emit == AttentionKernelOptions::Emit::None) {
+    llvm::json::Array kernels;
+    for (llvm::json::Object &e : entries)
+      kernels.push_back(std::move(e));
+    out.manifest = getManifest(target, std::move(kernels), "", "");
+    return out;
+  }
+
+  Stopwatch lower;
+  if (!options.legacyEmitters && mlir::failed(mlir::attn::lowerTileKernels(module)))
+    return error("convert-attn-to-gpu failed (see the diagnostics)");
   mlir::OwningOpRef<mlir::ModuleOp> kernels =
       mlir::ModuleOp::create(module.getLoc());
   (*kernels)->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
-                      mlir::UnitAttr::get(module.getContext()));
+                      mlir::UnitAttr::get(ctx));
   kernels->getBody()->push_back(gpuModule->clone());
   if (mlir::failed(mlir::verify(*kernels)))
     return error("the generated kernels do not verify");
-  out.stages.push_back(
-      {"codegen", std::chrono::duration<double, std::milli>(
-                      std::chrono::steady_clock::now() - start)
-                      .count()});
+  out.stages.push_back({"lower-tiles", lower.ms()});
 
-  auto compiled = compileGPUModules(*kernels, target, emitCubin);
+  bool cubin = options.emit == AttentionKernelOptions::Emit::Cubin;
+  auto compiled = compileGPUModules(*kernels, target, cubin);
   if (!compiled)
     return compiled.takeError();
   if (compiled->size() != 1)
@@ -60,24 +161,33 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
   out.cubin = std::move(cm.cubin);
   out.usage = std::move(cm.kernels);
 
-  llvm::json::Array entries;
-  using Kind = mlir::attn::GeneratedKernel::Kind;
-  for (const mlir::attn::GeneratedKernel &k : generated) {
-    const KernelResourceUsage *usage = findResourceUsage(out.usage, k.name);
-    switch (k.kind) {
-    case Kind::Decode:
-      entries.push_back(getDecodeKernelManifest(k.decode, k.params, usage));
-      break;
-    case Kind::Prefill:
-      entries.push_back(getPrefillKernelManifest(k.prefill, usage));
-      break;
-    case Kind::Merge:
-      entries.push_back(
-          getMergeKernelManifest(k.merge, k.numQoHeads, k.numKVHeads, usage));
-      break;
+  llvm::json::Array manifestKernels;
+  if (options.legacyEmitters) {
+    using Kind = mlir::attn::GeneratedKernel::Kind;
+    for (const mlir::attn::GeneratedKernel &k : legacy) {
+      const KernelResourceUsage *usage = findResourceUsage(out.usage, k.name);
+      switch (k.kind) {
+      case Kind::Decode:
+        manifestKernels.push_back(
+            getDecodeKernelManifest(k.decode, k.params, usage));
+        break;
+      case Kind::Prefill:
+        manifestKernels.push_back(getPrefillKernelManifest(k.prefill, usage));
+        break;
+      case Kind::Merge:
+        manifestKernels.push_back(getMergeKernelManifest(
+            k.merge, k.numQoHeads, k.numKVHeads, usage));
+        break;
+      }
+    }
+  } else {
+    for (llvm::json::Object &entry : entries) {
+      std::string name = entry.getString("name")->str();
+      addManifestResources(entry, findResourceUsage(out.usage, name));
+      manifestKernels.push_back(std::move(entry));
     }
   }
-  out.manifest = getManifest(target, std::move(entries), "", "");
+  out.manifest = getManifest(target, std::move(manifestKernels), "", "");
   return out;
 }
 

@@ -1,10 +1,11 @@
 // RUN: attn-opt %s --attn-to-nvvm-pipeline="chip=sm_90" | FileCheck %s
 
 // The whole compiler in one pipeline: the built-in variant expanded, the
-// tile chosen, the kernels generated and lowered to LLVM/NVVM.
-// CHECK: attn.attention {{.*}} {attn.kernel = @attn_kernels::@attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_causal, attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128
+// tile chosen, the kernels outlined in the tile-level form, lowered for the
+// chip and then to LLVM/NVVM.
+// CHECK: attn.attention {{.*}} {attn.kernels = [@attn_kernels::@attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_causal]
 // CHECK: gpu.module @attn_kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
-// CHECK-DAG: llvm.func @attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_causal({{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel
+// CHECK-DAG: llvm.func @attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_causal({{.*}}) attributes {{{.*}}gpu.kernel, {{.*}}nvvm.kernel
 // CHECK-DAG: llvm.func @attn_merge_bf16_d128(
 func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %v: tensor<?x16x8x128xbf16>,
                   %qo: tensor<?xi32>, %kp: tensor<?xi32>, %ki: tensor<?xi32>, %kl: tensor<?xi32>)

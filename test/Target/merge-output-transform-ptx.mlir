@@ -9,8 +9,6 @@
 // RUN: FileCheck %s --input-file=%t/attn_kernels.ptx --check-prefix=PTX
 // RUN: FileCheck %s --input-file=%t/attn_kernels.json --check-prefix=MANIFEST
 
-// PTX-LABEL: .entry attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_affine_tanh(
-// PTX: griddepcontrol.launch_dependents;
 // PTX-LABEL: .entry attn_merge_bf16_d128_h32x8_p16_affine_tanh(
 // PTX-COUNT-3: .param .u64
 // PTX: .param .u32
@@ -20,8 +18,9 @@
 // PTX: %nctaid.x
 // PTX: griddepcontrol.wait;
 // PTX: ex2.approx
+// PTX-LABEL: .entry attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_affine_tanh(
+// PTX: griddepcontrol.launch_dependents;
 
-// MANIFEST: "name": "attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_affine_tanh"
 // MANIFEST: "name": "gain"
 // MANIFEST: "merge_ctas": "unit_rows"
 // MANIFEST-NEXT: "merge_rows_per_cta": 1
@@ -29,6 +28,8 @@
 // MANIFEST: "output_transform": true
 // MANIFEST-NEXT: "pdl": 1
 // MANIFEST: "role": "merge"
+// MANIFEST: "merge_kernel": "attn_merge_bf16_d128_h32x8_p16_affine_tanh"
+// MANIFEST: "name": "attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_affine_tanh"
 
 attn.variant @affine_tanh(gain : f32) {
   attn.hook output_transform(%o : f32, %dim : i32, %q_pos : i32, %head : i32) {

@@ -66,6 +66,16 @@ static llvm::cl::opt<std::string> cudaPath(
     "cuda-path", llvm::cl::desc("CUDA toolkit (ptxas, libdevice); default "
                                 "$CUDA_HOME or /usr/local/cuda"),
     llvm::cl::init(""), llvm::cl::cat(attnCategory));
+static llvm::cl::opt<int64_t> candidate(
+    "candidate",
+    llvm::cl::desc("compile only tile candidate N of every attention (its "
+                   "attention and merge kernels); -1: all"),
+    llvm::cl::init(-1), llvm::cl::cat(attnCategory));
+static llvm::cl::opt<bool> legacyEmitters(
+    "legacy-emitters", llvm::cl::Hidden,
+    llvm::cl::desc("build the kernels with the emitters being retired (to "
+                   "compare)"),
+    llvm::cl::init(false), llvm::cl::cat(attnCategory));
 static llvm::cl::opt<bool> candidates(
     "candidates",
     llvm::cl::desc("keep every fitting tile for the runtime planner"),
@@ -242,8 +252,14 @@ int main(int argc, char **argv) {
     os << "  " << merges << " attn.merge_states (cascade: one attention per "
        << "view, merged by log-sum-exp)\n";
   if (emit != Emit::None) {
-    auto kernels = ::attn::compileAttentionKernels(*module, target,
-                                                   emit == Emit::Cubin);
+    ::attn::AttentionKernelOptions kernelOptions;
+    kernelOptions.emit = emit == Emit::Cubin
+                             ? ::attn::AttentionKernelOptions::Emit::Cubin
+                             : ::attn::AttentionKernelOptions::Emit::PTX;
+    kernelOptions.candidate = candidate;
+    kernelOptions.legacyEmitters = legacyEmitters;
+    auto kernels =
+        ::attn::compileAttentionKernels(*module, target, kernelOptions);
     if (!kernels) {
       llvm::errs() << "attn-compile: " << llvm::toString(kernels.takeError())
                    << "\n";

@@ -15,54 +15,47 @@
 include "mlir/Pass/PassBase.td"
 
 def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "generate the GPU kernels of every tiled attn.attention";
+  let summary = "lower the tile-level form of every kernel for its chip";
   let description = [{
-    For every `attn.attention` that carries a `tile` (run
-    `attn-prepare-pipeline` first), builds a kernel spec from the op (dtype,
-    heads, head dim, the BSR view's indexing, page size and layout, the tile's
-    q / kv / warps / stages / gqa_pack, and its variants) and generates the
-    kernel into `gpu.module @attn_kernels` with the variants' hooks inlined:
-
-    * decode tiles (`q = 16`): the persistent split-KV decode kernel;
-    * larger tiles: the persistent prefill kernel;
-    * one LSE merge kernel per (head_dim, dtype), shared by all attentions.
-
-    Identical specs share one kernel. The attention op records the symbols
-    it launches in `attn.kernel` and `attn.merge_kernel`; the variants'
-    runtime parameters become kernel arguments named as the parameters (the
-    manifest's `variant_params`). The module becomes a
-    `gpu.container_module`. Composed formats must be decomposed first, and
-    custom masks are not supported yet.
+    Every `gpu.func` with an `attn.launch` contract (written by
+    `attn-outline-kernels`) has its `attn.tile.*` ops lowered to gpu, nvgpu,
+    nvvm, vector, scf, arith and memref ops by the pattern set of the
+    contract's chip: on sm_80 and newer, mma.sync m16n8k16 tensor cores,
+    ldmatrix fragment loads and 16-byte cp.async gathers into swizzled (or
+    padded) shared-memory rings (lib/Conversion/AttnToGPU/MMASync). Each
+    tile type becomes the values one thread holds of it; scf loops and
+    branches that carry tile values are converted with it. The hook regions
+    are inlined where the kernel computes each element. Attention kernels
+    get the occupancy hint of their contract's `ctas_per_sm`.
 
     Before:
     ```mlir
-    %o, %lse = attn.attention %q, %k, %v
-        format(#attn.bsr<block_cols = 16>)
-        indices(%qo, %kvp, %kvi, %last : ...)
-        variants [@causal, @soft_cap] params(%cap : f32)
-        {tile = #attn.tile<q = 16, kv = 16, warps = 3, gqa_pack = 4>} : ...
+    %s = attn.tile.qk %q, %kv : !attn.query<16x128xbf16>, !attn.kv_tile<16x128xbf16> -> !attn.scores<16x16>
     ```
     After:
     ```mlir
-    %o, %lse = attn.attention ... {
-        attn.kernel = @attn_kernels::@attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_causal_soft_cap,
-        attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128, tile = ...} : ...
-    gpu.module @attn_kernels {
-      gpu.func @attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_causal_soft_cap(
-          ..., %cap: f32 {attn.name = "cap"}) kernel { ... math.tanh ... }
-      gpu.func @attn_merge_bf16_d128(...) kernel { ... }
-    }
+    %r = nvgpu.ldmatrix %tiles[%row, %col] {numTiles = 4 : i32, transpose = false} : ...
+    %d = nvvm.mma.sync A[...] B[...] C[...] {shape = #nvvm.shape<m = 16, n = 8, k = 16>, ...}
     ```
   }];
+  // The dialects the lowering builds are registered by the pass
+  // (registerKernelDialects), so the list lives in one place.
+}
+
+def AttnLegacyKernelsPass : Pass<"attn-legacy-kernels", "::mlir::ModuleOp"> {
+  let summary = "(being retired) the hand-written kernel emitters, for comparison";
+  let description = [{
+    Generates the kernels of every tiled `attn.attention` from C++ spec
+    structs with the emitters the tile-level lowering replaces. Kept only to
+    compare the two paths' kernels until the emitters are removed.
+  }];
   let options = [
-    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
-           "the target GPU (sm_80 ... sm_90a)">,
+    Option<"chip", "chip", "std::string", /*default=*/"::mlir::attn::kDefaultChip",
+           "the target GPU">,
     Option<"gpuModuleName", "gpu-module", "std::string",
            /*default=*/"\"attn_kernels\"",
            "the gpu.module the kernels go into">,
   ];
-  // The dialects the generated kernels use are registered by the pass
-  // (attn::registerKernelGenDialects), so the list lives in one place.
 }
 
 #endif // ATTN_CONVERSION_PASSES_TD

@@ -1,9 +1,10 @@
 //===- AttentionKernels.h - a prepared attn module to kernels ----*- C++ -*-===//
 //
-// The back half of the compiler in one call: convert-attn-to-gpu on a module
-// whose attentions have tiles (after attn-prepare-pipeline), then NVVM, PTX
-// and cubin for every generated kernel, and the manifest the runtime loads
-// them with. The compile driver and the C API both use it.
+// The back half of the compiler in one call: attn-outline-kernels and
+// convert-attn-to-gpu on a module whose attentions have tiles (after
+// attn-prepare-pipeline), then NVVM, PTX and cubin for the generated
+// kernels, and the manifest the runtime loads them with, written from the
+// kernels' launch contracts. The compile driver and the C API both use it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,17 +25,32 @@ struct AttentionKernels {
   /// docs/Manifest.md, with each kernel's ptxas resources.
   llvm::json::Object manifest;
   llvm::SmallVector<KernelResourceUsage> usage;
-  /// "codegen", "lower-to-nvvm", "llvm-to-ptx", "ptxas".
+  /// "outline", "lower-tiles", "lower-to-nvvm", "llvm-to-ptx", "ptxas".
   llvm::SmallVector<StageTime> stages;
+};
+
+/// What to compile.
+struct AttentionKernelOptions {
+  /// "none": only the manifest (the kernels' contracts, no code); "ptx";
+  /// "cubin".
+  enum class Emit { None, PTX, Cubin };
+  Emit emit = Emit::Cubin;
+  /// When >= 0, only the kernels of tile candidate `candidate` of every
+  /// attention (its attention kernel and the merge kernel it pairs with):
+  /// the runtime compiles the candidate a batch picks on first use.
+  int64_t candidate = -1;
+  /// Build the kernels with the hand-written emitters being retired
+  /// instead of through the tile-level form (for comparisons only).
+  bool legacyEmitters = false;
 };
 
 /// Generates and compiles the kernels of every tiled attn.attention in
 /// `module` (the module gains the generated gpu.module). Diagnostics of the
-/// generators go to the context's handler; the error then says which stage
+/// passes go to the context's handler; the error then says which stage
 /// failed.
 llvm::Expected<AttentionKernels>
 compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
-                        bool emitCubin);
+                        const AttentionKernelOptions &options);
 
 } // namespace attn
 

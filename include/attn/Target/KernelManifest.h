@@ -18,6 +18,7 @@
 #include "attn/Target/NVPTXOptions.h"
 #include "attn/Target/Serialization.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/Support/JSON.h"
 
 namespace attn {
@@ -56,6 +57,15 @@ void addManifestResources(llvm::json::Object &kernel,
 const KernelResourceUsage *
 findResourceUsage(llvm::ArrayRef<KernelResourceUsage> usage,
                   llvm::StringRef kernelName);
+
+/// The manifest entry of one generated kernel, written from what the
+/// gpu.func carries alone: its `attn.launch` contract and its arguments'
+/// names (`attn.name`), types and declared parameter types
+/// (`attn.param_type`); `usage` (what ptxas reported) may be null. An error
+/// names the kernel and what it lacks.
+llvm::Expected<llvm::json::Object>
+getKernelManifest(mlir::gpu::GPUFuncOp kernel,
+                  const KernelResourceUsage *usage);
 
 /// The whole document: version, arch, compiler version, kernels, and the file
 /// names of the binaries it describes.

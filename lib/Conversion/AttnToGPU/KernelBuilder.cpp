@@ -118,6 +118,7 @@ Value KernelBuilder::divu(Value x, Value y) { return arith::DivUIOp::create(b, x
 Value KernelBuilder::remu(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
 Value KernelBuilder::andi(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
 Value KernelBuilder::xori(Value x, Value y) { return arith::XOrIOp::create(b, x, y); }
+Value KernelBuilder::ori(Value x, Value y) { return arith::OrIOp::create(b, x, y); }
 Value KernelBuilder::mins(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
 Value KernelBuilder::maxs(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
 

@@ -84,6 +84,7 @@ public:
   mlir::Value remu(mlir::Value x, mlir::Value y);
   mlir::Value andi(mlir::Value x, mlir::Value y);
   mlir::Value xori(mlir::Value x, mlir::Value y);
+  mlir::Value ori(mlir::Value x, mlir::Value y);
   mlir::Value mins(mlir::Value x, mlir::Value y);
   mlir::Value maxs(mlir::Value x, mlir::Value y);
   mlir::Value add(mlir::Value x, int64_t y) { return add(x, idx(y)); }

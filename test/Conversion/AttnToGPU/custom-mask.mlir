@@ -1,4 +1,4 @@
-// RUN: attn-opt %s --convert-attn-to-gpu -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --attn-outline-kernels --convert-attn-to-gpu -split-input-file -verify-diagnostics | FileCheck %s
 
 // Speculative token-tree verification: the column-vector BSR form (1-token
 // pages, explicit kv_indices, no last-page length) with a bit-packed custom mask and a sliding
@@ -7,22 +7,21 @@
 // mask bit per (row, key) with the window's mask on every tile.
 
 // CHECK-LABEL: func.func @tree_verify
-// CHECK: attn.kernel = @attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_p1_nhd_q128_kv64_s2_k1_sliding_window_mask]]
+// CHECK: attn.kernels = [@attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_p1_nhd_q128_kv64_s2_k1_c1_sliding_window_mask]]]
 // CHECK: gpu.func @[[K]](
 // CHECK-SAME: {attn.name = "kv_last_len"}
 // CHECK-SAME: %[[MASK:arg[0-9]+]]: memref<{{[0-9]+}}xi8, #gpu.address_space<global>> {attn.name = "custom_mask"}
 // CHECK-SAME: %[[MASKPTR:arg[0-9]+]]: memref<{{[0-9]+}}xi32, #gpu.address_space<global>> {attn.name = "mask_indptr"}
 // CHECK-SAME: %{{.*}}: f32 {attn.name = "sm_scale"}
 // CHECK-SAME: %{{.*}}: i32 {attn.name = "window_left", attn.param_type = i32}
-// CHECK: memref.load %[[MASKPTR]][%{{.*}}] : memref<{{[0-9]+}}xi32, #gpu.address_space<global>>
 // CHECK: nvvm.mma.sync
+// CHECK: memref.load %[[MASKPTR]][%{{.*}}] : memref<{{[0-9]+}}xi32, #gpu.address_space<global>>
 // The window's mask, then the mask byte, shifted by the bit within it.
 // CHECK: arith.cmpi sge
 // CHECK: memref.load %[[MASK]][%{{.*}}] : memref<{{[0-9]+}}xi8, #gpu.address_space<global>>
 // CHECK-NEXT: arith.extui %{{.*}} : i8 to i32
 // CHECK: arith.shrui
 // CHECK: math.exp2
-// CHECK: gpu.func @attn_merge_bf16_d128_r16(
 func.func @tree_verify(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>,
     %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>,
     %mask: tensor<?xi8>, %w: i32) -> tensor<?x32x128xbf16> {
@@ -39,10 +38,11 @@ func.func @tree_verify(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v
 
 // -----
 
-// The decode kernel (tile q = 16) reads the mask the same way.
+// The decode kernel (tile q = 16) reads the mask the same way. (The tile is
+// the user's: one CTA per SM.)
 
 // CHECK-LABEL: func.func @tree_decode_tile
-// CHECK: attn.kernel = @attn_kernels::@[[K:attn_decode_bf16_d128_h32x8_p1_nhd_k4_w3_s2_mask]]
+// CHECK: attn.kernels = [@attn_kernels::@[[K:attn_decode_bf16_d128_h32x8_p1_nhd_k4_w3_s2_c1_mask]]]
 // CHECK: gpu.func @[[K]](
 // CHECK-SAME: %[[MASK:arg[0-9]+]]: memref<{{[0-9]+}}xi8, #gpu.address_space<global>> {attn.name = "custom_mask"}
 // CHECK-SAME: %[[MASKPTR:arg[0-9]+]]: memref<{{[0-9]+}}xi32, #gpu.address_space<global>> {attn.name = "mask_indptr"}

@@ -1,5 +1,5 @@
-// RUN: attn-opt %s --convert-attn-to-gpu="chip=sm_90" -split-input-file | FileCheck %s
-// RUN: attn-opt %s --convert-attn-to-gpu="chip=sm_80" -split-input-file | FileCheck %s --check-prefix=SM80
+// RUN: attn-opt %s --attn-outline-kernels="chip=sm_90" --convert-attn-to-gpu -split-input-file | FileCheck %s
+// RUN: attn-opt %s --attn-outline-kernels="chip=sm_80" --convert-attn-to-gpu -split-input-file | FileCheck %s --check-prefix=SM80
 
 // A variant with an output transform: split KV writes untransformed partial
 // rows, so the transform must apply once, to the merged row. The merge
@@ -22,19 +22,8 @@ attn.variant @affine_tanh(gain : f32) {
 }
 
 // CHECK-LABEL: func.func @decode_output_transform
-// CHECK: attn.kernel = @attn_kernels::@[[DECODE:attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_affine_tanh]]
-// CHECK-SAME: attn.merge_kernel = @attn_kernels::@[[MERGE:attn_merge_bf16_d128_h32x8_p16_affine_tanh]]
-// CHECK: gpu.func @[[DECODE]](
-// CHECK-SAME: {attn.name = "gain", attn.param_type = f32}
-// The epilogue lets a programmatic dependent (the merge) launch.
-// CHECK: nvvm.griddepcontrol launch_dependents
-// Direct items are transformed; split items store raw f32 partials.
-// CHECK: math.tanh
-// CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<global>>, vector<8xbf16>
-// CHECK: } else {
-// CHECK-NOT: math.tanh
-// CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xf32, #gpu.address_space<global>>, vector<8xf32>
-// CHECK: gpu.func @[[MERGE]](
+// CHECK: attn.kernels = [@attn_kernels::@[[DECODE:attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c1_affine_tanh]]]
+// CHECK: gpu.func @[[MERGE:attn_merge_bf16_d128_h32x8_p16_affine_tanh]](
 // CHECK-SAME: {attn.name = "plan"}
 // CHECK-SAME: {attn.name = "qo_indptr"}
 // CHECK-SAME: %[[KVP:arg[0-9]+]]: memref<{{[0-9]+}}xi32, #gpu.address_space<global>> {attn.name = "kv_indptr"}
@@ -66,7 +55,18 @@ attn.variant @affine_tanh(gain : f32) {
 // CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
 // CHECK: math.log2
 // CHECK: gpu.barrier
-// CHECK: gpu.return
+
+// CHECK: gpu.func @[[DECODE]](
+// CHECK-SAME: {attn.name = "gain", attn.param_type = f32}
+// CHECK-SAME: merge = @[[MERGE]]
+// The epilogue lets a programmatic dependent (the merge) launch.
+// CHECK: nvvm.griddepcontrol launch_dependents
+// Direct items are transformed; split items store raw f32 partials.
+// CHECK: math.tanh
+// CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// CHECK: } else {
+// CHECK-NOT: math.tanh
+// CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xf32, #gpu.address_space<global>>, vector<8xf32>
 
 // sm_80 has no griddepcontrol.
 // SM80-LABEL: func.func @decode_output_transform
@@ -89,7 +89,6 @@ func.func @decode_output_transform(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x
 // Without an output transform the merge stays the generic one of its
 // (head_dim, dtype): no page table, no parameters.
 // CHECK-LABEL: func.func @decode_softcap
-// CHECK: attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128,
 // CHECK: gpu.func @attn_merge_bf16_d128(
 // CHECK-NOT: kv_indptr
 // CHECK-SAME: {attn.name = "qo_indptr"})

@@ -1,4 +1,4 @@
-// RUN: attn-opt %s --convert-attn-to-gpu -split-input-file | FileCheck %s
+// RUN: attn-opt %s --attn-outline-kernels --convert-attn-to-gpu -split-input-file | FileCheck %s
 
 // Variant parameters of the prefill kernel follow the ABI decode uses
 // (VariantParams.h): a memref<?xf32> table (@sinks) is a flat f32 buffer
@@ -7,8 +7,7 @@
 // units (sink * log2 e).
 
 // CHECK-LABEL: func.func @prefill_sinks
-// CHECK: attn.kernel = @attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_p16_nhd_q128_kv64_s2_k1_causal_sinks]]
-// CHECK-SAME: attn.merge_kernel = @attn_kernels::@attn_merge_bf16_d128_r16
+// CHECK: attn.kernels = [@attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_p16_nhd_q128_kv64_s2_k1_c1_causal_sinks]]]
 // CHECK: gpu.module @attn_kernels
 // CHECK: gpu.func @[[K]](
 // CHECK-SAME: %{{.*}}: f32 {attn.name = "sm_scale"}
@@ -20,7 +19,6 @@
 // CHECK: %[[S2:.*]] = arith.mulf %[[S]], %cst{{.*}} : f32
 // CHECK: %[[M:.*]] = arith.maximumf %{{.*}}, %[[S2]] : f32
 // CHECK: arith.select %[[FIRST]], %[[M]], %{{.*}} : f32
-// CHECK: gpu.func @attn_merge_bf16_d128_r16(
 func.func @prefill_sinks(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %v: tensor<?x16x8x128xbf16>,
     %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>,
     %sinks: memref<?xf32>) -> tensor<?x32x128xbf16> {
@@ -40,7 +38,7 @@ func.func @prefill_sinks(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>,
 // scalars then the table.
 
 // CHECK-LABEL: func.func @ragged_rope_llama31_sinks
-// CHECK: attn.kernel = @attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_ragged_nhd_q128_kv64_s2_k1_rope_llama31_causal_sinks]]
+// CHECK: attn.kernels = [@attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_ragged_nhd_q128_kv64_s2_k1_c1_rope_llama31_causal_sinks]]]
 // CHECK: gpu.func @[[K]](
 // CHECK-SAME: f32 {attn.name = "rope_scale", attn.param_type = f32}
 // CHECK-SAME: f32 {attn.name = "rope_theta", attn.param_type = f32}
@@ -80,10 +78,11 @@ attn.variant @gate(cap : f32, on : i1) {
 }
 
 // CHECK-LABEL: func.func @prefill_bool_and_qualified
-// CHECK: gpu.func @attn_prefill_bf16_d128_h32x8_p16_nhd_q128_kv64_s2_k1_soft_cap_gate(
+// CHECK: gpu.func @attn_prefill_bf16_d128_h32x8_p16_nhd_q128_kv64_s2_k1_c1_soft_cap_gate(
 // CHECK-SAME: %{{.*}}: f32 {attn.name = "cap", attn.param_type = f32}
 // CHECK-SAME: %{{.*}}: f32 {attn.name = "gate_cap", attn.param_type = f32}
 // CHECK-SAME: %[[ON:arg[0-9]+]]: i32 {attn.name = "on", attn.param_type = i1})
+// CHECK-SAME: {
 // CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[B:.*]] = arith.cmpi ne, %[[ON]], %[[ZERO]] : i32
 // CHECK: arith.select %[[B]]

@@ -11,7 +11,7 @@
 // CHECK: attn.attention {{.*}}attn.kernels = [@attn_kernels::@attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_causal_soft_cap]
 // CHECK: gpu.module @attn_kernels
 // CHECK: gpu.func @attn_merge_bf16_d128({{.*}}{attn.name = "plan"}
-// CHECK-SAME: kernel attributes {attn.launch = #attn.launch<role = merge, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, pdl = true>
+// CHECK-SAME: kernel attributes {attn.launch = #attn.launch<role = merge, chip = "sm_90", threads = 256, shared_bytes = 10240, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, pdl = true>
 // CHECK: attn.tile.merge
 // CHECK: gpu.func @attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_causal_soft_cap(
 // CHECK-SAME: {attn.name = "cta_indptr"}

@@ -1,63 +1,52 @@
-//===- AttnToGPU.h - attn.attention to generated GPU kernels ----*- C++ -*-===//
+//===- AttnToGPU.h - The target lowering of the tile-level form -*- C++ -*-===//
 //
 // Part of the attn project.
 //
 //===----------------------------------------------------------------------===//
 //
-// The C++ entry of `convert-attn-to-gpu`: generates the kernels of every
-// tiled attn.attention of a module into one gpu.module and records on each
-// op the symbols it launches (`attn.kernel`, `attn.merge_kernel`).
+// `convert-attn-to-gpu`: the attn.tile ops of every kernel (a gpu.func with
+// an `attn.launch` contract) become gpu/nvgpu/nvvm code. Which pattern set
+// does it is decided per kernel from its chip (TargetInfo): this header is
+// the seam target pattern sets plug into. Today there is one, the sm_80+
+// set (mma.sync, ldmatrix, cp.async); a wgmma/TMA set for sm_90a adds a
+// populate function here and a line to getTileLowering.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_CONVERSION_ATTNTOGPU_ATTNTOGPU_H
 #define ATTN_CONVERSION_ATTNTOGPU_ATTNTOGPU_H
 
-#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
-#include "attn/Conversion/AttnToGPU/PrefillKernel.h"
-
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Support/LLVM.h"
+#include "mlir/Transforms/DialectConversion.h"
 
-#include <string>
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
 
 namespace mlir::attn {
 
-class AttentionOp;
+/// The sm_80+ pattern set for the tile ops of `kernel`: adds to `converter`
+/// how each tile type of this kernel becomes per-thread values, and the
+/// patterns to `patterns`.
+void populateTileToMMASyncConversionPatterns(gpu::GPUFuncOp kernel,
+                                             TypeConverter &converter,
+                                             RewritePatternSet &patterns);
 
-struct ConvertAttnToGPUOptions {
-  /// Target SM the kernels are generated for.
-  std::string chip = "sm_90";
-  /// The gpu.module that receives the kernels.
-  std::string gpuModuleName = "attn_kernels";
-};
+/// A target's pattern set, as the seam calls it.
+using TileLoweringFn = void (*)(gpu::GPUFuncOp, TypeConverter &,
+                                RewritePatternSet &);
 
-/// Names of the attributes the conversion sets on each attn.attention.
-constexpr llvm::StringLiteral kKernelAttrName = "attn.kernel";
-constexpr llvm::StringLiteral kMergeKernelAttrName = "attn.merge_kernel";
+/// The pattern set that lowers `kernel` (from its contract's chip), or null
+/// when attn has none for that chip.
+TileLoweringFn getTileLowering(gpu::GPUFuncOp kernel);
 
-/// One kernel the conversion generated, with the spec its manifest entry is
-/// written from (lib/Target's get*KernelManifest).
-struct GeneratedKernel {
-  enum class Kind { Decode, Prefill, Merge };
-  Kind kind;
-  std::string name;
-  ::attn::DecodeKernelSpec decode;
-  ::attn::PrefillKernelSpec prefill;
-  ::attn::MergeKernelSpec merge;
-  /// Decode: the variant parameters (name, kind) in argument order.
-  llvm::SmallVector<std::pair<std::string, std::string>> params;
-  /// Merge: the head counts of the attention it serves.
-  int64_t numQoHeads = 0, numKVHeads = 0;
-};
+/// Lowers the tile ops of every kernel in `module`. Fails with a diagnostic
+/// on the kernel it cannot lower.
+LogicalResult lowerTileKernels(ModuleOp module);
 
-/// Generates the kernels of every attn.attention in `module` that has a
-/// `tile`, and, when `generated` is given, appends each distinct kernel to
-/// it. Fails, with a diagnostic on the op, on an attention the generators
-/// cannot handle (composed format, custom mask, unsupported tile).
-LogicalResult
-convertAttnToGPU(ModuleOp module, const ConvertAttnToGPUOptions &options,
-                 SmallVectorImpl<GeneratedKernel> *generated = nullptr);
+/// Registers every dialect the lowered kernels are made of.
+void registerKernelDialects(DialectRegistry &registry);
 
 } // namespace mlir::attn
 

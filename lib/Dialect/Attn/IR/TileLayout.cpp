@@ -40,3 +40,7 @@ TileSharedMemory mlir::attn::getTileSharedMemory(TileAttr tile,
   l.bytes = l.totalRows * rowBytes;
   return l;
 }
+
+int64_t mlir::attn::getMergeSharedBytes(int64_t threads, int64_t rowsPerCta) {
+  return rowsPerCta == 1 ? threads * 10 * 4 : 0;
+}

@@ -356,7 +356,8 @@ struct AttnOutlineKernelsPass
       bool transform = info.outputTransform;
       auto launch = LaunchAttr::get(
           ctx, KernelRole::merge, StringAttr::get(ctx, target.getName()),
-          kMergeThreads, /*shared_bytes=*/0, /*ctas_per_sm=*/1, info.dtype,
+          kMergeThreads, getMergeSharedBytes(kMergeThreads, rows),
+          /*ctas_per_sm=*/1, info.dtype,
           info.headDim, info.numQoHeads, info.numKVHeads, /*tile=*/{},
           transform ? info.view : BsrAttr(), 0, 1, 0, /*band=*/{},
           /*custom_mask=*/false, /*merge=*/{}, rows, target.hasPDL(),

@@ -57,6 +57,14 @@ struct TileSharedMemory {
 /// The layout of `tile`'s kernel for head dim `headDim`.
 TileSharedMemory getTileSharedMemory(TileAttr tile, int64_t headDim);
 
+/// The dynamic shared memory of a merge kernel of `threads` threads that
+/// merges `rowsPerCta` rows at a time: with one row, each thread publishes
+/// its state (8 accumulator floats, its max and its sum, [10][threads] f32:
+/// accumulators at 8 * thread, maxima at 8 * threads + thread, sums at
+/// 9 * threads + thread) for the CTA to combine; with a row per part,
+/// nothing.
+int64_t getMergeSharedBytes(int64_t threads, int64_t rowsPerCta);
+
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_ATTN_IR_TILELAYOUT_H

@@ -1,0 +1,414 @@
+//===- KVPipeline.cpp - The K/V pipeline of the tile-level form -----------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// attn.tile.kv_range, kv_tile_count, kv_prologue, kv_next and kv_drain on
+// sm_80+: K/V tiles gathered by the BSR indices with 16-byte cp.async into
+// a ring of `stages` slots of shared memory.
+//
+// Range. The item's keys [kv_begin, kv_end) are clipped to the band its
+// rows can see (for rows at positions [p_first, p_last]: keys >= p_first -
+// lower, <= p_last + upper), the start aligned down to a whole tile so that
+// tiles stay inside pages. Decode tiles are 16 keys at absolute multiples of
+// 16 and warp w takes tiles w, w + W, ...; taller tiles are `kv` keys from
+// the start, shared by all warps.
+//
+// Copies. A tile of R keys is R x (head_dim / 8) 16-byte chunks; copy i of
+// thread t (of the warp's 32 lanes for decode, of the CTA's threads
+// otherwise) is chunk (t + i * threads) of it, row-major. Keys outside the
+// item's range are zero-filled (a 0-byte source), so stale or NaN cache
+// contents never reach the math. Paged keys look their page up in
+// kv_indices one tile ahead of the copies that need them.
+//
+// Order. Decode warps pipeline their own tiles, so they synchronise with
+// __syncwarp only; taller tiles are shared by all warps and wait at a CTA
+// barrier. Step j waits for tile j and refills the slot tile j-1 used with
+// tile j + stages - 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MMASync.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mmasync;
+using ::attn::detail::cpAsyncCommit;
+using ::attn::detail::cpAsyncWait;
+using ::attn::detail::syncWarp;
+
+namespace {
+
+/// The K/V operands of a pipeline op, unpacked.
+struct Caches {
+  Value k, v, kvIndices;
+};
+
+/// Where copy `i` of this thread lands in a tile: its row (key within the
+/// tile), its 16-byte chunk, and whether it exists (the last round of copies
+/// may cover part of the threads; null when every copy exists).
+struct CopySlot {
+  Value row, chunk, exists;
+};
+
+CopySlot getCopySlot(KernelBuilder &kb, const KernelContext &ctx,
+                     const ThreadCoords &tc, int64_t i) {
+  const int64_t threads = ctx.splitKeys ? 32 : ctx.threads();
+  const int64_t total = ctx.N * ctx.chunks();
+  Value thread = ctx.splitKeys ? tc.lane : tc.tid;
+  Value linear = kb.add(thread, kb.idx(i * threads));
+  CopySlot slot{kb.divu(linear, ctx.chunks()), kb.remu(linear, ctx.chunks()),
+                {}};
+  if ((i + 1) * threads > total)
+    slot.exists = kb.slt(linear, kb.idx(total));
+  return slot;
+}
+
+/// The first key of this thread's tile `j` of the range.
+Value getTileStart(KernelBuilder &kb, const RangeValues &range, Value j) {
+  return kb.add(range.firstTile, kb.mul(j, range.stride));
+}
+
+/// The page indices the copies of the tile starting at key `start` read
+/// (none for ragged KV): one per tile when tiles lie inside pages, else one
+/// per copy. `tile` and `count` guard taller tiles' lookups past the range.
+SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
+                               const ItemValues &item, const Caches &caches,
+                               const RangeValues &range, Value tile) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  SmallVector<Value> ids;
+  int64_t count = getNumPageIds(ctx);
+  if (!count)
+    return ids;
+  ThreadCoords tc(kb);
+  Value start = getTileStart(kb, range, tile);
+  const bool onePage = count == 1;
+  if (ctx.splitKeys) {
+    // Tiles past the end read the last page's index; their copies are
+    // zero-filled and their keys masked.
+    Value lastPage = kb.sub(item.numBlocks, kb.idx(1));
+    for (int64_t i = 0; i < count; ++i) {
+      Value token =
+          onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
+      Value page = kb.mins(kb.divu(token, ctx.PS), lastPage);
+      ids.push_back(memref::LoadOp::create(
+          b, caches.kvIndices, ValueRange{kb.add(item.kvBase, page)}));
+    }
+    return ids;
+  }
+  Value inRange = kb.slt(tile, range.count);
+  for (int64_t i = 0; i < count; ++i) {
+    Value token =
+        onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
+    Value valid = kb.andi(inRange, kb.slt(token, item.kvEnd));
+    auto ifOp = scf::IfOp::create(b, b.getI32Type(), valid,
+                                  /*withElseRegion=*/true);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value idx = kb.add(item.kvBase, kb.divu(token, ctx.PS));
+    scf::YieldOp::create(b, ValueRange{memref::LoadOp::create(
+                                b, caches.kvIndices, ValueRange{idx})});
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, ValueRange{kb.i32(0)});
+    b.setInsertionPointAfter(ifOp);
+    ids.push_back(ifOp.getResult(0));
+  }
+  return ids;
+}
+
+/// Issues the copies of this thread's tile `tile` of the range into ring
+/// slot `stage`, through the page indices `ids`.
+void issueTile(KernelBuilder &kb, const KernelContext &ctx,
+               const ItemValues &item, const Caches &caches,
+               const RangeValues &range, Value tile, Value stage,
+               ValueRange ids) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  ThreadCoords tc(kb);
+  Value tiles = getSharedTiles(kb, ctx);
+  Value start = getTileStart(kb, range, tile);
+  Value kRow = getKRow(kb, ctx, tc, stage), vRow = getVRow(kb, ctx, kRow);
+  // Taller tiles' loop issues past the range; decode tiles past it are
+  // zero-filled by the key test.
+  Value inRange = ctx.splitKeys ? Value() : kb.slt(tile, range.count);
+  Value eight = kb.idx(8), zero = kb.idx(0);
+  const int64_t Hkv = ctx.Hkv;
+  for (int64_t i = 0, e = getCopiesPerThread(ctx); i < e; ++i) {
+    CopySlot slot = getCopySlot(kb, ctx, tc, i);
+    Value pos = kb.add(start, slot.row);
+    Value valid = kb.slt(pos, item.kvEnd);
+    if (ctx.splitKeys)
+      valid = kb.andi(valid, arith::CmpIOp::create(
+                                 b, arith::CmpIPredicate::sge, pos,
+                                 item.kvBegin));
+    else
+      valid = kb.andi(inRange, valid);
+    Value headRow;
+    if (!ctx.paged) {
+      // Zero-filled copies still name an address: a decode warp keeps it
+      // inside the request's rows.
+      Value token = pos;
+      if (ctx.splitKeys)
+        token = kb.maxs(kb.mins(pos, kb.sub(item.kvLen, kb.idx(1))), zero);
+      headRow = kb.add(kb.mul(kb.add(item.kvBase, token), Hkv), item.kvHead);
+    } else {
+      Value page = kb.toIndex(ids[ids.size() == 1 ? 0 : i]);
+      Value offset = kb.remu(pos, ctx.PS);
+      if (ctx.nhd)
+        headRow = kb.add(kb.mul(kb.add(kb.mul(page, ctx.PS), offset), Hkv),
+                         item.kvHead);
+      else
+        headRow = kb.add(kb.mul(kb.add(kb.mul(page, Hkv), item.kvHead), ctx.PS),
+                         offset);
+    }
+    Value src = kb.add(kb.mul(headRow, ctx.D), kb.mul(slot.chunk, 8));
+    Value count = kb.select(valid, eight, zero);
+    auto copy = [&] {
+      for (auto [row0, cache] :
+           {std::pair(kRow, caches.k), std::pair(vRow, caches.v)}) {
+        Value row = kb.add(row0, slot.row);
+        nvgpu::DeviceAsyncCopyOp::create(
+            b, tiles, ValueRange{row, getSwizzledColumn(kb, ctx, row, slot.chunk)},
+            cache, ValueRange{src}, b.getIndexAttr(8), count, b.getUnitAttr());
+      }
+    };
+    if (!slot.exists) {
+      copy();
+      continue;
+    }
+    auto ifOp = scf::IfOp::create(b, slot.exists, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    copy();
+  }
+}
+
+Caches getCaches(ValueRange k, ValueRange v, ValueRange kvIndices) {
+  return {k.front(), v.front(), kvIndices.empty() ? Value() : kvIndices.front()};
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+struct KVRangeLowering : public OpConversionPattern<TileKVRangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileKVRangeOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ItemValues item = ItemValues::unflatten(adaptor.getItem());
+    Value zero = kb.idx(0);
+    const int64_t align = ctx.N;
+    auto token = [&](Value row) {
+      return ctx.P == 1 ? row : kb.divu(row, ctx.P);
+    };
+    Value firstPos = kb.add(item.posOffset, token(item.rowBegin));
+    Value lastPos = kb.add(
+        item.posOffset,
+        token(kb.sub(kb.add(item.rowBegin, item.rowCount), kb.idx(1))));
+    RangeValues range;
+    range.begin = item.kvBegin;
+    range.end = item.kvEnd;
+    range.safeLo = item.kvBegin;
+    // Keys >= p - lower: the lowest the first row sees starts the range
+    // (aligned down to a whole tile), the lowest the last row sees starts the
+    // interior.
+    auto clipBelow = [&](Value lower, Value active) {
+      Value lo = kb.maxs(kb.sub(firstPos, lower), zero);
+      Value aligned = kb.mul(kb.divu(lo, align), align);
+      Value begin = kb.maxs(range.begin, aligned);
+      Value safeLo = kb.maxs(range.begin, kb.sub(lastPos, lower));
+      range.begin = active ? kb.select(active, begin, range.begin) : begin;
+      range.safeLo = active ? kb.select(active, safeLo, range.safeLo) : safeLo;
+    };
+    if (std::optional<int64_t> lower = op.getLower())
+      clipBelow(kb.idx(*lower), {});
+    if (Value bound = adaptor.getLowerBound().empty()
+                          ? Value()
+                          : adaptor.getLowerBound().front()) {
+      // A negative run-time bound means no bound.
+      clipBelow(kb.toIndex(bound),
+                arith::CmpIOp::create(b, arith::CmpIPredicate::sge, bound,
+                                      kb.i32(0)));
+    }
+    range.safeHi = range.end;
+    if (std::optional<int64_t> upper = op.getUpper()) {
+      // Keys <= p + upper: the last row's end ends the range, the first
+      // row's the interior.
+      range.end = kb.mins(range.end, kb.add(lastPos, kb.idx(*upper + 1)));
+      range.safeHi = kb.mins(range.end, kb.add(firstPos, kb.idx(*upper + 1)));
+    }
+    Value nonEmpty = kb.sgt(range.end, range.begin);
+    if (ctx.splitKeys) {
+      // 16-key tiles at absolute multiples of 16; warp w runs tiles w,
+      // w + W, ... of the range.
+      ThreadCoords tc(kb);
+      const int64_t T = ctx.N, W = ctx.W;
+      Value tileBase = kb.divu(range.begin, T);
+      Value tileEnd = kb.divu(kb.add(range.end, kb.idx(T - 1)), T);
+      Value numTiles = kb.select(nonEmpty, kb.sub(tileEnd, tileBase), zero);
+      range.count = kb.select(
+          kb.sgt(numTiles, tc.warp),
+          kb.divu(kb.add(kb.sub(numTiles, tc.warp), kb.idx(W - 1)), W), zero);
+      range.firstTile = kb.mul(kb.add(tileBase, tc.warp), T);
+      range.stride = kb.idx(W * T);
+    } else {
+      Value span = kb.select(nonEmpty, kb.sub(range.end, range.begin), zero);
+      range.count = kb.divu(kb.add(span, kb.idx(ctx.N - 1)), ctx.N);
+      range.firstTile = range.begin;
+      range.stride = kb.idx(ctx.N);
+    }
+    rewriter.replaceOpWithMultiple(op, {range.flatten()});
+    return success();
+  }
+};
+
+struct KVTileCountLowering : public OpConversionPattern<TileKVTileCountOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileKVTileCountOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, RangeValues::unflatten(adaptor.getRange()).count);
+    return success();
+  }
+};
+
+struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileKVPrologueOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ItemValues item = ItemValues::unflatten(adaptor.getItem());
+    RangeValues range = RangeValues::unflatten(adaptor.getRange());
+    Caches caches = getCaches(adaptor.getKeyCache(), adaptor.getValueCache(),
+                              adaptor.getKvIndices());
+    // Fill stages - 1 slots.
+    SmallVector<Value> ids =
+        loadPageIds(kb, ctx, item, caches, range, kb.idx(0));
+    for (int64_t s = 0; s + 1 < ctx.S; ++s) {
+      issueTile(kb, ctx, item, caches, range, kb.idx(s), kb.idx(s), ids);
+      cpAsyncCommit(b);
+      ids = loadPageIds(kb, ctx, item, caches, range, kb.idx(s + 1));
+    }
+    rewriter.replaceOpWithMultiple(op, {PipeValues{range, ids}.flatten()});
+    return success();
+  }
+};
+
+struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileKVNextOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ItemValues item = ItemValues::unflatten(adaptor.getItem());
+    PipeValues pipe = PipeValues::unflatten(adaptor.getPipe());
+    Caches caches = getCaches(adaptor.getKeyCache(), adaptor.getValueCache(),
+                              adaptor.getKvIndices());
+    const RangeValues &range = pipe.range;
+    Value j = adaptor.getIteration().front();
+    const int64_t S = ctx.S;
+    Value stage = kb.remu(j, S);
+    Value ahead = kb.add(j, kb.idx(S - 1));
+    auto refill = [&] {
+      issueTile(kb, ctx, item, caches, range, ahead, kb.remu(ahead, S),
+                pipe.pageIds);
+      cpAsyncCommit(b);
+      return loadPageIds(kb, ctx, item, caches, range, kb.add(j, kb.idx(S)));
+    };
+    SmallVector<Value> nextIds;
+    if (ctx.splitKeys) {
+      // Every lane is past the last step's reads of the slot refilled now.
+      syncWarp(b);
+      nextIds = refill();
+      cpAsyncWait(b, S - 1);
+      syncWarp(b);
+    } else if (S >= 2) {
+      // Tile j has landed for every thread, and every warp is past tile
+      // j - 1, whose slot takes tile j + stages - 1.
+      cpAsyncWait(b, S - 2);
+      gpu::BarrierOp::create(b);
+    } else {
+      // One slot: every warp is done with tile j - 1 before tile j lands in
+      // its place.
+      gpu::BarrierOp::create(b);
+      nextIds = refill();
+      cpAsyncWait(b, 0);
+      gpu::BarrierOp::create(b);
+    }
+    Value start = getTileStart(kb, range, j);
+    Region &transform = op.getKeyTransform();
+    if (!transform.empty()) {
+      ThreadCoords tc(kb);
+      Value tiles = getSharedTiles(kb, ctx);
+      transformRows(kb, ctx, tiles, ctx.splitKeys ? tc.lane : tc.tid,
+                    ctx.splitKeys ? 32 : ctx.threads(),
+                    getKRow(kb, ctx, tc, stage), ctx.N,
+                    [&](Value x, Value pair, Value dim, Value row) {
+                      return inlineHook(b, transform,
+                                        {x, pair, dim, kb.add(start, row),
+                                         item.kvHead});
+                    });
+      if (ctx.splitKeys)
+        syncWarp(b);
+      else
+        gpu::BarrierOp::create(b);
+    }
+    if (!ctx.splitKeys && S >= 2)
+      nextIds = refill();
+    // Only tiles that leave the range's interior can meet a masked key.
+    Value needsMask =
+        ctx.splitKeys
+            ? arith::ConstantIntOp::create(b, 1, 1).getResult()
+            : kb.ori(kb.slt(start, range.safeLo),
+                     kb.sgt(kb.add(start, kb.idx(ctx.N)), range.safeHi));
+    rewriter.replaceOpWithMultiple(
+        op, {SmallVector<Value>{stage, start, needsMask},
+             PipeValues{range, nextIds}.flatten()});
+    return success();
+  }
+};
+
+struct KVDrainLowering : public OpConversionPattern<TileKVDrainOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileKVDrainOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    // Copies issued past the last tile must land before the slots are
+    // reused.
+    cpAsyncWait(b, 0);
+    if (ctx.splitKeys)
+      syncWarp(b);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::attn::mmasync::populateKVPipelinePatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<KVRangeLowering, KVTileCountLowering, KVPrologueLowering,
+               KVNextLowering, KVDrainLowering>(converter,
+                                                patterns.getContext());
+}

@@ -1,0 +1,271 @@
+//===- MMASync.cpp - What the sm_80+ patterns share -----------------------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The kernel context, thread coordinates, the packing of tile values, and
+// the row, shared-memory and hook helpers of the sm_80+ pattern set.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MMASync.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mmasync;
+
+KernelContext KernelContext::get(Operation *op) {
+  KernelContext ctx{};
+  ctx.launch = getEnclosingLaunch(op);
+  assert(ctx.launch && ctx.launch.isAttention() &&
+         "tile ops live in attention kernels");
+  ctx.tile = ctx.launch.getTile();
+  ctx.target = TargetInfo::lookup(ctx.launch.getChip().getValue());
+  ctx.elt = ctx.launch.getDtype();
+  ctx.D = ctx.launch.getHeadDim();
+  ctx.Hq = ctx.launch.getNumQoHeads();
+  ctx.Hkv = ctx.launch.getNumKvHeads();
+  ctx.G = ctx.Hq / ctx.Hkv;
+  ctx.P = ctx.tile.getGqaPack();
+  BsrAttr format = ctx.launch.getFormat();
+  ctx.paged = format.isPaged();
+  ctx.PS = ctx.paged ? format.getBlockCols() : 1;
+  ctx.nhd = format.getLayout() == KVLayout::NHD;
+  ctx.W = ctx.tile.getWarps();
+  ctx.S = ctx.tile.getStages();
+  ctx.Q = ctx.tile.getQ();
+  ctx.N = ctx.tile.getKeysPerStep();
+  ctx.splitKeys = ctx.tile.warpsSplitKeys();
+  ctx.smem = getTileSharedMemory(ctx.tile, ctx.D);
+  return ctx;
+}
+
+ThreadCoords::ThreadCoords(KernelBuilder &kb) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  lane = kb.remu(tid, 32);
+  warp = kb.divu(tid, 32);
+  g = kb.divu(lane, 4);
+  t = kb.remu(lane, 4);
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+SmallVector<Type> ItemValues::getTypes(MLIRContext *ctx) {
+  SmallVector<Type> types(kSize, IndexType::get(ctx));
+  types[7] = IntegerType::get(ctx, 32); // flags
+  return types;
+}
+
+SmallVector<Value> ItemValues::flatten() const {
+  return {request, headGroup, rowBegin, rowCount, kvBegin,
+          kvEnd,   slot,      flags,    qoStart,  qoLen,
+          kvBase,  numBlocks, kvLen,    kvHead,   posOffset};
+}
+
+ItemValues ItemValues::unflatten(ValueRange v) {
+  assert(v.size() == kSize && "an item is 15 values");
+  ItemValues i;
+  i.request = v[0], i.headGroup = v[1], i.rowBegin = v[2], i.rowCount = v[3];
+  i.kvBegin = v[4], i.kvEnd = v[5], i.slot = v[6], i.flags = v[7];
+  i.qoStart = v[8], i.qoLen = v[9], i.kvBase = v[10], i.numBlocks = v[11];
+  i.kvLen = v[12], i.kvHead = v[13], i.posOffset = v[14];
+  return i;
+}
+
+int64_t mlir::attn::mmasync::getCopiesPerThread(const KernelContext &ctx) {
+  // A decode warp copies its 16-key tile with its 32 lanes; taller tiles
+  // copy the shared tile with every thread.
+  int64_t threads = ctx.splitKeys ? 32 : ctx.threads();
+  int64_t chunks = ctx.N * ctx.chunks();
+  return (chunks + threads - 1) / threads;
+}
+
+bool mlir::attn::mmasync::keepsQueryInRegisters(const KernelContext &ctx) {
+  // A decode warp holds its A fragments for the whole item; a taller tile
+  // keeps them up to head dim 128 and re-reads larger ones from shared
+  // memory at every k-step (256 would spill).
+  return ctx.splitKeys || ctx.D <= 128;
+}
+
+int64_t mlir::attn::mmasync::getNumPageIds(const KernelContext &ctx) {
+  if (!ctx.paged)
+    return 0;
+  // Tiles start at multiples of the tile's keys (decode: of 16 keys from
+  // position 0; taller tiles: chunk starts the planner aligns to whole
+  // pages), so a page size that is a multiple of the tile holds each tile.
+  return ctx.PS % ctx.N == 0 ? 1 : getCopiesPerThread(ctx);
+}
+
+void mlir::attn::mmasync::addTypeConversions(TypeConverter &converter,
+                                             const KernelContext &kctx) {
+  converter.addConversion([](Type t) { return t; });
+  converter.addConversion(
+      [](ItemType t, SmallVectorImpl<Type> &out) -> LogicalResult {
+        llvm::append_range(out, ItemValues::getTypes(t.getContext()));
+        return success();
+      });
+  converter.addConversion(
+      [](KVRangeType t, SmallVectorImpl<Type> &out) -> LogicalResult {
+        out.append(RangeValues::kSize, IndexType::get(t.getContext()));
+        return success();
+      });
+  int64_t ids = getNumPageIds(kctx);
+  converter.addConversion(
+      [ids](KVPipeType t, SmallVectorImpl<Type> &out) -> LogicalResult {
+        out.append(RangeValues::kSize, IndexType::get(t.getContext()));
+        out.append(ids, IntegerType::get(t.getContext(), 32));
+        return success();
+      });
+  converter.addConversion(
+      [](KVTileType t, SmallVectorImpl<Type> &out) -> LogicalResult {
+        Type index = IndexType::get(t.getContext());
+        out.append({index, index, IntegerType::get(t.getContext(), 1)});
+        return success();
+      });
+  // Register fragments of the warp's 16-row slice.
+  bool queryInRegisters = keepsQueryInRegisters(kctx);
+  converter.addConversion(
+      [queryInRegisters](QueryType t,
+                         SmallVectorImpl<Type> &out) -> LogicalResult {
+        if (queryInRegisters)
+          out.append(t.getDim() / 16 * 4, IntegerType::get(t.getContext(), 32));
+        else
+          out.push_back(IndexType::get(t.getContext()));
+        return success();
+      });
+  converter.addConversion(
+      [](ScoresType t, SmallVectorImpl<Type> &out) -> LogicalResult {
+        out.append(t.getKeys() / 8 * 4, Float32Type::get(t.getContext()));
+        return success();
+      });
+  converter.addConversion(
+      [](ProbsType t, SmallVectorImpl<Type> &out) -> LogicalResult {
+        out.append(t.getKeys() / 16 * 4, IntegerType::get(t.getContext(), 32));
+        return success();
+      });
+  converter.addConversion(
+      [](SoftmaxType t, SmallVectorImpl<Type> &out) -> LogicalResult {
+        out.append(4 + t.getDim() / 2, Float32Type::get(t.getContext()));
+        return success();
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Shared memory and rows
+//===----------------------------------------------------------------------===//
+
+Value mlir::attn::mmasync::getSharedTiles(KernelBuilder &kb,
+                                          const KernelContext &ctx) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                       gpu::AddressSpace::Workgroup);
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface{}, wg);
+  Value dyn = gpu::DynamicSharedMemoryOp::create(b, bytes);
+  auto type = MemRefType::get({ctx.smem.totalRows, ctx.smem.rowElements},
+                              ctx.elt, MemRefLayoutAttrInterface{}, wg);
+  return memref::ViewOp::create(b, type, dyn, kb.idx(0), ValueRange{});
+}
+
+Value mlir::attn::mmasync::getKRow(KernelBuilder &kb, const KernelContext &ctx,
+                                   const ThreadCoords &tc, Value stage) {
+  if (ctx.splitKeys)
+    return kb.add(kb.mul(tc.warp, ctx.smem.ringRows),
+                  kb.mul(stage, 2 * ctx.N));
+  return kb.add(kb.idx(ctx.smem.kRow), kb.mul(stage, ctx.N));
+}
+
+Value mlir::attn::mmasync::getVRow(KernelBuilder &kb, const KernelContext &ctx,
+                                   Value kRow) {
+  // Decode slots hold K then V; taller tiles keep two rings.
+  int64_t offset = ctx.splitKeys ? ctx.N : ctx.smem.vRow - ctx.smem.kRow;
+  return kb.add(kRow, kb.idx(offset));
+}
+
+Value mlir::attn::mmasync::getSwizzledColumn(KernelBuilder &kb,
+                                             const KernelContext &ctx,
+                                             Value row, Value chunk) {
+  if (!ctx.smem.swizzled)
+    return kb.mul(chunk, 8);
+  return kb.mul(kb.xori(chunk, kb.andi(row, kb.idx(7))), 8);
+}
+
+Value mlir::attn::mmasync::getLocalRow(KernelBuilder &kb,
+                                       const KernelContext &ctx,
+                                       const ThreadCoords &tc, int64_t r) {
+  Value row = kb.add(tc.g, kb.idx(r * 8));
+  return ctx.splitKeys ? row : kb.add(kb.mul(tc.warp, 16), row);
+}
+
+Value mlir::attn::mmasync::getRowToken(KernelBuilder &kb,
+                                       const KernelContext &ctx,
+                                       const ItemValues &item, Value local) {
+  Value packed = kb.add(item.rowBegin, local);
+  return ctx.P == 1 ? packed : kb.divu(packed, ctx.P);
+}
+
+Value mlir::attn::mmasync::getRowHead(KernelBuilder &kb,
+                                      const KernelContext &ctx,
+                                      const ItemValues &item, Value local) {
+  Value base = kb.mul(item.headGroup, ctx.P);
+  if (ctx.P == 1)
+    return base;
+  return kb.add(base, kb.remu(kb.add(item.rowBegin, local), ctx.P));
+}
+
+Value mlir::attn::mmasync::getRowPos(KernelBuilder &kb,
+                                     const KernelContext &ctx,
+                                     const ItemValues &item, Value local) {
+  return kb.add(item.posOffset, getRowToken(kb, ctx, item, local));
+}
+
+SmallVector<Value, 4> mlir::attn::mmasync::loadQueryFragment(
+    KernelBuilder &kb, const KernelContext &ctx, const ThreadCoords &tc,
+    Value tiles, int64_t kStep) {
+  // Matrices (rows 0-7, k 0-7) (rows 8-15, k 0-7) (rows 0-7, k 8-15)
+  // (rows 8-15, k 8-15) are a0..a3 of mma's A operand.
+  Value row = kb.add(
+      kb.add(kb.idx(ctx.smem.qRow), kb.mul(tc.warp, 16)),
+      kb.add(kb.remu(tc.lane, 8), kb.mul(kb.remu(kb.divu(tc.lane, 8), 2), 8)));
+  Value chunk = kb.add(kb.divu(tc.lane, 16), kb.idx(2 * kStep));
+  return ::attn::detail::ldmatrixX4(kb.builder(), tiles, row,
+                                    getSwizzledColumn(kb, ctx, row, chunk),
+                                    /*transpose=*/false);
+}
+
+SmallVector<Value, 4> mlir::attn::mmasync::mma(KernelBuilder &kb,
+                                               const KernelContext &ctx,
+                                               ArrayRef<Value> a,
+                                               ArrayRef<Value> b,
+                                               ArrayRef<Value> c) {
+  return ::attn::detail::mmaM16N8K16(kb.builder(),
+                                     ctx.elt.isBF16()
+                                         ? ::attn::KernelDType::BF16
+                                         : ::attn::KernelDType::F16,
+                                     a, b, c);
+}
+
+Value mlir::attn::mmasync::inlineHook(OpBuilder &b, Region &region,
+                                      ValueRange args) {
+  Block &block = region.front();
+  IRMapping mapping;
+  // Hooks take i32 positions and heads; callers pass index values too.
+  for (auto [arg, value] : llvm::zip(block.getArguments(), args)) {
+    if (value.getType().isIndex() && arg.getType().isInteger(32))
+      value = arith::IndexCastOp::create(b, value.getLoc(), b.getI32Type(),
+                                         value);
+    mapping.map(arg, value);
+  }
+  for (Operation &op : block.without_terminator())
+    b.clone(op, mapping);
+  return mapping.lookup(cast<YieldOp>(block.getTerminator()).getValue());
+}

@@ -1,0 +1,212 @@
+//===- MMASync.h - The sm_80+ lowering of the tile-level form ---*- C++ -*-===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to the AttnToGPU library: what the patterns of the sm_80+ set
+// (mma.sync m16n8k16, ldmatrix, cp.async) share. Each tile type becomes a
+// fixed list of SSA values (the type converter); a pattern unpacks its
+// operands into the structs below, builds gpu/nvgpu/nvvm code, and packs its
+// results. Every decision a pattern needs (tile, format, heads, layout) is
+// read from the kernel's launch contract through KernelContext.
+//
+// Fragment layouts of mma.sync.m16n8k16 (g = lane / 4, t = lane % 4):
+//   A (16x16, row): a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
+//                   a3 = A[g+8][2t+8..]
+//   B (16x8, col):  b0 = B[2t..2t+1][g], b1 = B[2t+8..+9][g]
+//   C/D (16x8):     c0,c1 = C[g][2t..2t+1], c2,c3 = C[g+8][2t..2t+1]
+// A warp's 16 rows of the softmax state: m and l of rows g and g + 8, and the
+// output accumulator as head_dim / 8 n-tiles of 4 C values.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTNTOGPU_MMASYNC_MMASYNC_H
+#define ATTN_LIB_CONVERSION_ATTNTOGPU_MMASYNC_MMASYNC_H
+
+#include "../KernelBuilder.h"
+#include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/IR/TileLayout.h"
+#include "attn/Dialect/Attn/Utils/TargetInfo.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::attn::mmasync {
+
+using ::attn::detail::KernelBuilder;
+
+/// The decisions of one kernel, read from its launch contract.
+struct KernelContext {
+  LaunchAttr launch;
+  TileAttr tile;
+  TileSharedMemory smem;
+  std::optional<TargetInfo> target;
+  Type elt;
+  /// head dim, query / KV heads, GQA group and packing, page size.
+  int64_t D, Hq, Hkv, G, P, PS;
+  /// Warps, stages, tile rows and keys per warp step.
+  int64_t W, S, Q, N;
+  bool paged, nhd;
+  /// Decode tiles: the warps split the keys, each with its own state.
+  bool splitKeys;
+
+  /// The context of the kernel `op` is in (its attn.launch must exist: the
+  /// tile ops' verifiers ensure it).
+  static KernelContext get(Operation *op);
+  int64_t threads() const { return W * 32; }
+  /// Keys a thread's loop advances per step: its warp's tile, or the
+  /// shared tile.
+  int64_t chunks() const { return D / 8; }
+};
+
+/// This thread's coordinates (index): thread, lane, warp, the mma row group
+/// g = lane / 4 and column pair t = lane % 4.
+struct ThreadCoords {
+  Value tid, lane, warp, g, t;
+  explicit ThreadCoords(KernelBuilder &kb);
+};
+
+//===----------------------------------------------------------------------===//
+// Lowered tile values
+//===----------------------------------------------------------------------===//
+
+/// !attn.item: the work item's fields and what the kernel derives from them
+/// (all index but flags, i32).
+struct ItemValues {
+  Value request, headGroup, rowBegin, rowCount, kvBegin, kvEnd, slot, flags;
+  /// The request's first query row and its length, its first block (or
+  /// token row) in the KV index arrays, its block count and KV length, the
+  /// item's KV head and the position of the request's first query token.
+  Value qoStart, qoLen, kvBase, numBlocks, kvLen, kvHead, posOffset;
+
+  static constexpr unsigned kSize = 15;
+  static SmallVector<Type> getTypes(MLIRContext *ctx);
+  SmallVector<Value> flatten() const;
+  static ItemValues unflatten(ValueRange values);
+};
+
+/// !attn.kv_range: the visible keys [begin, end), the interior
+/// [safeLo, safeHi) every row sees in full, and this thread's walk: its
+/// first tile's first key, the keys between its tiles, its tile count.
+struct RangeValues {
+  Value begin, end, safeLo, safeHi, firstTile, stride, count;
+
+  static constexpr unsigned kSize = 7;
+  SmallVector<Value> flatten() const {
+    return {begin, end, safeLo, safeHi, firstTile, stride, count};
+  }
+  static RangeValues unflatten(ValueRange v) {
+    return {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+  }
+};
+
+/// !attn.kv_pipe: the range it walks and the page indices (i32) of the next
+/// tile to issue, loaded one tile ahead of the copies that need them.
+struct PipeValues {
+  RangeValues range;
+  SmallVector<Value> pageIds;
+
+  SmallVector<Value> flatten() const {
+    SmallVector<Value> v = range.flatten();
+    v.append(pageIds.begin(), pageIds.end());
+    return v;
+  }
+  static PipeValues unflatten(ValueRange v) {
+    return {RangeValues::unflatten(v.take_front(RangeValues::kSize)),
+            SmallVector<Value>(v.drop_front(RangeValues::kSize))};
+  }
+};
+
+/// !attn.kv_tile: its ring stage, the key position of its first row, and
+/// whether its keys may need the element mask (i1).
+struct KVTileValues {
+  Value stage, start, needsMask;
+};
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+/// The page indices a thread loads per tile: one when a tile lies inside a
+/// page, else one per 16-byte copy it issues; none for ragged KV.
+int64_t getNumPageIds(const KernelContext &ctx);
+/// Whether !attn.query lives in registers (A fragments) rather than in
+/// shared memory (the Q tile, read at every k-step).
+bool keepsQueryInRegisters(const KernelContext &ctx);
+/// 16-byte copies one thread issues per K (and V) tile.
+int64_t getCopiesPerThread(const KernelContext &ctx);
+
+/// The [rows][rowElements] element view of the dynamic shared memory.
+Value getSharedTiles(KernelBuilder &kb, const KernelContext &ctx);
+/// First shared-memory row of the K tile in ring slot `stage` (this warp's
+/// ring for decode tiles), and of its V tile.
+Value getKRow(KernelBuilder &kb, const KernelContext &ctx,
+              const ThreadCoords &tc, Value stage);
+Value getVRow(KernelBuilder &kb, const KernelContext &ctx, Value kRow);
+/// The column (in elements) where row `row` keeps its 16-byte chunk
+/// `chunk`: XOR-swizzled, or plain in padded rows.
+Value getSwizzledColumn(KernelBuilder &kb, const KernelContext &ctx, Value row,
+                        Value chunk);
+
+/// This thread's rows of the item for the mma fragments: local rows
+/// rowBase + g and rowBase + g + 8 of the tile (r = 0, 1), with rowBase =
+/// 16 * warp for taller tiles and 0 for decode tiles.
+Value getLocalRow(KernelBuilder &kb, const KernelContext &ctx,
+                  const ThreadCoords &tc, int64_t r);
+/// Packed row `local` of the item: its query token (relative to the
+/// request), its query head, its position (kv_len - qo_len + token).
+Value getRowToken(KernelBuilder &kb, const KernelContext &ctx,
+                  const ItemValues &item, Value local);
+Value getRowHead(KernelBuilder &kb, const KernelContext &ctx,
+                 const ItemValues &item, Value local);
+Value getRowPos(KernelBuilder &kb, const KernelContext &ctx,
+                const ItemValues &item, Value local);
+
+/// The A fragment of k-step `kStep` of the query tile in shared memory
+/// (ldmatrix x4 of this warp's 16 rows).
+SmallVector<Value, 4> loadQueryFragment(KernelBuilder &kb,
+                                        const KernelContext &ctx,
+                                        const ThreadCoords &tc, Value tiles,
+                                        int64_t kStep);
+
+/// Applies `fn(x, xPair, dim, row)` to every element of shared-memory rows
+/// [rowBase, rowBase + rows) of `tiles`, element d paired with d + D/2 (a
+/// query or key transform), spread over `numThreads` threads of which
+/// `thread` is this one (QueryTile.cpp).
+void transformRows(
+    KernelBuilder &kb, const KernelContext &ctx, Value tiles, Value thread,
+    int64_t numThreads, Value rowBase, int64_t rows,
+    llvm::function_ref<Value(Value x, Value pair, Value dim, Value row)> fn);
+
+/// mma.sync m16n8k16 of the kernel's element type.
+SmallVector<Value, 4> mma(KernelBuilder &kb, const KernelContext &ctx,
+                          ArrayRef<Value> a, ArrayRef<Value> b,
+                          ArrayRef<Value> c);
+
+/// Clones the single block of hook region `region` at the builder, its
+/// arguments bound to `args`; returns the yielded value.
+Value inlineHook(OpBuilder &b, Region &region, ValueRange args);
+
+//===----------------------------------------------------------------------===//
+// Pattern families (one file each)
+//===----------------------------------------------------------------------===//
+
+void populateWorkLoopPatterns(const TypeConverter &converter,
+                              RewritePatternSet &patterns);
+void populateQueryTilePatterns(const TypeConverter &converter,
+                               RewritePatternSet &patterns);
+void populateKVPipelinePatterns(const TypeConverter &converter,
+                                RewritePatternSet &patterns);
+void populateTileMathPatterns(const TypeConverter &converter,
+                              RewritePatternSet &patterns);
+void populateStorePatterns(const TypeConverter &converter,
+                           RewritePatternSet &patterns);
+void populateMergePatterns(const TypeConverter &converter,
+                           RewritePatternSet &patterns);
+
+/// The type converter of one kernel: each tile type to its values.
+void addTypeConversions(TypeConverter &converter, const KernelContext &ctx);
+
+} // namespace mlir::attn::mmasync
+
+#endif // ATTN_LIB_CONVERSION_ATTNTOGPU_MMASYNC_MMASYNC_H

@@ -1,0 +1,240 @@
+//===- QueryTile.cpp - attn.tile.load_query on sm_80+ ---------------------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The query tile as the A operand of mma.sync.
+//
+// Decode tiles (one warp's 16 rows, every warp the same rows): each thread
+// loads its four A-fragment registers per k-step straight from global
+// memory, as pairs of elements; with a query transform (RoPE), the element a
+// half head away is loaded too and the hook maps each element at its row's
+// position. Rows past row_count read the item's last row (in bounds) and are
+// zeroed.
+//
+// Taller tiles: the CTA copies the Q tile into shared memory with 16-byte
+// cp.async (rows past row_count zero-filled), waits for it (and for the K/V
+// copies the pipeline issued before it), applies the transform in place, and
+// each warp loads its 16 rows' fragments with ldmatrix, or leaves them there
+// for the k-loop when they would not fit its registers (head dim 256).
+//
+//===----------------------------------------------------------------------===//
+
+#include "MMASync.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mmasync;
+using ::attn::detail::loadPackedPair;
+using ::attn::detail::packPair;
+
+/// Loads `memref[index], memref[index + 1]` (bf16/f16) as two f32.
+static std::pair<Value, Value> loadPairF32(ImplicitLocOpBuilder &b,
+                                           Value memref, Value index,
+                                           Type eltType) {
+  auto load = vector::LoadOp::create(b, VectorType::get({2}, eltType), memref,
+                                     ValueRange{index});
+  load.setAlignment(4);
+  Value wide = arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()),
+                                     load.getResult());
+  return {vector::ExtractOp::create(b, wide, ArrayRef<int64_t>{0}),
+          vector::ExtractOp::create(b, wide, ArrayRef<int64_t>{1})};
+}
+
+/// Decode: the A fragments of every k-step, from global memory.
+static SmallVector<Value> loadDecodeFragments(KernelBuilder &kb,
+                                              const KernelContext &ctx,
+                                              const ItemValues &item,
+                                              Value query, Region &transform) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  ThreadCoords tc(kb);
+  const int64_t D = ctx.D;
+  // This thread's rows g and g + 8 of the tile. Rows past row_count stand in
+  // for the item's last row (in bounds) and are zeroed.
+  Value lastRow = kb.sub(item.rowCount, kb.idx(1));
+  Value rowValid[2], base[2], head[2], pos[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    Value row = kb.add(tc.g, kb.idx(r * 8));
+    rowValid[r] = kb.slt(row, item.rowCount);
+    Value local = kb.mins(row, lastRow);
+    Value token = getRowToken(kb, ctx, item, local);
+    head[r] = getRowHead(kb, ctx, item, local);
+    pos[r] = kb.add(item.posOffset, token);
+    Value qRow = kb.add(item.qoStart, token);
+    base[r] = kb.mul(kb.add(kb.mul(qRow, ctx.Hq), head[r]), D);
+  }
+  Value zero = kb.i32(0);
+  auto fragment = [&](int64_t r, int64_t kStep, int64_t half) {
+    int64_t col = kStep * 16 + half * 8;
+    Value colValue = kb.add(kb.mul(tc.t, 2), kb.idx(col));
+    Value pair;
+    if (transform.empty()) {
+      pair = loadPackedPair(b, query, kb.add(base[r], colValue), ctx.elt);
+    } else {
+      // Rotate-half transforms pair element d with d +- D/2.
+      Value pairCol = kb.add(kb.mul(tc.t, 2), kb.idx((col + D / 2) % D));
+      auto [x0, x1] = loadPairF32(b, query, kb.add(base[r], colValue), ctx.elt);
+      auto [p0, p1] = loadPairF32(b, query, kb.add(base[r], pairCol), ctx.elt);
+      Value y0 = inlineHook(b, transform, {x0, p0, colValue, pos[r], head[r]});
+      Value y1 = inlineHook(b, transform,
+                            {x1, p1, kb.add(colValue, kb.idx(1)), pos[r],
+                             head[r]});
+      pair = packPair(b, y0, y1, ctx.elt);
+    }
+    return kb.select(rowValid[r], pair, zero);
+  };
+  SmallVector<Value> frags;
+  for (int64_t ks = 0; ks < D / 16; ++ks)
+    frags.append({fragment(0, ks, 0), fragment(1, ks, 0), fragment(0, ks, 1),
+                  fragment(1, ks, 1)});
+  return frags;
+}
+
+/// Taller tiles: the Q tile's 16-byte copies into shared memory.
+static void issueQueryTile(KernelBuilder &kb, const KernelContext &ctx,
+                           const ItemValues &item, Value query, Value tiles) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  ThreadCoords tc(kb);
+  const int64_t C = ctx.chunks(), T = ctx.threads();
+  Value lastRow = kb.sub(item.rowCount, kb.idx(1));
+  Value eight = kb.idx(8), zero = kb.idx(0);
+  const int64_t total = ctx.Q * C;
+  for (int64_t i = 0; i * T < total; ++i) {
+    Value linear = kb.add(tc.tid, kb.idx(i * T));
+    Value row = kb.divu(linear, C), ch = kb.remu(linear, C);
+    // Rows past row_count read the item's last row and are zero-filled.
+    Value src = kb.mins(row, lastRow);
+    Value token = kb.add(item.qoStart, getRowToken(kb, ctx, item, src));
+    Value qRow =
+        kb.add(kb.mul(token, ctx.Hq), getRowHead(kb, ctx, item, src));
+    Value count = kb.select(kb.slt(row, item.rowCount), eight, zero);
+    auto copy = [&] {
+      Value dst = kb.add(kb.idx(ctx.smem.qRow), row);
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, tiles, ValueRange{dst, getSwizzledColumn(kb, ctx, dst, ch)},
+          query, ValueRange{kb.add(kb.mul(qRow, ctx.D), kb.mul(ch, 8))},
+          b.getIndexAttr(8), count, b.getUnitAttr());
+    };
+    if ((i + 1) * T <= total) {
+      copy();
+      continue;
+    }
+    // The last round of copies covers part of the threads.
+    auto inTile = scf::IfOp::create(b, kb.slt(linear, kb.idx(total)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&inTile.getThenRegion().front());
+    copy();
+  }
+}
+
+/// Applies `fn(x, xPair, dim, row)` to every element of smem rows
+/// [rowBase, rowBase + rows), pairing dim d with d + D/2 (rotate-half), with
+/// `numThreads` threads (`thread` is this one's index among them). Each
+/// thread owns both elements of its pairs, so no barrier is needed between
+/// the reads and the writes. A loop, not unrolled: a hook such as RoPE is
+/// tens of ops with sin/cos, and unrolled copies per tile cost seconds of
+/// LLVM and ptxas time for no speed.
+void mlir::attn::mmasync::transformRows(
+    KernelBuilder &kb, const KernelContext &ctx, Value tiles, Value thread,
+    int64_t numThreads, Value rowBase, int64_t rows,
+    llvm::function_ref<Value(Value x, Value pair, Value dim, Value row)> fn) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  const int64_t half = ctx.D / 2, pairs = rows * half;
+  Type f32 = b.getF32Type();
+  auto loop = scf::ForOp::create(b, kb.idx(0), kb.idx(pairs),
+                                 kb.idx(numThreads));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value linear = kb.add(thread, loop.getInductionVar());
+  if (pairs % numThreads) {
+    // The last round covers part of the threads.
+    auto inRange = scf::IfOp::create(b, kb.slt(linear, kb.idx(pairs)), false);
+    b.setInsertionPointToStart(&inRange.getThenRegion().front());
+  }
+  Value row = kb.divu(linear, half), d = kb.remu(linear, half);
+  Value d2 = kb.add(d, kb.idx(half));
+  Value smemRow = kb.add(rowBase, row);
+  auto colFor = [&](Value dim) {
+    return kb.add(getSwizzledColumn(kb, ctx, smemRow, kb.divu(dim, 8)),
+                  kb.remu(dim, 8));
+  };
+  Value c1 = colFor(d), c2 = colFor(d2);
+  Value x = arith::ExtFOp::create(
+      b, f32,
+      memref::LoadOp::create(b, tiles, ValueRange{smemRow, c1}).getResult());
+  Value y = arith::ExtFOp::create(
+      b, f32,
+      memref::LoadOp::create(b, tiles, ValueRange{smemRow, c2}).getResult());
+  Value nx = fn(x, y, d, row);
+  Value ny = fn(y, x, d2, row);
+  memref::StoreOp::create(b, arith::TruncFOp::create(b, ctx.elt, nx), tiles,
+                          ValueRange{smemRow, c1});
+  memref::StoreOp::create(b, arith::TruncFOp::create(b, ctx.elt, ny), tiles,
+                          ValueRange{smemRow, c2});
+}
+
+namespace {
+
+struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileLoadQueryOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ItemValues item = ItemValues::unflatten(adaptor.getItem());
+    Value query = adaptor.getQuery().front();
+    Region &transform = op.getTransform();
+    if (ctx.splitKeys) {
+      rewriter.replaceOpWithMultiple(
+          op, {loadDecodeFragments(kb, ctx, item, query, transform)});
+      return success();
+    }
+    Value tiles = getSharedTiles(kb, ctx);
+    issueQueryTile(kb, ctx, item, query, tiles);
+    ::attn::detail::cpAsyncCommit(b);
+    // Q is the newest copy group: once it lands, so have the K/V tiles the
+    // pipeline issued before it.
+    ::attn::detail::cpAsyncWait(b, 0);
+    gpu::BarrierOp::create(b);
+    if (!transform.empty()) {
+      ThreadCoords tc(kb);
+      transformRows(kb, ctx, tiles, tc.tid, ctx.threads(),
+                    kb.idx(ctx.smem.qRow), ctx.Q,
+                    [&](Value x, Value pair, Value dim, Value row) {
+                      return inlineHook(b, transform,
+                                        {x, pair, dim,
+                                         getRowPos(kb, ctx, item, row),
+                                         getRowHead(kb, ctx, item, row)});
+                    });
+      gpu::BarrierOp::create(b);
+    }
+    SmallVector<Value> values;
+    if (keepsQueryInRegisters(ctx)) {
+      ThreadCoords tc(kb);
+      for (int64_t ks = 0; ks < ctx.D / 16; ++ks)
+        llvm::append_range(values, loadQueryFragment(kb, ctx, tc, tiles, ks));
+    } else {
+      values.push_back(kb.idx(ctx.smem.qRow));
+    }
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::attn::mmasync::populateQueryTilePatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<LoadQueryLowering>(converter, patterns.getContext());
+}

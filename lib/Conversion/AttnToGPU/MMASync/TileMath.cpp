@@ -1,0 +1,306 @@
+//===- TileMath.cpp - S = Q Kᵀ, online softmax, O += P V on sm_80+ --------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One K/V tile of one warp: 16 rows against the tile's N keys (a decode
+// warp's own 16 keys, or the CTA's shared tile).
+//
+//  1. qk: per k16 step, the A fragment of Q (registers, or ldmatrix from the
+//     Q tile) against N/8 n-tiles of K (ldmatrix x4 = two n-tiles), f32.
+//  2. online_softmax: logits stay raw unless a logits transform needs them
+//     scaled: the exponent is then exp2(fma(s, sm_scale*log2e, -m)), one FMA
+//     and ex2 per element (sm_scale >= 0, which the wrappers check). The
+//     mask (keys outside the item's range, the variants' masks, the custom
+//     mask's bit) runs where it can bite: decode tiles always, taller tiles
+//     on tiles leaving the range's interior unless a mask without a band (or
+//     a custom mask) can bite anywhere. Then the running max per row (over
+//     the 4 lanes of a quad), the rescale of the sum and accumulator by
+//     exp2(m_old - m_new), and the probabilities; a row that saw only masked
+//     keys keeps m = -inf.
+//  3. pv: the probabilities are already mma's A operand (the C fragments of
+//     n-tiles 2k, 2k+1 are the A fragment of k16 step k); V comes in with
+//     ldmatrix.trans.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MMASync.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mmasync;
+using ::attn::detail::ldmatrixX4;
+using ::attn::detail::packPair;
+using ::attn::detail::SoftmaxState;
+
+static constexpr float kLog2e = 1.4426950408889634f;
+
+namespace {
+
+/// Scores as n-tiles of 4 C values.
+using Fragments = SmallVector<SmallVector<Value, 4>>;
+
+Fragments unflattenFragments(ValueRange values) {
+  Fragments frags;
+  for (size_t i = 0; i < values.size(); i += 4)
+    frags.push_back(SmallVector<Value, 4>(values.slice(i, 4)));
+  return frags;
+}
+
+SmallVector<Value> flattenFragments(const Fragments &frags) {
+  SmallVector<Value> values;
+  for (const auto &f : frags)
+    values.append(f.begin(), f.end());
+  return values;
+}
+
+struct QKLowering : public OpConversionPattern<TileQKOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileQKOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ThreadCoords tc(kb);
+    ValueRange kv = adaptor.getTile();
+    Value tiles = getSharedTiles(kb, ctx);
+    Value kRow0 = getKRow(kb, ctx, tc, kv[0]);
+    const int64_t NT = ctx.N / 8;
+    Value zeroF = kb.f32(0.0f);
+    Fragments s(NT, SmallVector<Value, 4>(4, zeroF));
+    // Lane l addresses row l % 8 of matrix l / 8 = (key half, d half):
+    // (0,lo) (0,hi) (1,lo) (1,hi).
+    Value kToken = kb.add(kb.mul(kb.divu(tc.lane, 16), 8), kb.remu(tc.lane, 8));
+    Value kHalf = kb.remu(kb.divu(tc.lane, 8), 2);
+    ValueRange query = adaptor.getQuery();
+    bool inRegisters = keepsQueryInRegisters(ctx);
+    for (int64_t ks = 0; ks < ctx.D / 16; ++ks) {
+      SmallVector<Value, 4> a =
+          inRegisters ? SmallVector<Value, 4>(query.slice(4 * ks, 4))
+                      : loadQueryFragment(kb, ctx, tc, tiles, ks);
+      for (int64_t jj = 0; jj < ctx.N / 16; ++jj) {
+        Value row = kb.add(kRow0, kb.add(kToken, kb.idx(16 * jj)));
+        Value col = getSwizzledColumn(kb, ctx, row,
+                                      kb.add(kHalf, kb.idx(2 * ks)));
+        auto regs = ldmatrixX4(b, tiles, row, col, /*transpose=*/false);
+        s[2 * jj] = mma(kb, ctx, a, {regs[0], regs[1]}, s[2 * jj]);
+        s[2 * jj + 1] = mma(kb, ctx, a, {regs[2], regs[3]}, s[2 * jj + 1]);
+      }
+    }
+    rewriter.replaceOpWithMultiple(op, {flattenFragments(s)});
+    return success();
+  }
+};
+
+struct SoftmaxInitLowering : public OpConversionPattern<TileSoftmaxInitOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileSoftmaxInitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    int64_t D = op.getState().getType().getDim();
+    rewriter.replaceOpWithMultiple(
+        op, {SoftmaxState::initial(kb, D / 8).flatten()});
+    return success();
+  }
+};
+
+struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileOnlineSoftmaxOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ThreadCoords tc(kb);
+    ItemValues item = ItemValues::unflatten(adaptor.getItem());
+    ValueRange kv = adaptor.getTile();
+    Value tileStart = kv[1], needsMask = kv[2];
+    SoftmaxState st = SoftmaxState::unflatten(adaptor.getState(), ctx.D / 8);
+    Fragments s = unflattenFragments(adaptor.getScores());
+    Value smScale = adaptor.getSmScale().front();
+    const int64_t NT = ctx.N / 8;
+    Value zeroF = kb.f32(0.0f), negInf = kb.negInf();
+    Value scaleLog2 = kb.fmul(smScale, kb.f32(kLog2e));
+
+    // Element coordinates: row g + 8r (rows past row_count stand in for the
+    // item's last row, in bounds), key tileStart + 8nt + 2t + (i & 1).
+    Value lastRow = kb.sub(item.rowCount, kb.idx(1));
+    Value qPos[2], head[2], token[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      Value local = kb.mins(getLocalRow(kb, ctx, tc, r), lastRow);
+      token[r] = getRowToken(kb, ctx, item, local);
+      qPos[r] = kb.add(item.posOffset, token[r]);
+      head[r] = getRowHead(kb, ctx, item, local);
+    }
+    auto keyPos = [&](int64_t nt, int64_t i) {
+      return kb.add(tileStart,
+                    kb.add(kb.mul(tc.t, 2), kb.idx(nt * 8 + (i & 1))));
+    };
+
+    // Logits transform, on scaled logits in natural units.
+    Region &transform = op.getLogitsTransform();
+    const bool transformed = !transform.empty();
+    if (transformed)
+      for (int64_t nt = 0; nt < NT; ++nt)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value x = kb.fmul(s[nt][i], smScale);
+          x = inlineHook(b, transform,
+                         {x, qPos[i / 2], keyPos(nt, i), head[i / 2]});
+          s[nt][i] = kb.fmul(x, kb.f32(kLog2e));
+        }
+
+    // The mask, where it can bite.
+    Region &maskHooks = op.getLogitsMask();
+    Value customMask = adaptor.getCustomMask().empty()
+                           ? Value()
+                           : adaptor.getCustomMask().front();
+    // The custom mask's bit of row r's first key: rows past row_count and
+    // keys outside [0, kv_len) are clamped into the request's matrix, so no
+    // load leaves it (those elements are discarded or masked anyway).
+    Value maskRowBit[2], lastKey;
+    if (customMask) {
+      Value maskBase = kb.mul(
+          kb.toIndex(memref::LoadOp::create(
+              b, adaptor.getMaskIndptr().front(), ValueRange{item.request})),
+          8);
+      for (int64_t r = 0; r < 2; ++r)
+        maskRowBit[r] = kb.add(maskBase, kb.mul(token[r], item.kvLen));
+      lastKey = kb.sub(item.kvLen, kb.idx(1));
+    }
+    auto applyMask = [&](Fragments &v) {
+      for (int64_t nt = 0; nt < NT; ++nt)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value k = keyPos(nt, i);
+          Value keep = kb.slt(k, item.kvEnd);
+          if (ctx.splitKeys)
+            // Decode tiles start at multiples of 16, before the item's keys.
+            keep = kb.andi(keep, arith::CmpIOp::create(
+                                     b, arith::CmpIPredicate::sge, k,
+                                     item.kvBegin));
+          if (!maskHooks.empty())
+            keep = kb.andi(keep, inlineHook(b, maskHooks,
+                                            {qPos[i / 2], k, head[i / 2]}));
+          if (customMask) {
+            Value key = kb.maxs(kb.mins(k, lastKey), kb.idx(0));
+            keep = kb.andi(keep, kb.loadMaskBit(customMask,
+                                                kb.add(maskRowBit[i / 2], key)));
+          }
+          v[nt][i] = kb.select(keep, v[nt][i], negInf);
+        }
+    };
+    if (ctx.splitKeys || !op.getBandCoversMask() || customMask) {
+      applyMask(s);
+    } else {
+      SmallVector<Value> flat = flattenFragments(s);
+      SmallVector<Type> types(flat.size(), b.getF32Type());
+      auto ifOp = scf::IfOp::create(b, types, needsMask, /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      Fragments masked = s;
+      applyMask(masked);
+      scf::YieldOp::create(b, flattenFragments(masked));
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(b, flat);
+      b.setInsertionPointAfter(ifOp);
+      s = unflattenFragments(ifOp.getResults());
+    }
+
+    // Online softmax, rows g (elements 0, 1) and g + 8 (elements 2, 3).
+    for (int64_t r = 0; r < 2; ++r) {
+      Value rowMax = negInf;
+      for (int64_t nt = 0; nt < NT; ++nt)
+        rowMax = kb.fmax(rowMax, kb.fmax(s[nt][2 * r], s[nt][2 * r + 1]));
+      rowMax = kb.quadMax(rowMax);
+      if (!transformed)
+        rowMax = kb.fmul(rowMax, scaleLog2);
+      Value mNew = kb.fmax(st.m[r], rowMax);
+      // A row that has seen only masked keys keeps m = -inf; subtract 0 then.
+      Value mUse = kb.select(kb.foeq(mNew, negInf), zeroF, mNew);
+      Value alpha = kb.exp2(kb.fsub(st.m[r], mUse));
+      Value negM = arith::NegFOp::create(b, mUse);
+      Value sum = zeroF;
+      for (int64_t nt = 0; nt < NT; ++nt)
+        for (int64_t j = 0; j < 2; ++j) {
+          Value &x = s[nt][2 * r + j];
+          Value arg = transformed
+                          ? kb.fadd(x, negM)
+                          : math::FmaOp::create(b, x, scaleLog2, negM).getResult();
+          x = kb.exp2(arg);
+          sum = kb.fadd(sum, x);
+        }
+      st.l[r] = kb.fadd(kb.fmul(st.l[r], alpha), sum);
+      st.m[r] = mNew;
+      for (auto &frag : st.acc) {
+        frag[2 * r] = kb.fmul(frag[2 * r], alpha);
+        frag[2 * r + 1] = kb.fmul(frag[2 * r + 1], alpha);
+      }
+    }
+
+    // P as the A operand of P V: k16 step kk is n-tiles 2kk and 2kk + 1.
+    SmallVector<Value> probs;
+    for (int64_t kk = 0; kk < ctx.N / 16; ++kk)
+      probs.append({packPair(b, s[2 * kk][0], s[2 * kk][1], ctx.elt),
+                    packPair(b, s[2 * kk][2], s[2 * kk][3], ctx.elt),
+                    packPair(b, s[2 * kk + 1][0], s[2 * kk + 1][1], ctx.elt),
+                    packPair(b, s[2 * kk + 1][2], s[2 * kk + 1][3], ctx.elt)});
+    rewriter.replaceOpWithMultiple(op, {st.flatten(), probs});
+    return success();
+  }
+};
+
+struct PVLowering : public OpConversionPattern<TilePVOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TilePVOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ThreadCoords tc(kb);
+    SoftmaxState st = SoftmaxState::unflatten(adaptor.getState(), ctx.D / 8);
+    ValueRange probs = adaptor.getProbs();
+    ValueRange kv = adaptor.getTile();
+    Value tiles = getSharedTiles(kb, ctx);
+    Value vRow0 = getVRow(kb, ctx, getKRow(kb, ctx, tc, kv[0]));
+    // Lane l addresses row l % 8 of matrix l / 8 = (key half, d n-tile):
+    // (0,2j) (1,2j) (0,2j+1) (1,2j+1).
+    Value vToken = kb.add(kb.mul(kb.remu(kb.divu(tc.lane, 8), 2), 8),
+                          kb.remu(tc.lane, 8));
+    Value vTile = kb.divu(tc.lane, 16);
+    for (int64_t kk = 0; kk < ctx.N / 16; ++kk) {
+      SmallVector<Value, 4> p(probs.slice(4 * kk, 4));
+      Value row = kb.add(vRow0, kb.add(vToken, kb.idx(16 * kk)));
+      for (int64_t dp = 0; dp < ctx.D / 16; ++dp) {
+        Value col = getSwizzledColumn(kb, ctx, row,
+                                      kb.add(vTile, kb.idx(2 * dp)));
+        auto regs = ldmatrixX4(b, tiles, row, col, /*transpose=*/true);
+        st.acc[2 * dp] = mma(kb, ctx, p, {regs[0], regs[1]}, st.acc[2 * dp]);
+        st.acc[2 * dp + 1] =
+            mma(kb, ctx, p, {regs[2], regs[3]}, st.acc[2 * dp + 1]);
+      }
+    }
+    rewriter.replaceOpWithMultiple(op, {st.flatten()});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::attn::mmasync::populateTileMathPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<QKLowering, SoftmaxInitLowering, OnlineSoftmaxLowering,
+               PVLowering>(converter, patterns.getContext());
+}
