@@ -94,6 +94,18 @@ def _prefill(attn, w):
     return _with_plan_time(lambda: wrapper.run(w["q"], w["k"], w["v"]), plan_us)
 
 
+def _verify(attn, w):
+    """Speculative verification through the decode wrapper: every request
+    has the same number of new tokens (q_len_per_req)."""
+    k = w["qo_lens"][0]
+    wrapper = attn.BatchDecodeWithPagedKVCacheWrapper(_workspace(), "NHD")
+    indptr, last = w["kv_indptr"].cpu(), w["kv_last_page_len"].cpu()
+    plan_us = _time_plan(lambda: wrapper.plan(indptr, w["kv_indices"], last, HQ, HKV, w["head_dim"], PAGE,
+                                              q_data_type=torch.bfloat16, q_len_per_req=k))
+    kv = (w["k_cache"], w["v_cache"])
+    return _with_plan_time(lambda: wrapper.run(w["q"], kv), plan_us)
+
+
 def systems_for(w):
     """[(name, fn or the exception saying why not)] for workload w."""
     attn, err = _import()
@@ -106,6 +118,8 @@ def systems_for(w):
             out.append(("attn (graph-mode wrapper)", _decode(attn, w, graph=True)))
         else:
             out.append(("attn", _prefill(attn, w)))
+            if w["kind"] == "append" and len(set(w["qo_lens"])) == 1 and w["qo_lens"][0] <= 16:
+                out.append((f"attn (decode wrapper, q_len_per_req={w['qo_lens'][0]})", _verify(attn, w)))
     except Exception as e:
         out.append(("attn", e))
     return out

@@ -67,6 +67,35 @@ def sdpa_decode(w, backend):
     return f"sdpa-{backend} (gather" + (", +expand)" if backend == "efficient" else ")"), fn
 
 
+def sdpa_append(w, backend):
+    """New tokens at the end of paged caches of one length: gather the pages
+    into a [B, HKV, L, D] batch, then one SDPA call with a bottom-right causal
+    mask (a dense boolean mask: the query rows are the last qo_len keys)."""
+    qo, kv = w["qo_lens"][0], w["kv_lens"][0]
+    if set(w["qo_lens"]) != {qo} or set(w["kv_lens"]) != {kv}:
+        raise ValueError("the peers' batched call needs one qo_len and one kv_len")
+    d = w["head_dim"]
+    b = len(w["qo_lens"])
+    idx = _token_index(w)
+    kf = w["k_cache"].reshape(-1, HKV, d)
+    vf = w["v_cache"].reshape(-1, HKV, d)
+    q = w["q"].reshape(b, qo, -1, d).transpose(1, 2)  # [B, HQ, qo, D]
+    group = q.shape[1] // HKV
+    pos = torch.arange(kv - qo, kv, device="cuda")
+    mask = (torch.arange(kv, device="cuda")[None, :] <= pos[:, None])[None, None]
+
+    def fn():
+        k = kf[idx].transpose(1, 2)  # [B, HKV, L, D]
+        v = vf[idx].transpose(1, 2)
+        if backend == "efficient":  # no GQA support: expand the heads
+            k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        with sdpa_kernel(BACKENDS[backend]):
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        return o.transpose(1, 2).reshape(b * qo, -1, d)
+
+    return f"sdpa-{backend} (gather, mask" + (", +expand)" if backend == "efficient" else ")"), fn
+
+
 def sdpa_prefill(w, backend):
     d = w["head_dim"]
     if not w.get("paged"):
@@ -196,6 +225,8 @@ def peers_for(w, with_flex=True):
         try:
             if w["kind"] == "decode":
                 out.append(sdpa_decode(w, backend))
+            elif w["kind"] == "append":
+                out.append(sdpa_append(w, backend))
             else:
                 out.append(sdpa_prefill(w, backend))
         except Exception as e:  # a backend that cannot serve the shape

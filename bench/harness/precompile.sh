@@ -7,7 +7,7 @@ build=${1:-build}
 out=${2:-out/kernels}
 export PYTHONPATH=$build/python CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 pc() { /usr/bin/python3 -m attn.precompile --out "$out" --arch sm_90 "$@"; }
-pc --model llama3-8b --kinds decode,prefill,ragged              # D1-D5, P1, P2
+pc --model llama3-8b --kinds decode,prefill,ragged              # D1-D5, P1, P2, P4, P5
 pc --heads 32/8 --head-dim 64 --kinds ragged                      # P3
 pc --heads 32/8 --head-dim 256 --kinds ragged                     # P3
 pc --heads 32/8 --head-dim 128 --kinds decode --logits-soft-cap 30 # tests
@@ -24,4 +24,6 @@ for v in "--sinks" "--pos-encoding-mode ROPE_LLAMA31" "--logits-scale 0.5"; do
   pc --heads 32/8 --head-dim 128 --kinds decode,prefill,ragged $v  # sinks, Llama-3.1 RoPE, logits scale
 done
 pc --heads 32/8 --head-dim 128 --kinds ragged --custom-mask                    # masks in CUDA graphs
+for d in 80 96; do pc --heads 32/8 --head-dim $d --kinds decode,prefill,ragged; done  # general head dims
+pc --heads 32/8 --head-dim 128 --kinds decode,prefill --page-size 3,48,544     # general page sizes
 /usr/bin/python3 python/tests/test_gpu_output_transform.py --precompile "$out"  # a custom output transform

@@ -105,7 +105,7 @@ def run_workload(w, systems, meta, graph):
             continue
         row = measure(w, name, fn, ref, graph=graph)
         if "ms" in row:
-            if w["kind"] == "decode":
+            if w["metric"] == "GBps":
                 row["GBps"] = w["bytes"] / row["ms"] / 1e6
                 row["pct_ceiling"] = 100 * row["GBps"] / meta["copy_GBps"]
             else:

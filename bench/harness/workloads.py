@@ -1,9 +1,11 @@
-"""DESIGN.md §6 workloads: bf16, head_dim 128, 32 query / 8 KV heads, 16-token
-pages (NHD), pages of a request scattered by a seeded random permutation of
-the page pool, inputs N(0, 1).
+"""The benchmark's workloads (docs/Benchmarks.md): bf16, head_dim 128, 32 query
+/ 8 KV heads, 16-token pages (NHD), pages of a request scattered by a seeded
+random permutation of the page pool, inputs N(0, 1).
 
 Each workload is a dict of tensors on the GPU plus the numbers its figure
-needs (KV bytes for decode, causal FLOPs for prefill)."""
+needs (KV bytes for decode and verification, causal FLOPs for prefill);
+``metric`` says which figure it reports ("GBps" against the copy ceiling or
+"TFLOPs" against the matmul ceiling)."""
 
 import math
 
@@ -56,7 +58,7 @@ def decode(name, kv_lens, seed=0, shared_prefix=0):
     w["q"] = torch.randn(b, HQ, HEAD_DIM, generator=_gen(seed + 1),
                          device="cuda", dtype=torch.bfloat16)
     w["qo_lens"] = [1] * b
-    w.update(name=name, kind="decode", head_dim=HEAD_DIM, causal=True)
+    w.update(name=name, kind="decode", head_dim=HEAD_DIM, causal=True, metric="GBps")
     # Each request's KV is read once (a shared prefix once in total), plus q
     # and o: what a memory-bound kernel must move.
     stored_tokens = shared_prefix + sum(n - shared_prefix for n in kv_lens)
@@ -80,9 +82,31 @@ def prefill(name, lens, head_dim=HEAD_DIM, paged=True, seed=0):
     w["qo_indptr"] = torch.tensor([0] + list(itertools_accumulate(lens)),
                                   dtype=torch.int32, device="cuda")
     w.update(name=name, kind="prefill", head_dim=head_dim, causal=True,
-             paged=paged)
+             paged=paged, metric="TFLOPs")
     # Causal: row i of a request of n sees i + 1 keys; 2 matmuls, 2 FLOP/MAC.
     w["flops"] = sum(4 * HQ * head_dim * n * (n + 1) // 2 for n in lens)
+    return w
+
+
+def append(name, qo_lens, kv_lens, metric, seed=0):
+    """New query tokens at the end of paged caches (the query tokens are the
+    last qo_len of a request's kv_len keys, causal, bottom-right aligned):
+    speculative verification (a few tokens) or chunked prefill (a chunk)."""
+    w = paged_cache(kv_lens, seed=seed)
+    total = sum(qo_lens)
+    w["q"] = torch.randn(total, HQ, HEAD_DIM, generator=_gen(seed + 3),
+                         device="cuda", dtype=torch.bfloat16)
+    w["qo_lens"] = list(qo_lens)
+    w["qo_indptr"] = torch.tensor([0] + list(itertools_accumulate(qo_lens)),
+                                  dtype=torch.int32, device="cuda")
+    w.update(name=name, kind="append", head_dim=HEAD_DIM, causal=True,
+             paged=True, metric=metric)
+    # Row i of a request sees kv - qo + i + 1 keys; 2 matmuls, 2 FLOP/MAC.
+    w["flops"] = sum(4 * HQ * HEAD_DIM * sum(kv - qo + i + 1 for i in range(qo))
+                     for qo, kv in zip(qo_lens, kv_lens))
+    # Each request's KV read once, plus q and o.
+    w["bytes"] = (sum(kv_lens) * HKV * HEAD_DIM * 2 * 2 +
+                  2 * total * HQ * HEAD_DIM * 2)
     return w
 
 
@@ -117,4 +141,6 @@ def all_workloads(smoke=False):
         ("P2", lambda: prefill("P2", P2_LENS, paged=True)),
         ("P3-d64", lambda: prefill("P3-d64", [8192], head_dim=64, paged=False)),
         ("P3-d256", lambda: prefill("P3-d256", [8192], head_dim=256, paged=False)),
+        ("P4", lambda: append("P4", [8] * 64, [2048] * 64, "GBps")),
+        ("P5", lambda: append("P5", [512] * 16, [4096] * 16, "TFLOPs")),
     ]

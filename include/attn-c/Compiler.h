@@ -50,11 +50,17 @@ typedef enum attnCompilerStatus {
 
 /* What to compile for. Initialise with attnCompilerOptionsInit. */
 typedef struct attnCompilerOptions {
-  const char *chip;      /* "sm_80", "sm_90", "sm_90a", ...; NULL: "sm_90" */
+  const char *chip;      /* "sm_80", "sm_90", "sm_90a", ...; NULL: the default (sm_90) */
   const char *features;  /* e.g. "+ptx80"; NULL or "": the chip's default */
   const char *cuda_path; /* toolkit root for ptxas/libdevice; NULL: $CUDA_HOME, /usr/local/cuda */
   int32_t opt_level;     /* LLVM -O level 0..3 */
   int32_t emit_cubin;    /* 1: run ptxas and return a cubin; 0: PTX only */
+  int32_t manifest_only; /* 1: no code at all, only the manifest of every kernel
+                            (their launch contracts: tile candidates, costs,
+                            arguments), in milliseconds */
+  int32_t candidate;     /* -1: every tile candidate's kernels; i >= 0: only
+                            those of candidate i of each attention (its
+                            attention kernel and merge kernel) */
 } attnCompilerOptions;
 
 /* A plain description of one attention, for callers that do not write IR.
@@ -63,7 +69,9 @@ typedef struct attnCompilerOptions {
 typedef struct attnCompilerAttentionDesc {
   int32_t head_dim, num_qo_heads, num_kv_heads;
   int32_t page_size;     /* tokens per KV page (block_cols) */
-  int32_t query_rows;    /* expected query rows per request: 1 for decode */
+  int32_t query_rows;    /* query rows per request the kernels are built for:
+                            1 for decode; 0 when it varies per batch (every
+                            tile candidate, the planner picks one) */
   const char *dtype;     /* "bf16" | "f16" */
   const char *layout;    /* "NHD" | "HND" */
   const char *variants;  /* comma-separated variant names in order, or NULL */

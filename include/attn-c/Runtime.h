@@ -56,6 +56,8 @@ enum { ATTN_RT_ARG_PTR = 0, ATTN_RT_ARG_I32 = 1, ATTN_RT_ARG_I64 = 2, ATTN_RT_AR
 
 typedef struct attnRtTileCandidate {
   int32_t q_rows, kv_tile, gqa_pack, cost_per_item, cost_per_kv_token;
+  int32_t ctas_per_sm;      /* 0: the config's */
+  int32_t min_chunk_tokens; /* 0: the config's */
 } attnRtTileCandidate;
 
 /* Mirrors attn::runtime::PlanConfig (see Plan.h for each field). */
@@ -123,6 +125,20 @@ ATTN_RT_EXPORT attnRtStatus attnRtModuleCandidates(attnRtModule_t module,
                                                    attnRtTileCandidate *out,
                                                    int32_t capacity,
                                                    int32_t *count);
+
+/* The same, from a manifest alone (no image): what a planner needs before a
+ * candidate's kernels are compiled or loaded. */
+ATTN_RT_EXPORT attnRtStatus attnRtManifestCandidates(const char *manifest_json,
+                                                     attnRtTileCandidate *out,
+                                                     int32_t capacity,
+                                                     int32_t *count);
+/* The candidate attnRtPlan picks for a batch of `batch` requests holding
+ * `total_q_rows` query tokens (the smallest tile that holds the average
+ * packed query length); -1 when there is none. Graph mode fixes a candidate
+ * for all plans: pick it with this from the first batch. */
+ATTN_RT_EXPORT int32_t attnRtSelectTileCandidate(
+    const attnRtTileCandidate *candidates, int32_t count, int64_t total_q_rows,
+    int64_t batch);
 
 /* One async host-to-device copy of the plan into the device workspace. */
 ATTN_RT_EXPORT attnRtStatus attnRtUploadPlan(const void *host_workspace,

@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn-c/Compiler.h"
+#include "attn/Version.h"
 
 #include "attn/Conversion/AttnToGPU/AttnToGPU.h"
 #include "attn/Conversion/AttnToGPU/DecodeKernel.h"
@@ -51,10 +52,6 @@
 #include <vector>
 
 using namespace mlir;
-
-/// Bumped whenever generated code can change for the same input; it is part
-/// of every kernel-cache key (python/attn/cache.py).
-#define ATTN_COMPILER_VERSION_NUMBER "0.1.0"
 
 struct attnCompilerResult {
   attnCompilerStatus status = ATTN_COMPILER_OK;
@@ -135,7 +132,7 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   const attnCompilerOptions &o = options ? *options : defaults;
 
   ::attn::NVPTXOptions target;
-  target.chip = o.chip && *o.chip ? o.chip : "sm_90";
+  target.chip = o.chip && *o.chip ? o.chip : mlir::attn::kDefaultChip;
   target.features = o.features ? o.features : "";
   target.cudaPath = o.cuda_path ? o.cuda_path : "";
   if (o.opt_level < 0 || o.opt_level > 3)
@@ -171,8 +168,15 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
 
   result.generator = "attn-outline-kernels + convert-attn-to-gpu";
   ::attn::AttentionKernelOptions kernelOptions;
-  kernelOptions.emit = o.emit_cubin ? ::attn::AttentionKernelOptions::Emit::Cubin
-                                    : ::attn::AttentionKernelOptions::Emit::PTX;
+  kernelOptions.emit = o.manifest_only ? ::attn::AttentionKernelOptions::Emit::None
+                       : o.emit_cubin  ? ::attn::AttentionKernelOptions::Emit::Cubin
+                                       : ::attn::AttentionKernelOptions::Emit::PTX;
+  if (o.candidate < -1)
+    return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
+                  llvm::formatv("candidate {0} is not -1 (all) or a candidate "
+                                "index",
+                                o.candidate));
+  kernelOptions.candidate = o.candidate;
   auto kernels =
       ::attn::compileAttentionKernels(*module, target, kernelOptions);
   if (!kernels) {
@@ -204,9 +208,9 @@ std::string describeAttention(const attnCompilerAttentionDesc &d,
   else if (layout != "NHD" && layout != "HND")
     error = "layout must be \"NHD\" or \"HND\", got \"" + layout + "\"";
   else if (d.head_dim <= 0 || d.num_qo_heads <= 0 || d.num_kv_heads <= 0 ||
-           d.page_size <= 0 || d.query_rows <= 0)
-    error = "head_dim, num_qo_heads, num_kv_heads, page_size and query_rows "
-            "must be positive";
+           d.page_size <= 0 || d.query_rows < 0)
+    error = "head_dim, num_qo_heads, num_kv_heads and page_size must be "
+            "positive, query_rows positive or 0 (varies per batch)";
   if (!error.empty())
     return "";
   std::string q = llvm::formatv("tensor<?x{0}x{1}x{2}>", d.num_qo_heads,
@@ -237,7 +241,9 @@ std::string describeAttention(const attnCompilerAttentionDesc &d,
       "tensor<?xi32>, tensor<?xi32>, tensor<?xi32>{11}){8}{6} : "
       "{0}, {1}, {1} -> {0}, {2}\n"
       "  return %o, %lse : {0}, {2}\n}\n",
-      q, kv, lse, d.query_rows, d.page_size, layout,
+      q, kv, lse,
+      d.query_rows ? std::to_string(d.query_rows) : std::string("?"),
+      d.page_size, layout,
       variants.empty() ? std::string() : " variants [" + variants + "]",
       d.custom_mask ? ", %mask: tensor<?xi8>" : "",
       d.custom_mask ? " mask(%mask : tensor<?xi8>)" : "",
@@ -274,7 +280,7 @@ attnCompilerStatus guarded(attnCompilerResult_t *out, F &&f) {
 //===----------------------------------------------------------------------===//
 
 const char *attnCompilerVersion(void) {
-  return "attn " ATTN_COMPILER_VERSION_NUMBER " (llvm " LLVM_VERSION_STRING ")";
+  return "attn " ATTN_VERSION_STRING " (llvm " LLVM_VERSION_STRING ")";
 }
 
 const char *attnCompilerStatusName(attnCompilerStatus status) {
@@ -295,9 +301,11 @@ const char *attnCompilerStatusName(attnCompilerStatus status) {
 void attnCompilerOptionsInit(attnCompilerOptions *options) {
   if (!options)
     return;
-  options->chip = "sm_90";
+  options->chip = mlir::attn::kDefaultChip;
   options->features = nullptr;
   options->cuda_path = nullptr;
+  options->manifest_only = 0;
+  options->candidate = -1;
   options->opt_level = 3;
   options->emit_cubin = 1;
 }

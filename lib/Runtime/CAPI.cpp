@@ -70,7 +70,9 @@ static bool toConfig(const attnRtPlanConfig *c, PlanConfig *out) {
   for (int i = 0; i < c->num_candidates; ++i)
     out->candidates[i] = {c->candidates[i].q_rows, c->candidates[i].kv_tile,
                           c->candidates[i].gqa_pack, c->candidates[i].cost_per_item,
-                          c->candidates[i].cost_per_kv_token};
+                          c->candidates[i].cost_per_kv_token,
+                          c->candidates[i].ctas_per_sm,
+                          c->candidates[i].min_chunk_tokens};
   return true;
 }
 
@@ -177,25 +179,55 @@ attnRtStatus attnRtModuleLoadFiles(const char *imagePath, const char *manifestPa
 
 void attnRtModuleDestroy(attnRtModule_t module) { delete module; }
 
+/// The tile candidates of `manifest`'s attention kernels, in order.
+static attnRtStatus writeCandidates(const Manifest &manifest,
+                                    attnRtTileCandidate *out, int32_t capacity,
+                                    int32_t *count) {
+  int32_t n = 0;
+  for (const KernelManifest &k : manifest.kernels) {
+    if (k.role != KernelRole::Attention)
+      continue;
+    if (n < capacity) {
+      TileCandidate t = k.candidate();
+      out[n] = {t.q_rows, t.kv_tile, t.gqa_pack, t.cost_per_item,
+                t.cost_per_kv_token, t.ctas_per_sm, t.min_chunk_tokens};
+    }
+    ++n;
+  }
+  *count = n;
+  return report(Status::success());
+}
+
 attnRtStatus attnRtModuleCandidates(attnRtModule_t module, attnRtTileCandidate *out,
                                     int32_t capacity, int32_t *count) {
   return guarded([&] {
     if (!module || !count || (capacity > 0 && !out))
       return invalidArg("module, out and count must not be null");
-    int32_t n = 0;
-    for (const KernelManifest &k : module->module->manifest().kernels) {
-      if (k.role != KernelRole::Attention)
-        continue;
-      if (n < capacity) {
-        TileCandidate t = k.candidate();
-        out[n] = {t.q_rows, t.kv_tile, t.gqa_pack, t.cost_per_item,
-                  t.cost_per_kv_token};
-      }
-      ++n;
-    }
-    *count = n;
-    return report(Status::success());
+    return writeCandidates(module->module->manifest(), out, capacity, count);
   });
+}
+
+attnRtStatus attnRtManifestCandidates(const char *manifest_json,
+                                      attnRtTileCandidate *out,
+                                      int32_t capacity, int32_t *count) {
+  return guarded([&] {
+    if (!manifest_json || !count || (capacity > 0 && !out))
+      return invalidArg("manifest_json, out and count must not be null");
+    Manifest manifest;
+    if (Status s = parseManifest(manifest_json, &manifest); !s.ok())
+      return report(s);
+    return writeCandidates(manifest, out, capacity, count);
+  });
+}
+
+int32_t attnRtSelectTileCandidate(const attnRtTileCandidate *candidates,
+                                  int32_t count, int64_t total_q_rows,
+                                  int64_t batch) {
+  if (!candidates || count < 1)
+    return -1;
+  return selectTileCandidate(
+      reinterpret_cast<const TileCandidate *>(candidates), count,
+      total_q_rows, batch);
 }
 
 attnRtStatus attnRtUploadPlan(const void *ws, size_t bytes, uint64_t device,

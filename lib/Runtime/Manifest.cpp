@@ -168,11 +168,19 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
     if (const Value *cost = k.get("cost")) {
       std::string cw = where + ".cost";
       if (!r.getInt(*cost, "per_item", cw, &out->cost_per_item) ||
-          !r.getInt(*cost, "per_kv_token", cw, &out->cost_per_kv_token))
+          !r.getInt(*cost, "per_kv_token", cw, &out->cost_per_kv_token) ||
+          !r.getInt(*cost, "min_chunk_tokens", cw, &out->min_chunk_tokens,
+                    false))
         return false;
-      if (out->cost_per_item < 0 || out->cost_per_kv_token <= 0)
-        return r.fail(cw + ": per_item >= 0 and per_kv_token >= 1");
+      if (out->cost_per_item < 0 || out->cost_per_kv_token <= 0 ||
+          out->min_chunk_tokens < 0)
+        return r.fail(cw + ": per_item >= 0, per_kv_token >= 1 and "
+                           "min_chunk_tokens >= 0");
     }
+    if (!r.getInt(k, "ctas_per_sm", where, &out->ctas_per_sm, false))
+      return false;
+    if (out->ctas_per_sm < 1 || out->ctas_per_sm > 64)
+      return r.fail(where + ": ctas_per_sm must be in [1, 64]");
   }
   if (out->role == KernelRole::Merge) {
     std::string grid = "units";

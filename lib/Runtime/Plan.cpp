@@ -7,10 +7,11 @@
 // The planner turns one batch step's ragged lengths into a work list for a
 // persistent grid of num_sms * ctas_per_sm CTAs. Algorithm (docs/Runtime.md):
 //   1. validate every input (monotone indptrs, block lengths, block indices);
-//   2. cost every query tile under every candidate (fixed cost + keys * cost
-//      per key, keys clipped to what causal/window masks leave visible) and
-//      pick the candidate with the smallest estimated makespan (graph mode:
-//      fixed);
+//   2. pick the candidate from the batch's average packed query length
+//      (selectTileCandidate; graph mode: the fixed one), take its grid
+//      (num_sms * its ctas_per_sm) and cost its query tiles (fixed cost +
+//      keys * cost per key, keys clipped to what causal/window masks leave
+//      visible);
 //   3. walk the tiles in (request, row tile, head group) order (when
 //      splitting: the tiles too short to split first, then the rest) and fill
 //      CTA after CTA up to a running target of remaining cost / remaining
@@ -33,7 +34,7 @@
 // scratch; a few passes over the requests, each skipped when the cost pass
 // shows it has nothing to do (the split-cost estimate when no tile exceeds the
 // target, either half of the short-tiles-first walk when all tiles are long
-// or short); without a mask, every candidate is costed in one pass.
+// or short); only the chosen candidate is costed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,10 @@ static Status invalid(StatusCode code, std::string msg) {
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+int64_t getCandidateCtas(const PlanConfig &c, const TileCandidate &t) {
+  return int64_t(c.num_sms) * (t.ctas_per_sm > 0 ? t.ctas_per_sm : c.ctas_per_sm);
+}
 
 Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   if (!layout)
@@ -105,6 +110,10 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
       return invalid(StatusCode::InvalidArgument,
                      which() + ": cost_per_item must be >= 0 and "
                                "cost_per_kv_token >= 1");
+    if (t.ctas_per_sm < 0 || t.ctas_per_sm > 64 || t.min_chunk_tokens < 0)
+      return invalid(StatusCode::InvalidArgument,
+                     which() + ": ctas_per_sm must be in [0, 64] and "
+                               "min_chunk_tokens >= 0 (0: the config's)");
     int64_t groups = c.num_qo_heads / t.gqa_pack;
     int64_t tiles =
         groups * (int64_t(c.max_total_q_rows) * t.gqa_pack / t.q_rows +
@@ -112,7 +121,10 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
     maxTiles = std::max(maxTiles, tiles);
     slotRows = std::max(slotRows, t.q_rows);
   }
-  int64_t maxCtas = int64_t(c.num_sms) * c.ctas_per_sm;
+  // Room for the largest grid any candidate keeps resident.
+  int64_t maxCtas = 0;
+  for (int32_t i = 0; i < c.num_candidates; ++i)
+    maxCtas = std::max(maxCtas, getCandidateCtas(c, c.candidates[i]));
   int64_t maxItems = maxTiles + (c.disable_split ? 0 : maxCtas);
   int64_t words = kPlanHeaderWords;
   int64_t offCta = words;
@@ -892,40 +904,21 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
       return s;
   const Requests req(c, in);
   const bool masked = req.masked();
-  // Cost the candidates' tiles (graph mode: only its fixed one).
+  // Pick the tile from the batch's average packed query length (graph mode:
+  // the fixed one), then cost its tiles.
   int32_t cand = c.graph_mode ? c.graph_candidate : 0;
-  const bool single = c.graph_mode || c.num_candidates == 1;
-  const int32_t first = single ? cand : 0,
-                count = single ? 1 : c.num_candidates;
-  TileStats costs[kMaxTileCandidates];
-  if (masked) {
-    for (int32_t i = 0; i < count; ++i) {
-      const TileCandidate &t = c.candidates[first + i];
-      costs[i] = maskedCost(req, t, c.num_qo_heads / t.gqa_pack);
-    }
-  } else {
-    unmaskedCosts(req, c, count, c.candidates + first, costs);
-  }
-
-  // Pick the tile: the smallest estimated makespan, first on ties.
-  const int64_t C = l.max_ctas;
+  if (!c.graph_mode && c.num_candidates > 1)
+    cand = selectTileCandidate(c.candidates, c.num_candidates,
+                               in.qo_indptr[in.batch], in.batch);
   TileStats st;
-  if (single) {
-    st = costs[0];
+  if (masked) {
+    const TileCandidate &t = c.candidates[cand];
+    st = maskedCost(req, t, c.num_qo_heads / t.gqa_pack);
   } else {
-    int64_t best = std::numeric_limits<int64_t>::max();
-    for (int32_t i = 0; i < c.num_candidates; ++i) {
-      const TileStats &s = costs[i];
-      int64_t est = ceilDiv(s.total, C);
-      if (c.disable_split)
-        est = std::max(est, s.largest);
-      if (est < best) {
-        best = est;
-        cand = i;
-        st = s;
-      }
-    }
+    unmaskedCosts(req, c, 1, c.candidates + cand, &st);
   }
+  // The grid the candidate's kernel keeps resident.
+  const int64_t C = getCandidateCtas(c, c.candidates[cand]);
   const TileCandidate &t = c.candidates[cand];
   const int64_t total = st.total, largest = st.largest, tiles = st.tiles;
 
@@ -944,8 +937,9 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // may split (>= 2 chunks' worth of keys) gets the chunks place() will cut
   // from an empty CTA; kReserveRounds rounds of the fixed point (the rest,
   // e.g. head pieces, is added as it happens).
-  const int64_t minChunk =
-      c.min_chunk_tokens > 0 ? c.min_chunk_tokens : 2 * granule;
+  const int64_t minChunk = t.min_chunk_tokens > 0   ? t.min_chunk_tokens
+                           : c.min_chunk_tokens > 0 ? c.min_chunk_tokens
+                                                    : 2 * granule;
   const int64_t longKeys = 2 * minChunk;
   int64_t splitReserve = 0, splitTarget = target0;
   if (!c.disable_split && t.cost_per_item > 0) {
@@ -1091,7 +1085,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   int64_t used = cta + ((numItems > ctaIndptr[cta]) ? 1 : 0);
   ctaIndptr[cta + 1] = numItems;
   int64_t numCtas = c.graph_mode ? C : used;
-  for (int64_t i = cta + 1; i <= C; ++i)
+  for (int64_t i = cta + 1; i <= l.max_ctas; ++i)
     ctaIndptr[i] = numItems;
 
   std::memset(w, 0, kPlanHeaderWords * 4);

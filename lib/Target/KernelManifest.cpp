@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Target/KernelManifest.h"
+#include "attn/Version.h"
 #include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Dialect/Attn/Transforms/KernelSignature.h"
 
@@ -140,7 +141,7 @@ json::Object attn::getManifest(const NVPTXOptions &options,
                                json::Array kernels, llvm::StringRef cubinFile,
                                llvm::StringRef ptxFile) {
   json::Object doc{{"attn_manifest_version", 1},
-                   {"compiler_version", "attn-gen-kernel 0.1"},
+                   {"compiler_version", "attn " ATTN_VERSION_STRING},
                    {"arch", options.chip},
                    {"ptx_features", options.getFeatures()},
                    {"kernels", std::move(kernels)}};

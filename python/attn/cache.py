@@ -4,8 +4,11 @@ An entry is a directory ``<cache>/<key>/`` holding ``kernel.cubin`` (or
 ``kernel.ptx``), ``kernel.json`` (the manifest, docs/Manifest.md) and
 ``meta.json``, written last, with the key's inputs, the compiler version and
 the SHA-256 of the other files. ``key`` hashes the attn IR (variants, dtypes,
-head configuration, page size, layout; the tile is chosen from these by the
-compiler), the arch and the cache format. The compiler version is checked on
+head configuration, page size, layout; the tile candidates follow from these
+in the compiler), the arch, what was emitted and the tile candidate. A module
+has one entry per candidate (``candidate=i``: that tile's kernels, compiled
+when a plan first picks it) and one manifest-only entry (``emit="manifest"``,
+no image: every candidate's launch contract, what plan() chooses from). The compiler version is checked on
 lookup: an entry from another compiler version is a miss when a compiler is
 at hand (it recompiles), and is used as is on a runtime-only machine, which
 cannot compile anyway.
@@ -30,7 +33,7 @@ import tempfile
 import time
 import warnings
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 def default_cache_dir():
@@ -38,16 +41,21 @@ def default_cache_dir():
     return os.environ.get("ATTN_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "attn")
 
 
-def cache_key(ir, arch, emit="cubin"):
-    """The entry name for attn IR compiled for ``arch``."""
+def cache_key(ir, arch, emit="cubin", candidate=None):
+    """The entry name for attn IR compiled for ``arch``.
+
+    ``emit``: "cubin", "ptx" or "manifest" (the launch contracts only);
+    ``candidate``: a tile candidate's index, or None for all of them.
+    """
     h = hashlib.sha256()
-    h.update(json.dumps({"format": CACHE_FORMAT, "ir": ir, "arch": arch, "emit": emit},
-                        sort_keys=True).encode())
+    h.update(json.dumps({"format": CACHE_FORMAT, "ir": ir, "arch": arch, "emit": emit,
+                         "candidate": candidate}, sort_keys=True).encode())
     return h.hexdigest()
 
 
 class CachedKernel:
-    """A compiled module: image bytes, manifest JSON text, and where it came from."""
+    """A compiled module: image bytes (empty for a manifest-only entry),
+    manifest JSON text, and where it came from."""
 
     def __init__(self, image, manifest, compiler_version, source, path=None, stages=None):
         self.image = image
@@ -101,12 +109,14 @@ class KernelCache:
             if meta.get("format") != CACHE_FORMAT or meta.get("key") != key:
                 raise ValueError("meta.json does not describe this key")
             files = meta["files"]
-            with open(os.path.join(d, files["image"]["name"]), "rb") as f:
-                image = f.read()
+            image = b""
+            if "image" in files:
+                with open(os.path.join(d, files["image"]["name"]), "rb") as f:
+                    image = f.read()
+                if _sha(image) != files["image"]["sha256"]:
+                    raise ValueError(f"{files['image']['name']} does not match its checksum")
             with open(os.path.join(d, files["manifest"]["name"]), "rb") as f:
                 manifest = f.read()
-            if _sha(image) != files["image"]["sha256"]:
-                raise ValueError(f"{files['image']['name']} does not match its checksum")
             if _sha(manifest) != files["manifest"]["sha256"]:
                 raise ValueError(f"{files['manifest']['name']} does not match its checksum")
             json.loads(manifest.decode())
@@ -134,19 +144,22 @@ class KernelCache:
         d = self.entry_dir(key)
         image_name = "kernel.cubin" if not kernel.image.lstrip().startswith(b"//") else "kernel.ptx"
         manifest = kernel.manifest.encode()
+        files = {"manifest": {"name": "kernel.json", "sha256": _sha(manifest)}}
+        outputs = [("kernel.json", manifest)]
+        if kernel.image:
+            files["image"] = {"name": image_name, "sha256": _sha(kernel.image)}
+            outputs.insert(0, (image_name, kernel.image))
         meta = {
             "format": CACHE_FORMAT,
             "key": key,
             "compiler_version": kernel.compiler_version,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "inputs": inputs or {},
-            "files": {"image": {"name": image_name, "sha256": _sha(kernel.image)},
-                      "manifest": {"name": "kernel.json", "sha256": _sha(manifest)}},
+            "files": files,
         }
         try:
             os.makedirs(d, exist_ok=True)
-            for name, data in ((image_name, kernel.image), ("kernel.json", manifest),
-                               ("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode())):
+            for name, data in outputs + [("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode())]:
                 fd, tmp = tempfile.mkstemp(dir=d, prefix="." + name)
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)

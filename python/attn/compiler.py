@@ -1,10 +1,14 @@
 """Compile on first use, through the kernel cache.
 
-:func:`get_kernel` returns the compiled module of an :class:`AttentionSpec`
-for an arch: from the process's memory, from the disk cache, or compiled by
-the compiler C API (``libattn_compiler.so``) and stored. On a runtime-only
-build (no MLIR, e.g. the GPU machine) it only looks kernels up; precompile
-them with ``python -m attn.precompile`` (docs/Python.md).
+:func:`describe` returns the launch contracts of an :class:`AttentionSpec`'s
+kernels for an arch (a manifest-only entry: every tile candidate, no code),
+and :func:`get_kernel` the compiled kernels of one candidate (or of all):
+from the process's memory, from the disk cache, or compiled by the compiler
+C API (``libattn_compiler.so``) and stored. plan() describes first, picks a
+candidate for the batch, and compiles only that one, so a module whose
+batches all decode never compiles its 128-row tile. On a runtime-only build
+(no MLIR, e.g. the GPU machine) both only look entries up; precompile them
+with ``python -m attn.precompile`` (docs/Python.md).
 """
 
 import os
@@ -47,45 +51,77 @@ def compiler_version():
     return f"{version} build {build}" if build else version
 
 
-def compile_ir(ir, arch="sm_90", emit_cubin=True, what="attention"):
+def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None):
     """Compiles attn IR text; returns the binding's result dict.
 
+    ``manifest_only``: the launch contracts alone (no lowering, milliseconds);
+    ``candidate``: only that tile candidate's kernels (None: all).
     Raises CompileError with the compiler's diagnostics on failure.
     """
     if not _native.has_compiler():
         raise KernelNotFoundError("attn: this build has no compiler (runtime-only)")
     r = _native.native().compile(ir, chip=arch, emit_cubin=emit_cubin,
-                                 cuda_path=os.environ.get("CUDA_HOME", ""))
+                                 cuda_path=os.environ.get("CUDA_HOME", ""), manifest_only=manifest_only,
+                                 candidate=-1 if candidate is None else int(candidate))
     if not r["ok"]:
         raise CompileError(r["status"], r["diagnostics"], what=what)
     return r
 
 
-def get_kernel(spec, arch, cache=None, emit_cubin=True):
-    """The compiled kernels of ``spec`` for ``arch`` (a CachedKernel).
-
-    >>> from attn.variants import AttentionSpec
-    >>> k = get_kernel(AttentionSpec(128, 32, 8), "sm_90")  # doctest: +SKIP
-    >>> k.source in ("memory", "disk", "compiled")            # doctest: +SKIP
-    True
-    """
+def _lookup_or_compile(spec, arch, cache, emit, candidate):
     cache = cache or default_cache()
     ir = spec.to_ir()
-    emit = "cubin" if emit_cubin else "ptx"
-    key = cache_key(ir, arch, emit)
+    key = cache_key(ir, arch, emit, candidate)
     version = compiler_version()
     hit = cache.lookup(key, version)
     if hit is not None:
         return hit
+    what = "the launch contracts" if emit == "manifest" else (
+        "the kernels" if candidate is None else f"tile candidate {candidate}'s kernels")
     if version is None:
         raise KernelNotFoundError(
-            f"attn: no precompiled kernel for {spec} on {arch} in {cache.directory} (key {key[:16]}...), "
+            f"attn: {what} of {spec} on {arch} are not in {cache.directory} (key {key[:16]}...), "
             "and this build has no compiler. Precompile on a machine with the compiler "
             "(`python -m attn.precompile ... --out DIR`), carry DIR here and set ATTN_CACHE_DIR=DIR.")
-    r = compile_ir(ir, arch, emit_cubin)
-    image = r["cubin"] if emit_cubin else r["ptx"].encode()
+    r = compile_ir(ir, arch, emit == "cubin", manifest_only=emit == "manifest", candidate=candidate)
+    image = b"" if emit == "manifest" else r["cubin"] if emit == "cubin" else r["ptx"].encode()
     kernel = CachedKernel(image, r["manifest"], version, "compiled", stages=r["stages"])
-    cache.store(key, kernel, inputs={"arch": arch, "emit": emit, "spec": repr(spec),
+    cache.store(key, kernel, inputs={"arch": arch, "emit": emit, "candidate": candidate, "spec": repr(spec),
                                      "generator": r["generator"],
                                      "stages_ms": [[n, round(ms, 3)] for n, ms in r["stages"]]})
     return kernel
+
+
+def describe(spec, arch, cache=None):
+    """The launch contracts of ``spec``'s kernels for ``arch``: a CachedKernel
+    with the manifest of every tile candidate and no image.
+
+    >>> from attn.variants import AttentionSpec
+    >>> d = describe(AttentionSpec(128, 32, 8, query_rows=None), "sm_90")  # doctest: +SKIP
+    >>> len(d.image)                                                        # doctest: +SKIP
+    0
+    """
+    return _lookup_or_compile(spec, arch, cache, "manifest", None)
+
+
+def get_kernel(spec, arch, cache=None, emit_cubin=True, candidate=None):
+    """The compiled kernels of ``spec`` for ``arch`` (a CachedKernel): those
+    of tile candidate ``candidate`` (an index into :func:`describe`'s
+    attention kernels) and its merge kernel, or of every candidate (None).
+
+    >>> from attn.variants import AttentionSpec
+    >>> k = get_kernel(AttentionSpec(128, 32, 8), "sm_90", candidate=0)  # doctest: +SKIP
+    >>> k.source in ("memory", "disk", "compiled")                        # doctest: +SKIP
+    True
+    """
+    return _lookup_or_compile(spec, arch, cache, "cubin" if emit_cubin else "ptx", candidate)
+
+
+def get_all_kernels(spec, arch, cache=None):
+    """The launch contracts of ``spec`` and every tile candidate's kernels,
+    each its own cache entry (what a runtime-only machine needs to find):
+    ``(contracts, [kernels of candidate 0, 1, ...])``."""
+    import json
+    contracts = describe(spec, arch, cache)
+    n = sum(1 for k in json.loads(contracts.manifest)["kernels"] if k.get("role") == "attention")
+    return contracts, [get_kernel(spec, arch, cache, candidate=i) for i in range(n)]

@@ -18,7 +18,7 @@ import math
 import os
 
 from . import _native
-from .compiler import get_kernel
+from .compiler import describe, get_kernel
 
 KV_LAYOUTS = ("NHD", "HND")
 _DTYPE_NAMES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "half": "f16", "f16": "f16",
@@ -112,11 +112,38 @@ def host_i32(name, x):
 
 
 def parse_manifest(text):
-    """(attention kernel names in manifest order, merge kernel name or None, doc)."""
+    """(attention kernel names in manifest order, the merge kernel each pairs
+    with, doc). An attention kernel names its merge kernel (``merge_kernel``);
+    a manifest without that field has one merge kernel for all."""
     doc = json.loads(text)
-    attention = [k["name"] for k in doc["kernels"] if k.get("role") == "attention"]
-    merge = next((k["name"] for k in doc["kernels"] if k.get("role") == "merge"), None)
-    return attention, merge, doc
+    attention = [k for k in doc["kernels"] if k.get("role") == "attention"]
+    only = next((k["name"] for k in doc["kernels"] if k.get("role") == "merge"), None)
+    return [k["name"] for k in attention], [k.get("merge_kernel", only) for k in attention], doc
+
+
+def manifest_candidates(text):
+    """The tile candidates of a manifest's attention kernels (the runtime's parser)."""
+    return _native.native().manifest_candidates(text)
+
+
+def plan_mask(band, args):
+    """(causal, window_left) for the planner from the mask band of the
+    kernels' launch contract (docs/Manifest.md) and the kernel arguments
+    ``args`` [(name, kind, value)]: the KV range a query row can see, which the
+    planner clips work to. A band the planner cannot express is not clipped
+    (the kernel masks it anyway).
+
+    >>> plan_mask({"upper": 0, "lower_param": "window_left"}, [("window_left", "i32", 128)])
+    (True, 128)
+    >>> plan_mask({}, [])
+    (False, -1)
+    """
+    causal = band.get("upper") == 0
+    window = band.get("lower", -1)
+    if "lower_param" in band:
+        values = {name: value for name, _, value in args}
+        window = int(values[band["lower_param"]])
+    return causal, int(window)
 
 
 _capabilities = {}
@@ -151,27 +178,41 @@ def load_module(kernel, device):
 
 
 class KernelInfo:
-    """What plan() needs of the compiled module of one spec on one device.
+    """What plan() needs of the kernels of one spec on one device.
 
     It depends only on the spec, the arch, the device and the kernel cache
-    directory, so :func:`kernel_info` builds it once per process: the kernel
-    (cache lookup or compile), the loaded module, the parsed manifest, the
-    attention and merge kernel names, the residency and chunking the kernel
-    was built for (docs/Manifest.md), the tile candidates and the SM count.
+    directory, so :func:`kernel_info` builds it once per process from the
+    launch contracts (:func:`attn.compiler.describe`): the attention kernel
+    of each tile candidate and its merge kernel, the candidates the planner
+    chooses from (tile, cost, CTAs per SM, minimum chunk), the mask band and
+    the SM count. A candidate's code is compiled (or looked up) and loaded
+    only when a plan first picks it (:meth:`module`).
     """
 
-    __slots__ = ("kernel", "module", "attention", "merge", "doc", "ctas_per_sm", "min_chunk",
-                 "candidates", "num_sms")
+    __slots__ = ("spec", "arch", "device", "attention", "merge", "doc", "candidates", "band", "num_sms",
+                 "_modules")
 
-    def __init__(self, kernel, module, num_sms):
-        self.kernel, self.module, self.num_sms = kernel, module, num_sms
-        self.attention, self.merge, self.doc = parse_manifest(kernel.manifest)
+    def __init__(self, spec, arch, device, contracts, num_sms):
+        self.spec, self.arch, self.device, self.num_sms = spec, arch, device, num_sms
+        self.attention, self.merge, self.doc = parse_manifest(contracts.manifest)
         if not self.attention:
             raise RuntimeError("attn: the compiled module has no attention kernel")
-        kernel_doc = next(k for k in self.doc["kernels"] if k["name"] == self.attention[0])
-        self.ctas_per_sm = int(kernel_doc.get("ctas_per_sm", 1))
-        self.min_chunk = int(kernel_doc.get("cost", {}).get("min_chunk_tokens", 0))
-        self.candidates = module.candidates()
+        self.candidates = manifest_candidates(contracts.manifest)
+        first = next(k for k in self.doc["kernels"] if k["name"] == self.attention[0])
+        self.band = first.get("band", {})
+        self._modules = {}
+
+    def module(self, candidate):
+        """The loaded module holding tile candidate ``candidate``'s kernels."""
+        m = self._modules.get(candidate)
+        if m is None:
+            kernel = get_kernel(self.spec, self.arch, candidate=candidate)
+            names, _, _ = parse_manifest(kernel.manifest)
+            if self.attention[candidate] not in names:
+                raise RuntimeError(f"attn: the kernels of tile candidate {candidate} ({kernel.path or 'memory'}) "
+                                   f"do not hold {self.attention[candidate]}; the cache entry is stale")
+            m = self._modules[candidate] = load_module(kernel, self.device)
+        return m
 
 
 _kernel_infos = {}
@@ -186,16 +227,16 @@ def kernel_info(spec, device):
 
     The key is the frozen spec, the arch, the device and the kernel cache
     directory (``ATTN_CACHE_DIR``, else under ``HOME``): a first call looks the
-    kernel up in the cache (compiling on a miss where the compiler is built
-    in, raising KernelNotFoundError on a runtime-only build), later calls with
-    the same key reuse everything. Failures are not memoized.
+    launch contracts up in the cache (compiling them on a miss where the
+    compiler is built in, raising KernelNotFoundError on a runtime-only
+    build), later calls with the same key reuse everything. Failures are not
+    memoized.
     """
     arch = device_arch(device)
     key = (spec, arch, str(device), os.environ.get("ATTN_CACHE_DIR"), os.environ.get("HOME"))
     info = _kernel_infos.get(key)
     if info is None:
-        kernel = get_kernel(spec, arch)
-        info = KernelInfo(kernel, load_module(kernel, device), num_sms(device))
+        info = KernelInfo(spec, arch, device, describe(spec, arch), num_sms(device))
         if ":" in str(device):  # an indexed device ("cuda" alone follows the current device)
             info = _kernel_infos.setdefault(key, info)
     return info
@@ -257,10 +298,15 @@ class WrapperBase:
                                "(plan on the host, then replay the captured run())")
 
     def _plan(self, spec, values, *, qo_indptr, kv_indptr, kv_last_len=None, kv_lens=None,
-              causal=False, window_left=-1, max_batch=None, max_total_q_rows=None, custom_mask=False,
-              uploads=()):
-        """Compiles/loads the kernels of ``spec``, plans and uploads the plan.
+              max_batch=None, max_total_q_rows=None, custom_mask=False, uploads=()):
+        """Picks the tile for the batch, plans, uploads the plan, and loads
+        (compiling on first use) the picked candidate's kernels.
 
+        The planner chooses the tile candidate from the batch's average
+        packed query length (docs/Runtime.md); in CUDA-graph mode the first
+        plan's choice holds for every later plan, since the captured launch
+        cannot change kernels. The KV range each query row sees (causal,
+        sliding window) comes from the kernels' mask band.
         ``uploads``: the index arrays the kernels read, as (name, source,
         host array or None, fixed buffer or None); their device copies are
         in the returned plan's ``dev`` (see :meth:`_upload_i32`).
@@ -269,24 +315,27 @@ class WrapperBase:
         self._check_not_capturing("plan")
         # Everything that depends only on the spec is computed once per process.
         info = kernel_info(spec, self._device)
-        attention = info.attention
         batch = len(qo_indptr) - 1
         total_q = int(qo_indptr[-1]) if batch >= 0 else 0
+        variant_args = self._variant_args(spec, values)
+        causal, window_left = plan_mask(info.band, variant_args)
         config = {
             "num_qo_heads": spec.num_qo_heads, "num_kv_heads": spec.num_kv_heads,
             "head_dim": spec.head_dim, "indexing": 0 if spec.indexing == "paged" else 1,
             "block_size": spec.page_size if spec.indexing == "paged" else 1,
-            "causal": int(bool(causal)), "window_left": int(window_left),
+            "causal": int(causal), "window_left": window_left,
             "has_custom_mask": int(bool(custom_mask)),
-            "num_sms": info.num_sms, "ctas_per_sm": info.ctas_per_sm,
-            "min_chunk_tokens": info.min_chunk,
+            "num_sms": info.num_sms,
             "graph_mode": int(self._use_cuda_graph), "graph_candidate": 0,
             "max_batch": max(1, max_batch or batch), "max_total_q_rows": max(1, max_total_q_rows or total_q),
             "candidates": info.candidates,
         }
         if self._use_cuda_graph:
+            first = self._graph_config
+            config["graph_candidate"] = first["graph_candidate"] if first is not None else \
+                _native.native().select_tile_candidate(info.candidates, total_q, batch)
             # The workspace layout must not move between plans of a captured graph.
-            if self._graph_config is not None and self._graph_config != config:
+            if first is not None and first != config:
                 raise ValueError("attn: in CUDA-graph mode every plan() must keep the heads, head_dim, "
                                  "page size, variants and maxima of the first one")
             self._graph_config = config
@@ -321,13 +370,13 @@ class WrapperBase:
                 self._upload_event = torch.cuda.Event()
             self._upload_event.record(stream)
         p = PlannedRun()
-        p.module, p.spec, p.config, p.summary = info.module, spec, config, summary
-        p.attention_kernel = attention[min(summary["candidate"], len(attention) - 1)]
-        p.merge_kernel = info.merge
+        candidate = summary["candidate"]
+        p.module, p.spec, p.config, p.summary = info.module(candidate), spec, config, summary
+        p.attention_kernel, p.merge_kernel = info.attention[candidate], info.merge[candidate]
         p.total_q, p.batch = total_q, batch
         p.host_bytes = host_bytes
         p.dev = dev
-        p.args = self._variant_args(spec, values)
+        p.args = variant_args
         return p
 
     def _upload_i32(self, uploads):

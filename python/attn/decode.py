@@ -70,55 +70,71 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
     def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
              pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16",
              kv_data_type=None, data_type=None, sm_scale=None, rope_scale=None, rope_theta=None,
-             non_blocking=True, sinks=None, variant=None, variant_params=None, logits_scale=None, **unused):
+             non_blocking=True, sinks=None, variant=None, variant_params=None, logits_scale=None,
+             q_len_per_req=1, **unused):
         """Plans a decode step: compiles or loads the kernels, balances the work.
 
         ``indptr``/``last_page_len`` are read on the host (pass CPU tensors to
         avoid a device sync); ``indices`` stays on the device. Call outside
         CUDA-graph capture. Keywords are FlashInfer's (``pos_encoding_mode``
         "NONE" | "ROPE_LLAMA" | "ALIBI", plus attn's "ROPE_LLAMA31").
+
+        ``q_len_per_req=k > 1`` (speculative verification): every request
+        has ``k`` query tokens, the last ``k`` of its KV, each seeing the keys
+        up to its own position (causal); ``q`` is then ``[batch * k,
+        num_qo_heads, head_dim]``. The planner picks the query tile from
+        ``k`` times the GQA group, as it does for prefill.
         """
         dtype = q_kv_dtypes(q_data_type, kv_data_type, data_type)
         torch = torch_module()
+        k = q_len_per_req
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"attn: q_len_per_req must be a positive int, got {k!r}")
         batch = len(last_page_len)
-        # qo_indptr of decode is 0..batch: kept on the host and the device, not rebuilt every plan.
+        # qo_indptr of decode is 0, k, 2k, ..: kept on the host and the device, not rebuilt every plan.
         if self._use_cuda_graph:
             if batch > self._max_batch:
                 raise ValueError(f"attn: batch {batch} exceeds the CUDA-graph buffers' {self._max_batch}")
-            if getattr(self, "_qo_fixed", None) is None:
-                self._qo_fixed = torch.arange(self._max_batch + 1, dtype=torch.int32, device=self._device)
+            if getattr(self, "_qo_fixed", None) is None or self._qo_fixed_k != k:
+                self._qo_fixed = torch.arange(self._max_batch + 1, dtype=torch.int32, device=self._device) * k
+                self._qo_fixed_k = k
             qo_dev = self._qo_fixed
         else:
             qo_dev = getattr(self, "_qo_dev", None)
-            if qo_dev is None or qo_dev.numel() < batch + 1:
+            if qo_dev is None or qo_dev.numel() < batch + 1 or self._qo_dev_k != k:
                 n = max(batch + 1, 2 * qo_dev.numel() if qo_dev is not None else 0)
-                qo_dev = self._qo_dev = torch.arange(n, dtype=torch.int32, device=self._device)
+                qo_dev = self._qo_dev = torch.arange(n, dtype=torch.int32, device=self._device) * k
+                self._qo_dev_k = k
         qo_host = getattr(self, "_qo_host", None)
-        if qo_host is None or len(qo_host) != batch + 1:
-            qo_host = self._qo_host = array.array("i", range(batch + 1))
+        if qo_host is None or len(qo_host) != batch + 1 or qo_host[-1] != batch * k:
+            qo_host = self._qo_host = array.array("i", range(0, k * (batch + 1), k))
         self._plan_paged(qo_indptr=qo_host, qo_host=qo_host, qo_device=qo_dev[:batch + 1], kv_indptr=indptr,
                          kv_indices=indices, kv_last_len=last_page_len,
                          num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
-                         page_size=page_size, dtype=dtype, query_rows=1, causal=False,
+                         page_size=page_size, dtype=dtype, query_rows=1 if k == 1 else None, causal=k > 1,
                          window_left=window_left, sm_scale=sm_scale, fixed=self._fixed,
                          max_batch=self._max_batch if self._use_cuda_graph else None,
-                         max_total_q_rows=self._max_batch if self._use_cuda_graph else None,
-                         pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
+                         max_total_q_rows=self._max_batch * k if self._use_cuda_graph else None,
+                         min_kv_len=k, pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
                          rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
                          variant_params=variant_params, logits_scale=logits_scale)
+        self._planned.q_len_per_req = k
 
     begin_forward = plan
 
     def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
-            return_lse=False, enable_pdl=None, window_left=None):
-        """Decode attention of ``q`` ``[batch, num_qo_heads, head_dim]``.
+            return_lse=False, enable_pdl=None, window_left=None, q_len_per_req=None):
+        """Decode attention of ``q`` ``[batch * q_len_per_req, num_qo_heads, head_dim]``.
 
-        Returns ``out`` (``[batch, num_qo_heads, head_dim]``, q's dtype) or
-        ``(out, lse)`` with ``lse`` float32 ``[batch, num_qo_heads]``, base 2.
+        Returns ``out`` (q's shape and dtype) or ``(out, lse)`` with ``lse``
+        float32 ``[batch * q_len_per_req, num_qo_heads]``, base 2.
         Launches on ``torch.cuda.current_stream()``; capturable in a CUDA
         graph when the wrapper was built with ``use_cuda_graph=True``.
         """
         p = self._check_planned()
+        if q_len_per_req is not None and q_len_per_req != p.q_len_per_req:
+            raise ValueError(f"attn: run(q_len_per_req={q_len_per_req}) differs from plan's {p.q_len_per_req}; "
+                             "pass it to plan()")
         if window_left is not None and window_left != p.window_left:
             raise ValueError(f"attn: run(window_left={window_left}) differs from plan's {p.window_left}; "
                              "pass it to plan()")

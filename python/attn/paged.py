@@ -68,9 +68,11 @@ class PagedWrapperBase(core.WrapperBase):
     def _plan_paged(self, *, qo_indptr, kv_indptr, kv_indices, kv_last_len, num_qo_heads, num_kv_heads,
                     head_dim, page_size, dtype, query_rows, causal, window_left, sm_scale, fixed,
                     max_batch=None, max_total_q_rows=None, custom_mask=None, packed_custom_mask=None,
-                    qo_host=None, qo_device=None, **variant_kwargs):
+                    qo_host=None, qo_device=None, min_kv_len=1, **variant_kwargs):
         """``qo_host``: qo_indptr already read on the host; ``qo_device``: its
-        device copy, used as is (decode's constant 0..batch)."""
+        device copy, used as is (decode's constant 0, k, 2k, ..);
+        ``min_kv_len`` > 1: every request must hold that many keys (decode
+        with ``q_len_per_req`` query tokens among its last keys)."""
         check_heads(num_qo_heads, num_kv_heads, head_dim, page_size)
         has_mask = custom_mask is not None or packed_custom_mask is not None
         causal = bool(causal) and not has_mask
@@ -83,6 +85,13 @@ class PagedWrapperBase(core.WrapperBase):
         if len(kv_h) != len(qo_h) or len(last_h) != len(kv_h) - 1:
             raise ValueError(f"attn: indptr arrays must have batch + 1 entries and last_page_len batch: "
                              f"qo_indptr {len(qo_h)}, kv_indptr {len(kv_h)}, last_page_len {len(last_h)}")
+        if min_kv_len > 1:
+            for b in range(len(last_h)):
+                pages = kv_h[b + 1] - kv_h[b]
+                kv_len = (pages - 1) * page_size + last_h[b] if pages > 0 else 0
+                if kv_len < min_kv_len:
+                    raise ValueError(f"attn: request {b} has {kv_len} keys, fewer than q_len_per_req "
+                                     f"({min_kv_len}): its query tokens must be among its keys")
         torch = torch_module()
         # The index arrays go up from the host copies read above, without a host sync.
         uploads = [("kv_indptr", kv_indptr, kv_h, fixed.get("kv_indptr")),
@@ -90,10 +99,8 @@ class PagedWrapperBase(core.WrapperBase):
                    ("last_page_len", kv_last_len, last_h, fixed.get("kv_last_len"))]
         if qo_device is None:
             uploads.insert(0, ("qo_indptr", qo_indptr, qo_h, fixed.get("qo")))
-        p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, causal=causal,
-                       window_left=-1 if window_left is None else window_left,
-                       max_batch=max_batch, max_total_q_rows=max_total_q_rows, custom_mask=has_mask,
-                       uploads=uploads)
+        p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, max_batch=max_batch,
+                       max_total_q_rows=max_total_q_rows, custom_mask=has_mask, uploads=uploads)
         d_qo = qo_device if qo_device is not None else p.dev["qo_indptr"]
         d_kv, d_idx, d_last = p.dev["kv_indptr"], p.dev["kv_indices"], p.dev["last_page_len"]
         # Doubled indices address K and V of a combined [pages, 2, ...] cache.

@@ -26,10 +26,9 @@ import sys
 import time
 
 from .cache import KernelCache
-from .compiler import get_kernel
+from .compiler import get_all_kernels
 from .errors import CompileError
 from .paged import make_spec
-from .prefill import PREFILL_QUERY_ROWS
 
 # name: (num_qo_heads, num_kv_heads, head_dim, FlashInfer-style variant keywords)
 MODELS = {
@@ -72,7 +71,7 @@ def specs_for(hq, hkv, d, kinds, page_sizes, dtypes, layouts, tps, variant_kwarg
                             kw["indexing"] = "ragged"
                         spec, _ = make_spec(num_qo_heads=q_heads, num_kv_heads=kv_heads, head_dim=d,
                                             page_size=ps, dtype=dt, kv_layout=lay,
-                                            query_rows=1 if kind == "decode" else PREFILL_QUERY_ROWS, **kw)
+                                            query_rows=1 if kind == "decode" else None, **kw)
                         label = f"{kind}{'+mask' if spec.custom_mask else ''}"
                         out.append((f"{label} tp={tp} heads={q_heads}/{kv_heads} d={d} page={ps} {dt} {lay}", spec))
     return out
@@ -142,7 +141,7 @@ def main(argv=None):
                                      _list(a.layout), _list(a.tp, int), kw):
             t0 = time.perf_counter()
             try:
-                k = get_kernel(spec, arch, cache=cache)
+                contracts, kernels = get_all_kernels(spec, arch, cache=cache)
             except CompileError as e:
                 failed += 1
                 first = e.diagnostics.strip().splitlines()[0] if e.diagnostics.strip() else e.status
@@ -150,7 +149,9 @@ def main(argv=None):
                 continue
             done += 1
             ms = (time.perf_counter() - t0) * 1e3
-            print(f"{k.source:8s} {arch} {label}: {ms:.0f} ms -> {k.path}")
+            sources = sorted({k.source for k in [contracts] + kernels})
+            print(f"{'/'.join(sources):8s} {arch} {label}: {len(kernels)} tile candidates, {ms:.0f} ms "
+                  f"-> {contracts.path}")
     print(f"attn.precompile: {done} kernel modules in {a.out}, {failed} skipped")
     return 0 if done else 1
 

@@ -10,10 +10,6 @@ from . import core
 from .core import check_tensor, dtype_name, host_i32, torch_module
 from .paged import PagedWrapperBase, check_heads, make_spec, q_kv_dtypes
 
-# Expected query rows per request for tile selection when prefilling.
-PREFILL_QUERY_ROWS = 128
-
-
 def _check_head_dim_vo(head_dim_qk, head_dim_vo):
     if head_dim_vo is not None and head_dim_vo != head_dim_qk:
         raise ValueError(f"attn: head_dim_vo ({head_dim_vo}) must equal head_dim_qk ({head_dim_qk})")
@@ -86,7 +82,7 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
         self._plan_paged(qo_indptr=qo_indptr, kv_indptr=paged_kv_indptr, kv_indices=paged_kv_indices,
                          kv_last_len=paged_kv_last_page_len, num_qo_heads=num_qo_heads,
                          num_kv_heads=num_kv_heads, head_dim=head_dim_qk, page_size=page_size, dtype=dtype,
-                         query_rows=PREFILL_QUERY_ROWS, causal=causal, window_left=window_left,
+                         query_rows=None, causal=causal, window_left=window_left,
                          sm_scale=sm_scale, fixed=self._fixed,
                          max_batch=self._max_batch if graph else None,
                          max_total_q_rows=self._max_total_q_rows if graph else None,
@@ -151,7 +147,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         causal = bool(causal) and not has_mask
         spec, values = make_spec(num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim_qk,
                                  page_size=1, dtype=dtype, kv_layout=self._kv_layout,
-                                 query_rows=PREFILL_QUERY_ROWS, indexing="ragged", custom_mask=has_mask,
+                                 query_rows=None, indexing="ragged", custom_mask=has_mask,
                                  causal=causal,
                                  window_left=window_left, pos_encoding_mode=pos_encoding_mode,
                                  logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
@@ -166,8 +162,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         # The indptr arrays go up from the host copies read above, without a host sync.
         uploads = [("qo_indptr", qo_indptr, qo_h, self._fixed.get("qo")),
                    ("kv_indptr", kv_indptr, kv_h, self._fixed.get("kv_indptr"))]
-        p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, causal=causal,
-                       window_left=-1 if window_left is None else window_left,
+        p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h,
                        max_batch=self._max_batch if graph else None,
                        max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask,
                        uploads=uploads)

@@ -127,8 +127,10 @@ class AttentionSpec:
     """Everything that selects a compiled kernel, and its attn IR.
 
     ``indexing`` is ``"paged"`` (``page_size`` tokens per page) or
-    ``"ragged"``; ``query_rows`` is the expected query rows per request
-    (1 for decode; it steers tile selection); ``variants`` are names in
+    ``"ragged"``; ``query_rows`` is the query rows per request the kernels
+    are built for: 1 for decode (one tile), None when it varies per batch
+    (prefill, append, several tokens per request: the compiler emits every
+    tile candidate and plan() picks one per batch, docs/Runtime.md); ``variants`` are names in
     application order, built-in or defined in ``variant_defs``;
     ``custom_mask`` adds a bit-packed mask operand (the kernels then take
     ``custom_mask`` and ``mask_indptr``).
@@ -145,7 +147,7 @@ class AttentionSpec:
     dtype: str = "bf16"
     layout: str = "NHD"
     indexing: str = "paged"
-    query_rows: int = 1
+    query_rows: object = 1  # an int, or None: varies per batch
     variants: tuple = ()
     variant_defs: str = ""
     custom_params: tuple = ()  # ((variant, ((name, type), ...)), ...)
@@ -163,6 +165,7 @@ class AttentionSpec:
     def to_ir(self):
         """The attn IR module compiled for this spec (also the cache key)."""
         t, D, Hq, Hkv = self.dtype, self.head_dim, self.num_qo_heads, self.num_kv_heads
+        rows = "?" if self.query_rows is None else self.query_rows
         q = f"tensor<?x{Hq}x{D}x{t}>"
         lse = f"tensor<?x{Hq}xf32>"
         idx = "tensor<?xi32>"
@@ -170,14 +173,14 @@ class AttentionSpec:
             P = self.page_size
             kv = (f"tensor<?x{P}x{Hkv}x{D}x{t}>" if self.layout == "NHD"
                   else f"tensor<?x{Hkv}x{P}x{D}x{t}>")
-            fmt = f"#attn.bsr<block_rows = {self.query_rows}, block_cols = {P}, layout = {self.layout}>"
+            fmt = f"#attn.bsr<block_rows = {rows}, block_cols = {P}, layout = {self.layout}>"
             # block_cols = 1 (the column-vector form) has no last-page length:
             # every page is full. The kernels still take kv_last_len.
             names = ["%qo_indptr", "%kv_indptr", "%kv_indices"] + (["%kv_last_len"] if P > 1 else [])
         else:
             kv = (f"tensor<?x{Hkv}x{D}x{t}>" if self.layout == "NHD"
                   else f"tensor<{Hkv}x?x{D}x{t}>")
-            fmt = (f"#attn.bsr<block_rows = {self.query_rows}, block_cols = 1, "
+            fmt = (f"#attn.bsr<block_rows = {rows}, block_cols = 1, "
                    f"layout = {self.layout}, indexing = ragged>")
             names = ["%qo_indptr", "%kv_indptr"]
         params = self.param_list()

@@ -127,7 +127,9 @@ attnRtPlanConfig toConfig(const py::dict &d) {
       c.candidates[i] = {get<int32_t>(t, "q_rows", 0), get<int32_t>(t, "kv_tile", 0),
                          get<int32_t>(t, "gqa_pack", 1),
                          get<int32_t>(t, "cost_per_item", 0),
-                         get<int32_t>(t, "cost_per_kv_token", 1)};
+                         get<int32_t>(t, "cost_per_kv_token", 1),
+                         get<int32_t>(t, "ctas_per_sm", 0),
+                         get<int32_t>(t, "min_chunk_tokens", 0)};
     }
   }
   return c;
@@ -140,6 +142,8 @@ py::dict candidateDict(const attnRtTileCandidate &t) {
   d["gqa_pack"] = t.gqa_pack;
   d["cost_per_item"] = t.cost_per_item;
   d["cost_per_kv_token"] = t.cost_per_kv_token;
+  d["ctas_per_sm"] = t.ctas_per_sm;
+  d["min_chunk_tokens"] = t.min_chunk_tokens;
   return d;
 }
 
@@ -370,6 +374,32 @@ PYBIND11_MODULE(_attn, m) {
       .def_property_readonly("manifest", &PyModule::manifest);
 
   m.def(
+      "manifest_candidates",
+      [](const std::string &manifest) {
+        attnRtTileCandidate c[ATTN_RT_MAX_TILE_CANDIDATES];
+        int32_t n = 0;
+        check(attnRtManifestCandidates(manifest.c_str(), c,
+                                       ATTN_RT_MAX_TILE_CANDIDATES, &n));
+        py::list out;
+        for (int32_t i = 0; i < std::min<int32_t>(n, ATTN_RT_MAX_TILE_CANDIDATES); ++i)
+          out.append(candidateDict(c[i]));
+        return out;
+      },
+      py::arg("manifest"),
+      "Tile candidates of a manifest's attention kernels, in order (no image "
+      "needed).");
+  m.def(
+      "select_tile_candidate",
+      [](const py::list &candidates, int64_t total_q_rows, int64_t batch) {
+        attnRtPlanConfig c = toConfig(py::dict(py::arg("candidates") = candidates));
+        return attnRtSelectTileCandidate(c.candidates, c.num_candidates,
+                                         total_q_rows, batch);
+      },
+      py::arg("candidates"), py::arg("total_q_rows"), py::arg("batch"),
+      "The candidate plan() picks for a batch: the smallest tile holding the "
+      "average packed query length.");
+
+  m.def(
       "upload_plan",
       [](uint64_t host_ptr, size_t host_bytes, uint64_t device_ptr,
          uint64_t stream) {
@@ -436,14 +466,17 @@ PYBIND11_MODULE(_attn, m) {
       "compile",
       [](const std::string &ir, const std::string &chip, bool emit_cubin,
          const std::string &features, const std::string &cuda_path,
-         int opt_level) {
+         int opt_level, bool manifest_only, int candidate) {
         attnCompilerOptions o;
         attnCompilerOptionsInit(&o);
-        o.chip = chip.c_str();
+        if (!chip.empty())
+          o.chip = chip.c_str();
         o.features = features.c_str();
         o.cuda_path = cuda_path.empty() ? nullptr : cuda_path.c_str();
         o.opt_level = opt_level;
         o.emit_cubin = emit_cubin ? 1 : 0;
+        o.manifest_only = manifest_only ? 1 : 0;
+        o.candidate = candidate;
         attnCompilerResult_t r = nullptr;
         attnCompilerStatus s;
         {
@@ -452,12 +485,15 @@ PYBIND11_MODULE(_attn, m) {
         }
         return resultDict(s, r);
       },
-      py::arg("ir"), py::arg("chip") = "sm_90", py::arg("emit_cubin") = true,
+      py::arg("ir"), py::arg("chip") = "", py::arg("emit_cubin") = true,
       py::arg("features") = "", py::arg("cuda_path") = "",
-      py::arg("opt_level") = 3,
+      py::arg("opt_level") = 3, py::arg("manifest_only") = false,
+      py::arg("candidate") = -1,
       "Compiles attn IR; returns a dict: ok, status, diagnostics, ir (after "
       "attn-prepare-pipeline), ptx, cubin (bytes), manifest (JSON), generator, "
-      "stages [(name, ms)].");
+      "stages [(name, ms)]. chip '': the compiler's default; manifest_only: "
+      "only the kernels' contracts; "
+      "candidate >= 0: only that tile candidate's kernels.");
 #else
   m.attr("has_compiler") = false;
 #endif

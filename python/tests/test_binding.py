@@ -188,7 +188,9 @@ def test_precompile_writes_a_loadable_cache(tmp_path, capsys):
     from attn.paged import make_spec
     spec, _ = make_spec(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16, dtype="bf16",
                         kv_layout="NHD", query_rows=1)
-    assert cache_mod.KernelCache(str(out)).lookup(cache_mod.cache_key(spec.to_ir(), "sm_90")) is not None
+    cache = cache_mod.KernelCache(str(out))
+    assert cache.lookup(cache_mod.cache_key(spec.to_ir(), "sm_90", "manifest")) is not None
+    assert cache.lookup(cache_mod.cache_key(spec.to_ir(), "sm_90", "cubin", 0)) is not None
 
 
 @pytest.mark.compiler

@@ -89,7 +89,8 @@ class _Desc(ctypes.Structure):
 
 class _Options(ctypes.Structure):
     _fields_ = [("chip", ctypes.c_char_p), ("features", ctypes.c_char_p), ("cuda_path", ctypes.c_char_p),
-                ("opt_level", ctypes.c_int32), ("emit_cubin", ctypes.c_int32)]
+                ("opt_level", ctypes.c_int32), ("emit_cubin", ctypes.c_int32),
+                ("manifest_only", ctypes.c_int32), ("candidate", ctypes.c_int32)]
 
 
 @pytest.mark.compiler

@@ -139,12 +139,12 @@ def test_decode_output_transform_split(graph):
 def precompile(out):
     """Compiles this test's decode kernels (sm_90) into the kernel cache `out`."""
     from attn.cache import KernelCache
-    from attn.compiler import get_kernel
+    from attn.compiler import get_all_kernels
     from attn.paged import make_spec
     spec, _ = make_spec(num_qo_heads=HQ, num_kv_heads=HKV, head_dim=D, page_size=PAGE, dtype="bf16",
                         kv_layout="NHD", query_rows=1, variant=variant(), variant_params={"gain": GAIN})
-    k = get_kernel(spec, "sm_90", cache=KernelCache(out))
-    print(f"precompiled {spec} -> {out} ({k.source})")
+    contracts, _ = get_all_kernels(spec, "sm_90", cache=KernelCache(out))
+    print(f"precompiled {spec} -> {out} ({contracts.source})")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ class FakeTensor:
 def spec_for(kind, **kw):
     prefill = kind != "decode"
     return make_spec(num_qo_heads=HQ, num_kv_heads=HKV, head_dim=D, page_size=16, dtype="bf16", kv_layout="NHD",
-                     query_rows=128 if prefill else 1, indexing="ragged" if kind == "ragged" else "paged",
+                     query_rows=None if prefill else 1, indexing="ragged" if kind == "ragged" else "paged",
                      causal=prefill, **kw)
 
 
@@ -78,12 +78,14 @@ def test_sinks_kernels_take_the_table_as_a_pointer(native, kind):
     spec, _ = spec_for(kind, sinks=FakeTensor((HQ,)))
     r = native.compile(spec.to_ir(), chip="sm_90", emit_cubin=False)
     assert r["ok"], r["diagnostics"]
-    k = next(k for k in json.loads(r["manifest"])["kernels"] if k["role"] == "attention")
-    assert k["name"].startswith("attn_decode_" if kind == "decode" else "attn_prefill_")
-    assert k["name"].endswith("_causal_sinks" if kind != "decode" else "_sinks")
-    assert k["variant_params"] == [{"name": "sinks", "type": "ptr"}]
-    assert k["args"][-1] == {"name": "sinks", "kind": "ptr", "dtype": "f32"}  # [num_qo_heads]
-    assert k["args"][-2]["name"] == "sm_scale"
+    kernels = [k for k in json.loads(r["manifest"])["kernels"] if k["role"] == "attention"]
+    # Decode has one tile; prefill every candidate (q 16 / 64 / 128), each taking the table.
+    assert [k["tile"]["q"] for k in kernels] == ([16] if kind == "decode" else [16, 64, 128])
+    for k in kernels:
+        assert k["name"].endswith("_causal_sinks" if kind != "decode" else "_sinks")
+        assert k["variant_params"] == [{"name": "sinks", "type": "ptr"}]
+        assert k["args"][-1] == {"name": "sinks", "kind": "ptr", "dtype": "f32"}  # [num_qo_heads]
+        assert k["args"][-2]["name"] == "sm_scale"
 
 
 @pytest.mark.compiler
@@ -130,7 +132,14 @@ def test_precompile_sinks_is_found_by_the_ragged_wrapper(tmp_path, capsys):
                             "--out", str(out)]) == 0
     assert "0 skipped" in capsys.readouterr().out
     spec, _ = spec_for("ragged", sinks=FakeTensor((HQ,)))
-    assert cache_mod.KernelCache(str(out)).lookup(cache_mod.cache_key(spec.to_ir(), "sm_90")) is not None
+    cache = cache_mod.KernelCache(str(out))
+    contracts = cache.lookup(cache_mod.cache_key(spec.to_ir(), "sm_90", "manifest"))
+    assert contracts is not None and contracts.image == b""
+    # Every tile candidate the planner may pick has its own entry.
+    n = sum(1 for k in json.loads(contracts.manifest)["kernels"] if k["role"] == "attention")
+    assert n == 3
+    for i in range(n):
+        assert cache.lookup(cache_mod.cache_key(spec.to_ir(), "sm_90", "cubin", i)).image
 
 
 def flashinfer_llama31_inv_freq(head_dim, theta, factor, low, high, ctx):

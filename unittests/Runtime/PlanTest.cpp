@@ -715,20 +715,64 @@ TEST(PlanGraphMode, GridAndLayoutFixedAcrossPlans) {
   EXPECT_EQ(va.partialOOffset(), vd.partialOOffset());
 }
 
-TEST(PlanCandidates, PicksTheTileWithTheSmallerEstimate) {
-  // Decode with group 4: a 16-row tile holds 4 tokens' worth of packed heads, a
-  // 64-row tile costs four times as much per key (cost_per_kv_token) for the
-  // same rows. Prefill rows fill the big tile, so it wins there.
+TEST(PlanCandidates, TheTileFollowsTheAveragePackedQueryLength) {
+  // GQA group 4, every candidate packing the whole group: decode (1 token x
+  // 4 heads = 4 rows) fits the 16-row tile, speculative verification of 8
+  // tokens (32 rows) the 64-row tile, prefill (2048 rows) none, so the
+  // tallest.
   Batch decode = makeBatch(uniform(32, 1, 1000), 16, 1);
+  Batch verify = makeBatch(uniform(16, 8, 2048), 16, 1);
+  Batch exact = makeBatch(uniform(16, 16, 2048), 16, 1);
   Batch prefill = makeBatch(uniform(4, 512, 512), 16, 1);
-  for (auto [batch, expect] : {std::pair{&decode, 0}, std::pair{&prefill, 1}}) {
+  for (auto [batch, expect] : {std::pair{&decode, 0}, std::pair{&verify, 1},
+                               std::pair{&exact, 1}, std::pair{&prefill, 2}}) {
     PlanConfig c = makeConfig(32, 8, 128, 16, 132, 16, 64, 4, *batch);
-    c.num_candidates = 2;
-    c.candidates[0] = {16, 64, 4, 64, 1};
-    c.candidates[1] = {128, 64, 4, 64, 3};
+    c.num_candidates = 3;
+    c.candidates[0] = {16, 16, 4, 128, 1, 4, 512};
+    c.candidates[1] = {64, 64, 4, 128, 1, 2, 0};
+    c.candidates[2] = {128, 64, 4, 128, 1, 1, 0};
     std::vector<int32_t> ws;
     ASSERT_TRUE(planInto(c, inputsOf(*batch), &ws).ok());
-    EXPECT_EQ(PlanView{ws.data()}.candidate(), expect);
+    PlanView v{ws.data()};
+    EXPECT_EQ(v.candidate(), expect);
+    EXPECT_EQ(v.tileQ(), c.candidates[expect].q_rows);
+    // The grid is the chosen kernel's: num_sms * its CTAs per SM; the
+    // layout has room for the largest.
+    EXPECT_LE(v.numCtas(), 132 * c.candidates[expect].ctas_per_sm);
+    EXPECT_EQ(v.header(kHdrMaxCtas), 132 * 4);
+    int64_t covered = 0;
+    for (int32_t i = 0; i < v.numItems(); ++i)
+      covered += v.items()[i].row_count;
+    EXPECT_GT(covered, 0);
+  }
+}
+
+TEST(PlanCandidates, SelectionRuleIsTheSmallestTileHoldingTheAverage) {
+  TileCandidate t[3] = {{128, 64, 1, 0, 1, 0, 0},
+                        {16, 16, 4, 0, 1, 0, 0},
+                        {64, 64, 2, 0, 1, 0, 0}};
+  EXPECT_EQ(selectTileCandidate(t, 3, /*rows=*/4, /*batch=*/4), 1);   // 4
+  EXPECT_EQ(selectTileCandidate(t, 3, 16, 4), 1);                     // 16
+  EXPECT_EQ(selectTileCandidate(t, 3, 17, 4), 2);                     // 10
+  EXPECT_EQ(selectTileCandidate(t, 3, 128, 4), 2);                    // 64
+  EXPECT_EQ(selectTileCandidate(t, 3, 129, 4), 0);                    // 65
+  EXPECT_EQ(selectTileCandidate(t, 3, 1 << 20, 4), 0);                // tallest
+  EXPECT_EQ(selectTileCandidate(t, 3, 0, 0), 1);                      // empty
+}
+
+TEST(PlanCandidates, MinimumChunkIsTheCandidates) {
+  // One long decode request split over the grid: chunks of the candidate's
+  // minimum (512) rather than two granules (32).
+  Batch b = makeBatch({{1, 8192}}, 16, 1);
+  PlanConfig c = makeConfig(32, 8, 128, 16, 132, 16, 16, 4, b);
+  c.candidates[0].min_chunk_tokens = 512;
+  std::vector<int32_t> ws;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
+  PlanView v{ws.data()};
+  for (int32_t i = 0; i < v.numItems(); ++i) {
+    const WorkItem &w = v.items()[i];
+    if (!(w.flags & kItemLastChunk))
+      EXPECT_GE(w.kv_end - w.kv_begin, 512) << i;
   }
 }
 

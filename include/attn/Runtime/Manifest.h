@@ -75,7 +75,9 @@ struct KernelManifest {
   std::string dtype;        ///< "bf16" | "f16" | "f32"
   int32_t head_dim = 0, num_qo_heads = 0, num_kv_heads = 0;
   // "cost" (optional): the planner's TileCandidate cost model.
-  int32_t cost_per_item = 0, cost_per_kv_token = 1;
+  int32_t cost_per_item = 0, cost_per_kv_token = 1, min_chunk_tokens = 0;
+  /// "ctas_per_sm" (optional): CTAs the kernel keeps resident per SM.
+  int32_t ctas_per_sm = 1;
   std::vector<ManifestVariantParam> variant_params;
   std::vector<ManifestArg> args;
   // Merge kernels: "merge_ctas" (the launch shape) and "pdl".
@@ -87,7 +89,8 @@ struct KernelManifest {
 
   /// The planner candidate this kernel implements.
   TileCandidate candidate() const {
-    return {tile_q, tile_kv, gqa_pack, cost_per_item, cost_per_kv_token};
+    return {tile_q, tile_kv, gqa_pack, cost_per_item, cost_per_kv_token,
+            ctas_per_sm, min_chunk_tokens};
   }
   /// Index of the argument named `n`, or -1.
   int32_t argIndex(std::string_view n) const;

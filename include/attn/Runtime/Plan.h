@@ -158,6 +158,8 @@ struct TileCandidate {
   int32_t gqa_pack;          ///< query heads packed per KV head (P), divides Hq/Hkv
   int32_t cost_per_item;     ///< fixed cost of one work item (>= 0)
   int32_t cost_per_kv_token; ///< cost of one key for a whole tile (>= 1)
+  int32_t ctas_per_sm;       ///< CTAs its kernel keeps per SM; 0: the config's
+  int32_t min_chunk_tokens;  ///< shortest KV chunk when splitting; 0: the config's
 };
 
 /// Everything that stays fixed across batch steps. The workspace layout is a
@@ -172,12 +174,12 @@ struct PlanConfig {
   int32_t window_left = -1;  ///< sliding window; < 0: none
   int32_t has_custom_mask = 0; ///< custom mask replaces causal (window still ANDed)
   int32_t num_sms = 0;
-  int32_t ctas_per_sm = 1;
+  int32_t ctas_per_sm = 1;   ///< CTAs per SM of candidates that name none
   int32_t graph_mode = 0;    ///< 1: fixed grid and kernel across plans
   int32_t graph_candidate = 0; ///< graph mode: the candidate always used
   int32_t max_batch = 0;     ///< maximum requests per plan (both modes)
   int32_t max_total_q_rows = 0; ///< maximum query tokens per plan (both modes)
-  int32_t min_chunk_tokens = 0; ///< shortest KV chunk when splitting; 0: 2 granules
+  int32_t min_chunk_tokens = 0; ///< shortest KV chunk of candidates naming none; 0: 2 granules
   int32_t disable_split = 0; ///< 1: never split KV (no merge needed)
   int32_t num_candidates = 0;
   TileCandidate candidates[kMaxTileCandidates] = {};
@@ -206,6 +208,10 @@ struct PlanLayout {
   size_t partial_lse_offset = 0;
   size_t device_bytes = 0;       ///< whole device workspace
 };
+
+/// The persistent grid of candidate `t`'s kernel: num_sms times its CTAs per
+/// SM (the config's when the candidate names none).
+int64_t getCandidateCtas(const PlanConfig &config, const TileCandidate &t);
 
 /// Validates the config and computes the layout.
 Status computePlanLayout(const PlanConfig &config, PlanLayout *layout);

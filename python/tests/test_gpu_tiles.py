@@ -1,0 +1,138 @@
+"""GPU: the planner picks the query tile per batch, decode with several query
+tokens per request, and the shapes the compiler's kernels are general in
+(head dims that are multiples of 16 but not of 64, page sizes that are not
+powers of two), each against the float32 reference.
+
+On a runtime-only build the kernels come from ATTN_CACHE_DIR
+(bench/harness/precompile.sh compiles them).
+"""
+
+import math
+
+import pytest
+
+import attn
+from attn import core
+from gpu_reference import attention, indptr_of, paged_batch
+
+pytestmark = pytest.mark.gpu
+
+HQ, HKV = 32, 8
+
+
+def workspace(torch):
+    return torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+
+
+def paged_prefill(torch, qo_lens, kv_lens, *, d=128, page=16, seed=0):
+    """Runs the paged prefill wrapper (causal) and returns (out, reference, wrapper)."""
+    gen = torch.Generator().manual_seed(seed)
+    kv, kv_indptr, indices, last, k_tok, v_tok = paged_batch(torch, kv_lens, page, HKV, d, torch.bfloat16, gen)
+    q = torch.randn(sum(qo_lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
+    w = attn.BatchPrefillWithPagedKVCacheWrapper(workspace(torch))
+    w.plan(indptr_of(torch, qo_lens), kv_indptr, indices.cuda(), last, HQ, HKV, d, page, causal=True,
+           q_data_type=torch.bfloat16)
+    out = w.run(q, kv.cuda())
+    ref, _ = attention(q, k_tok.cuda(), v_tok.cuda(), qo_lens, kv_lens, causal=True)
+    return out, ref, w
+
+
+def picked_tile(w):
+    p = w._planned
+    return core.kernel_info(p.spec, w._device).candidates[p.summary["candidate"]]["q_rows"]
+
+
+@pytest.mark.parametrize("qo_len,batch,tile", [(1, 64, 16), (4, 64, 16), (8, 64, 64), (32, 16, 128),
+                                               (700, 2, 128)])
+def test_the_tile_follows_the_average_packed_query_length(qo_len, batch, tile):
+    """GQA group 4: 1 or 4 tokens per request pack into 4 or 16 rows (q 16),
+    8 into 32 (q 64), 32 or more into 128 or more (q 128)."""
+    import torch
+    out, ref, w = paged_prefill(torch, [qo_len] * batch, [qo_len + 300] * batch, seed=qo_len)
+    assert picked_tile(w) == tile
+    torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+def test_one_wrapper_switches_tiles_between_plans():
+    import torch
+    gen = torch.Generator().manual_seed(5)
+    d, page = 128, 16
+    w = attn.BatchPrefillWithPagedKVCacheWrapper(workspace(torch))
+    for qo_lens, kv_lens, tile in (([2] * 32, [600] * 32, 16), ([300, 5], [300, 900], 128), ([9] * 8, [100] * 8, 64)):
+        kv, kv_indptr, indices, last, k_tok, v_tok = paged_batch(torch, kv_lens, page, HKV, d, torch.bfloat16, gen)
+        q = torch.randn(sum(qo_lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
+        w.plan(indptr_of(torch, qo_lens), kv_indptr, indices.cuda(), last, HQ, HKV, d, page, causal=True,
+               q_data_type=torch.bfloat16)
+        assert picked_tile(w) == tile
+        ref, _ = attention(q, k_tok.cuda(), v_tok.cuda(), qo_lens, kv_lens, causal=True)
+        torch.testing.assert_close(w.run(q, kv.cuda()).float(), ref, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_decode_with_several_query_tokens_per_request(k):
+    import torch
+    gen = torch.Generator().manual_seed(k)
+    d, page = 128, 16
+    kv_lens = [k, 37, 2048, 515, 16 * 9]
+    kv, kv_indptr, indices, last, k_tok, v_tok = paged_batch(torch, kv_lens, page, HKV, d, torch.bfloat16, gen)
+    q = torch.randn(len(kv_lens) * k, HQ, d, generator=gen).to(torch.bfloat16).cuda()
+    w = attn.BatchDecodeWithPagedKVCacheWrapper(workspace(torch))
+    w.plan(kv_indptr, indices.cuda(), last, HQ, HKV, d, page, q_data_type=torch.bfloat16, q_len_per_req=k)
+    o, lse = w.run(q, kv.cuda(), return_lse=True, q_len_per_req=k)
+    ro, rl = attention(q, k_tok.cuda(), v_tok.cuda(), [k] * len(kv_lens), kv_lens, causal=True)
+    torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
+    assert picked_tile(w) == (16 if k * HQ // HKV <= 16 else 64)
+    with pytest.raises(ValueError, match=r"run\(q_len_per_req=1\) differs from plan's"):
+        w.run(q, kv.cuda(), q_len_per_req=1)
+
+
+def test_decode_q_len_per_req_needs_enough_keys():
+    import torch
+    gen = torch.Generator().manual_seed(9)
+    kv, kv_indptr, indices, last, _, _ = paged_batch(torch, [10, 3], 16, HKV, 128, torch.bfloat16, gen)
+    w = attn.BatchDecodeWithPagedKVCacheWrapper(workspace(torch))
+    with pytest.raises(ValueError, match=r"request 1 has 3 keys, fewer than q_len_per_req \(4\)"):
+        w.plan(kv_indptr, indices.cuda(), last, HQ, HKV, 128, 16, q_data_type=torch.bfloat16, q_len_per_req=4)
+    with pytest.raises(ValueError, match="q_len_per_req must be a positive int"):
+        w.plan(kv_indptr, indices.cuda(), last, HQ, HKV, 128, 16, q_data_type=torch.bfloat16, q_len_per_req=0)
+
+
+# Head dims of real models that are not multiples of 64 (Phi-3: 96), page
+# sizes that are not powers of two.
+@pytest.mark.parametrize("d,page", [(80, 16), (96, 16), (128, 3), (128, 48), (128, 544)])
+def test_decode_general_shapes(d, page):
+    import torch
+    gen = torch.Generator().manual_seed(d + page)
+    kv_lens = [1, 100, 1500, 3 * page + 1, 700]
+    kv, kv_indptr, indices, last, k_tok, v_tok = paged_batch(torch, kv_lens, page, HKV, d, torch.bfloat16, gen)
+    q = torch.randn(len(kv_lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
+    w = attn.BatchDecodeWithPagedKVCacheWrapper(workspace(torch))
+    w.plan(kv_indptr, indices.cuda(), last, HQ, HKV, d, page, q_data_type=torch.bfloat16)
+    o, lse = w.run(q, kv.cuda(), return_lse=True)
+    ro, rl = attention(q, k_tok.cuda(), v_tok.cuda(), [1] * len(kv_lens), kv_lens)
+    torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
+
+
+@pytest.mark.parametrize("d,page", [(80, 16), (96, 16), (128, 3), (128, 48), (128, 544)])
+@pytest.mark.parametrize("qo_lens,kv_lens", [([8] * 6, [300, 8, 1000, 77, 64, 2000]),
+                                              ([512, 3, 130], [1024, 600, 130])])
+def test_prefill_general_shapes(d, page, qo_lens, kv_lens):
+    import torch
+    out, ref, _ = paged_prefill(torch, qo_lens, kv_lens, d=d, page=page, seed=d * page)
+    torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("d", [80, 96])
+def test_ragged_prefill_general_head_dims(d):
+    import torch
+    gen = torch.Generator().manual_seed(d)
+    lens = [1, 300, 17, 640]
+    q = torch.randn(sum(lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
+    k = torch.randn(sum(lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    v = torch.randn(sum(lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    w = attn.BatchPrefillWithRaggedKVCacheWrapper(workspace(torch))
+    w.plan(indptr_of(torch, lens), indptr_of(torch, lens), HQ, HKV, d, causal=True, q_data_type=torch.bfloat16)
+    ro, _ = attention(q, k, v, lens, lens, causal=True, sm_scale=1 / math.sqrt(d))
+    torch.testing.assert_close(w.run(q, k, v).float(), ro, atol=2e-2, rtol=2e-2)
