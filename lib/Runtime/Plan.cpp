@@ -92,8 +92,7 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
     return invalid(StatusCode::InvalidArgument,
                    "graph_candidate out of range of the candidates");
   int32_t group = c.num_qo_heads / c.num_kv_heads;
-  int64_t maxTiles = 0;
-  int32_t slotRows = 0;
+  int64_t maxTiles = 0, maxItems = 0, partialRows = 0;
   for (int32_t i = 0; i < c.num_candidates; ++i) {
     const TileCandidate &t = c.candidates[i];
     // Built only for a message: plan() calls this every step.
@@ -118,14 +117,17 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
     int64_t tiles =
         groups * (int64_t(c.max_total_q_rows) * t.gqa_pack / t.q_rows +
                   c.max_batch);
+    // A candidate's work list holds its tiles plus at most one extra chunk
+    // per CTA of its grid, and each item may need a partial slot of q_rows.
+    int64_t items = tiles + (c.disable_split ? 0 : getCandidateCtas(c, t));
     maxTiles = std::max(maxTiles, tiles);
-    slotRows = std::max(slotRows, t.q_rows);
+    maxItems = std::max(maxItems, items);
+    partialRows = std::max(partialRows, items * t.q_rows);
   }
   // Room for the largest grid any candidate keeps resident.
   int64_t maxCtas = 0;
   for (int32_t i = 0; i < c.num_candidates; ++i)
     maxCtas = std::max(maxCtas, getCandidateCtas(c, c.candidates[i]));
-  int64_t maxItems = maxTiles + (c.disable_split ? 0 : maxCtas);
   int64_t words = kPlanHeaderWords;
   int64_t offCta = words;
   words += maxCtas + 1;
@@ -143,8 +145,7 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   l.max_ctas = int32_t(maxCtas);
   l.max_items = int32_t(maxItems);
   l.max_merge_units = int32_t(maxTiles);
-  l.max_slots = int32_t(maxItems);
-  l.slot_rows = slotRows;
+  l.partial_rows = partialRows;
   l.off_cta_indptr = int32_t(offCta);
   l.off_items = int32_t(offItems);
   l.off_merge_indptr = int32_t(offMergeIndptr);
@@ -152,10 +153,11 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   l.total_words = int32_t(words);
   l.host_bytes = size_t(words) * 4;
   l.partial_o_offset = alignUp(l.host_bytes, kDeviceAlign);
-  size_t slotFloats = size_t(maxItems) * slotRows;
   l.partial_lse_offset = alignUp(
-      l.partial_o_offset + slotFloats * size_t(c.head_dim) * 4, kDeviceAlign);
-  l.device_bytes = alignUp(l.partial_lse_offset + slotFloats * 4, kDeviceAlign);
+      l.partial_o_offset + size_t(partialRows) * size_t(c.head_dim) * 4,
+      kDeviceAlign);
+  l.device_bytes =
+      alignUp(l.partial_lse_offset + size_t(partialRows) * 4, kDeviceAlign);
   return Status::success();
 }
 
@@ -1081,6 +1083,11 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     return invalid(StatusCode::WorkspaceTooSmall,
                    "internal: work list exceeded its bound of " +
                        std::to_string(l.max_items) + " items");
+  if (numSlots > l.getMaxSlots(t))
+    return invalid(StatusCode::WorkspaceTooSmall,
+                   "internal: " + std::to_string(numSlots) +
+                       " partial slots exceed the bound of " +
+                       std::to_string(l.getMaxSlots(t)));
   // Close the open CTA; trim trailing empty CTAs unless the grid is fixed.
   int64_t used = cta + ((numItems > ctaIndptr[cta]) ? 1 : 0);
   ctaIndptr[cta + 1] = numItems;
@@ -1108,8 +1115,8 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   w[kHdrOffMergeIndptr] = l.off_merge_indptr;
   w[kHdrOffMergeUnits] = l.off_merge_units;
   w[kHdrTotalWords] = l.total_words;
-  w[kHdrMaxSlots] = l.max_slots;
-  w[kHdrSlotRows] = l.slot_rows;
+  w[kHdrMaxSlots] = l.getMaxSlots(t);
+  w[kHdrSlotRows] = l.getSlotRows(t);
   w[kHdrHeadDim] = c.head_dim;
   w[kHdrBatch] = in.batch;
   w[kHdrTotalQRows] = in.qo_indptr[in.batch];

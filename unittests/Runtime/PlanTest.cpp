@@ -173,7 +173,7 @@ TEST(PlanLayout, SizingIsAFunctionOfTheConfig) {
   EXPECT_EQ(planDeviceWorkspaceBytes(c), l.device_bytes);
   EXPECT_EQ(l.partial_o_offset % kDeviceAlign, 0u);
   EXPECT_GE(l.partial_lse_offset,
-            l.partial_o_offset + size_t(l.max_slots) * l.slot_rows * 128 * 4);
+            l.partial_o_offset + size_t(l.partial_rows) * 128 * 4);
   EXPECT_EQ(l.max_ctas, 132);
 }
 
@@ -745,6 +745,37 @@ TEST(PlanCandidates, TheTileFollowsTheAveragePackedQueryLength) {
       covered += v.items()[i].row_count;
     EXPECT_GT(covered, 0);
   }
+}
+
+TEST(PlanCandidates, PartialSlotsAreThePickedTilesRows) {
+  // The partial buffers hold what the neediest single candidate needs (its
+  // items times its q_rows), not the most items of any candidate times the
+  // tallest tile; each plan's slots are its own tile's rows.
+  Batch b = makeBatch(uniform(5, 528, 600), 16, 1);
+  PlanConfig c = makeConfig(32, 8, 128, 16, 132, 16, 64, 4, b);
+  c.num_candidates = 3;
+  c.candidates[0] = {16, 16, 4, 128, 1, 4, 512};
+  c.candidates[1] = {64, 64, 4, 128, 1, 2, 0};
+  c.candidates[2] = {128, 64, 4, 128, 1, 1, 0};
+  PlanLayout all;
+  ASSERT_TRUE(computePlanLayout(c, &all).ok());
+  int64_t neediest = 0;
+  for (int32_t i = 0; i < 3; ++i) {
+    PlanConfig one = c;
+    one.num_candidates = 1;
+    one.candidates[0] = c.candidates[i];
+    PlanLayout l;
+    ASSERT_TRUE(computePlanLayout(one, &l).ok());
+    neediest = std::max(neediest, l.partial_rows);
+  }
+  EXPECT_EQ(all.partial_rows, neediest);
+  std::vector<int32_t> ws;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
+  PlanView v{ws.data()};
+  const TileCandidate &t = c.candidates[v.candidate()];
+  EXPECT_EQ(v.slotRows(), t.q_rows);
+  EXPECT_EQ(int64_t(v.header(kHdrMaxSlots)) * t.q_rows, all.partial_rows / t.q_rows * t.q_rows);
+  EXPECT_LE(v.header(kHdrNumSlots), v.header(kHdrMaxSlots));
 }
 
 TEST(PlanCandidates, SelectionRuleIsTheSmallestTileHoldingTheAverage) {

@@ -24,8 +24,12 @@
 //   merge_units   [max_merge_units][kMergeUnitWords] see MergeUnit
 //
 // Device workspace (bytes): [flat plan, padded to 256] [partial_o] [partial_lse]
-//   partial_o   float32 [max_slots][slot_rows][head_dim]
-//   partial_lse float32 [max_slots][slot_rows]      (base-2 log-sum-exp)
+//   partial_o   float32 [partial_rows][head_dim]   = [max_slots][slot_rows][head_dim]
+//   partial_lse float32 [partial_rows]             (base-2 log-sum-exp)
+// partial_rows is the most any candidate needs (its work-item bound times its
+// q_rows); a plan's header gives the picked candidate's slot_rows (its q_rows)
+// and max_slots (partial_rows / slot_rows), so the buffers never hold a
+// 128-row slot per item of a 16-row tile.
 //
 // Query packing. A plan uses one TileCandidate with q_rows = Q and gqa_pack = P
 // (P divides Hq/Hkv). The query heads are split into Hq/P "head groups"; group
@@ -199,8 +203,13 @@ struct PlanInputs {
 
 /// Word offsets and sizes implied by a PlanConfig.
 struct PlanLayout {
-  int32_t max_ctas = 0, max_items = 0, max_merge_units = 0, max_slots = 0;
-  int32_t slot_rows = 0;
+  int32_t max_ctas = 0, max_items = 0, max_merge_units = 0;
+  int64_t partial_rows = 0;      ///< rows of the partial buffers
+  /// The slots of candidate `t`: its rows per slot and how many fit.
+  int32_t getSlotRows(const TileCandidate &t) const { return t.q_rows; }
+  int32_t getMaxSlots(const TileCandidate &t) const {
+    return int32_t(partial_rows / t.q_rows);
+  }
   int32_t off_cta_indptr = 0, off_items = 0, off_merge_indptr = 0,
           off_merge_units = 0, total_words = 0;
   size_t host_bytes = 0;         ///< flat plan bytes
