@@ -48,6 +48,10 @@ static llvm::cl::opt<std::string>
 static llvm::cl::opt<std::string>
     chip("chip", llvm::cl::desc("target GPU (sm_80 ... sm_120a)"),
          llvm::cl::init(kDefaultChip), llvm::cl::cat(attnCategory));
+static llvm::cl::opt<std::string> features(
+    "features",
+    llvm::cl::desc("PTX features, e.g. +ptx80 (default: the chip's)"),
+    llvm::cl::init(""), llvm::cl::cat(attnCategory));
 enum class Emit { None, PTX, Cubin };
 static llvm::cl::opt<Emit> emit(
     "emit", llvm::cl::desc("what to emit"), llvm::cl::init(Emit::Cubin),
@@ -201,6 +205,7 @@ int main(int argc, char **argv) {
   }
 
   target.chip = chip;
+  target.features = features;
   target.cudaPath = cudaPath;
   if (llvm::Error err = target.validate()) {
     llvm::errs() << "attn-compile: " << llvm::toString(std::move(err)) << "\n";

@@ -1,0 +1,8 @@
+func.func @attention(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>, %qo_indptr: tensor<?xi32>, %kv_indptr: tensor<?xi32>, %kv_indices: tensor<?xi32>, %mask: tensor<?xi8>, %sm_scale: f32) -> (tensor<?x32x128xbf16>, tensor<?x32xf32>) {
+  %o, %lse = attn.attention %q, %k, %v format(#attn.bsr<block_rows = ?, block_cols = 1, layout = NHD>)
+      indices(%qo_indptr, %kv_indptr, %kv_indices : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      mask(%mask : tensor<?xi8>)
+      sm_scale(%sm_scale)
+      : tensor<?x32x128xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x8x128xbf16> -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return %o, %lse : tensor<?x32x128xbf16>, tensor<?x32xf32>
+}
