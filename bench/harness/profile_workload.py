@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One workload of DESIGN.md section 6 (D1-D5, P1-P3) through the attn Python
+"""One workload of docs/Benchmarks.md (D1-D5, P1-P5) through the attn Python
 package, checked once and then run a few times: the target for Nsight Compute.
 
     ncu --clock-control none --target-processes all -k regex:attn_ \\

@@ -1,4 +1,4 @@
-"""Float32 reference attention (DESIGN.md §3b) on the GPU, and the error
+"""Float32 reference attention (docs/Semantics.md) on the GPU, and the error
 metric every system is checked with: ||out - ref|| / ||ref||."""
 
 import torch

@@ -5,7 +5,7 @@
 
 Measures in one run: the ceilings (a device-to-device copy counting bytes
 read + written; an 8192^3 bf16 matmul on random data), then every workload
-of DESIGN.md §6 with attn and with PyTorch's peers (SDPA backends on gathered
+of docs/Benchmarks.md with attn and with PyTorch's peers (SDPA backends on gathered
 KV, FlexAttention over the page pool), then the sweeps of sweeps.py (decode
 against KV length and skew, prefill against sequence length and head dim;
 --no-sweeps skips them, --only implies it, --sweep decode-skew runs just
@@ -132,6 +132,7 @@ def compile_times():
             continue
         if "stages_ms" in inputs:
             out.append({"spec": inputs.get("spec", key), "arch": inputs.get("arch"),
+                        "emit": inputs.get("emit"), "candidate": inputs.get("candidate"),
                         "stages_ms": inputs["stages_ms"]})
     return out
 

@@ -3,7 +3,7 @@
 A state is ``(v, s)``: the attention output over a set of keys and its base-2
 log-sum-exp. Attention over the union of disjoint key sets is the merge
 ``s = log2(2^s_a + 2^s_b)``, ``v = 2^(s_a - s) v_a + 2^(s_b - s) v_b``
-(DESIGN.md §3b). States with LSE ``-inf`` (no visible key) contribute
+(docs/Semantics.md). States with LSE ``-inf`` (no visible key) contribute
 nothing; if all are ``-inf`` the result is output 0 and LSE ``-inf`` (never
 NaN).
 

@@ -1,6 +1,6 @@
 """Custom masks: packing and the per-request byte offsets the kernels read.
 
-A custom mask (DESIGN.md §3b) is boolean, ``qo_len x kv_len`` per request,
+A custom mask (docs/Semantics.md) is boolean, ``qo_len x kv_len`` per request,
 row-major, concatenated over requests. The kernels read it bit-packed,
 little-endian, each request starting on its own byte: element ``(i, j)`` of
 request ``b`` is bit ``mask_indptr[b] * 8 + i * kv_len + j`` of the packed

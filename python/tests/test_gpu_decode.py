@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 
 def reference(q, k_pages, v_pages, indptr, indices, last, sm_scale, soft_cap=None, window_left=-1):
-    """float32 decode per request (DESIGN.md §3b); pages NHD [pages, page, Hkv, D]."""
+    """float32 decode per request (docs/Semantics.md); pages NHD [pages, page, Hkv, D]."""
     import torch
     out, lse = [], []
     hq, hkv = q.shape[1], k_pages.shape[2]

@@ -2,7 +2,7 @@
 
 Ragged causal prefill with a sliding window, soft-capping, ALiBi and RoPE
 (rotate-half, applied on the fly to q and k at their positions), each against
-a float32 PyTorch reference written from DESIGN.md §3b; and decode with one KV
+a float32 PyTorch reference written from docs/Semantics.md; and decode with one KV
 head for 32 query heads (MQA). Skipped without torch/GPU.
 """
 
