@@ -12,10 +12,10 @@
 //   2. verify     the dialect's verifiers (hook signatures, heads, formats)
 //   3. prepare    buildAttnPreparePipeline: variant expansion, cascade
 //                 decomposition, tile selection, GQA packing
-//   4. codegen    convert-attn-to-gpu: decode tiles to the persistent
-//                 split-KV decode kernel, larger tiles to the prefill
-//                 kernel, one LSE merge kernel per (head_dim, dtype); the
-//                 variants' hooks inlined
+//   4. codegen    compileAttentionKernels: attn-outline-kernels writes each
+//                 tiled attention's kernels in the tile-level form with
+//                 their launch contracts (the manifest), convert-attn-to-gpu
+//                 lowers them for the chip, the variants' hooks inlined
 //   5. target     compileGPUModules: NVVM, PTX, ptxas (lower-to-nvvm,
 //                 llvm-to-ptx, ptxas)
 //
@@ -29,7 +29,6 @@
 #include "attn/Version.h"
 
 #include "attn/Conversion/AttnToGPU/AttnToGPU.h"
-#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/InitAllDialects.h"
 #include "attn/Target/AttentionKernels.h"
@@ -76,7 +75,7 @@ public:
       : result(result), os(result.diagnostics) {
     DialectRegistry registry;
     mlir::attn::registerAllDialects(registry);
-    ::attn::registerKernelGenDialects(registry);
+    mlir::attn::registerKernelDialects(registry);
     ::attn::registerTargetDialectsAndInterfaces(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();

@@ -10,10 +10,8 @@
 
 #include "attn/Target/AttentionKernels.h"
 #include "attn/Conversion/AttnToGPU/AttnToGPU.h"
-#include "attn/Conversion/AttnToGPU/LegacyKernels.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Target/KernelManifest.h"
-#include "attn/Target/PrefillManifest.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Verifier.h"
@@ -79,41 +77,24 @@ static llvm::Error keepCandidate(mlir::ModuleOp module,
   return llvm::Error::success();
 }
 
-/// The legacy emitters' kernels and manifest entries (being retired).
-static llvm::Expected<llvm::json::Array>
-buildLegacy(mlir::ModuleOp module, const NVPTXOptions &target,
-            llvm::SmallVectorImpl<mlir::attn::GeneratedKernel> &generated) {
-  mlir::attn::LegacyKernelOptions options;
-  options.chip = target.chip;
-  if (mlir::failed(mlir::attn::buildLegacyKernels(module, options, &generated)))
-    return error("kernel generation failed (see the diagnostics)");
-  return llvm::json::Array();
-}
-
 llvm::Expected<AttentionKernels>
 compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
                         const AttentionKernelOptions &options) {
   AttentionKernels out;
   mlir::MLIRContext *ctx = module.getContext();
-  llvm::SmallVector<mlir::attn::GeneratedKernel, 4> legacy;
   Stopwatch outline;
-  if (options.legacyEmitters) {
-    if (auto built = buildLegacy(module, target, legacy); !built)
-      return built.takeError();
-  } else {
-    mlir::PassManager pm(ctx);
-    mlir::attn::AttnOutlineKernelsPassOptions outlineOptions;
-    outlineOptions.chip = target.chip;
-    outlineOptions.gpuModuleName = kGPUModule.str();
-    pm.addPass(mlir::attn::createAttnOutlineKernelsPass(outlineOptions));
-    if (mlir::failed(pm.run(module)))
-      return error("attn-outline-kernels failed (see the diagnostics)");
-  }
+  mlir::PassManager pm(ctx);
+  mlir::attn::AttnOutlineKernelsPassOptions outlineOptions;
+  outlineOptions.chip = target.chip;
+  outlineOptions.gpuModuleName = kGPUModule.str();
+  pm.addPass(mlir::attn::createAttnOutlineKernelsPass(outlineOptions));
+  if (mlir::failed(pm.run(module)))
+    return error("attn-outline-kernels failed (see the diagnostics)");
   auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(kGPUModule);
   if (!gpuModule || gpuModule.getOps<mlir::gpu::GPUFuncOp>().empty())
     return error("no attn.attention with a tile: run attn-prepare-pipeline "
                  "first");
-  if (options.candidate >= 0 && !options.legacyEmitters)
+  if (options.candidate >= 0)
     if (llvm::Error err = keepCandidate(module, gpuModule, options.candidate))
       return std::move(err);
   out.stages.push_back({"outline", outline.ms()});
@@ -121,14 +102,12 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
   // The manifest entries come from the launch contracts, before the
   // lowering turns the kernels into LLVM functions.
   llvm::SmallVector<llvm::json::Object> entries;
-  if (!options.legacyEmitters)
-    for (auto func : gpuModule.getOps<mlir::gpu::GPUFuncOp>()) {
-      llvm::Expected<llvm::json::Object> entry =
-          getKernelManifest(func, nullptr);
-      if (!entry)
-        return entry.takeError();
-      entries.push_back(std::move(*entry));
-    }
+  for (auto func : gpuModule.getOps<mlir::gpu::GPUFuncOp>()) {
+    llvm::Expected<llvm::json::Object> entry = getKernelManifest(func, nullptr);
+    if (!entry)
+      return entry.takeError();
+    entries.push_back(std::move(*entry));
+  }
   if (options.emit == AttentionKernelOptions::Emit::None) {
     llvm::json::Array kernels;
     for (llvm::json::Object &e : entries)
@@ -138,7 +117,7 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
   }
 
   Stopwatch lower;
-  if (!options.legacyEmitters && mlir::failed(mlir::attn::lowerTileKernels(module)))
+  if (mlir::failed(mlir::attn::lowerTileKernels(module)))
     return error("convert-attn-to-gpu failed (see the diagnostics)");
   mlir::OwningOpRef<mlir::ModuleOp> kernels =
       mlir::ModuleOp::create(module.getLoc());
@@ -162,30 +141,10 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
   out.usage = std::move(cm.kernels);
 
   llvm::json::Array manifestKernels;
-  if (options.legacyEmitters) {
-    using Kind = mlir::attn::GeneratedKernel::Kind;
-    for (const mlir::attn::GeneratedKernel &k : legacy) {
-      const KernelResourceUsage *usage = findResourceUsage(out.usage, k.name);
-      switch (k.kind) {
-      case Kind::Decode:
-        manifestKernels.push_back(
-            getDecodeKernelManifest(k.decode, k.params, usage));
-        break;
-      case Kind::Prefill:
-        manifestKernels.push_back(getPrefillKernelManifest(k.prefill, usage));
-        break;
-      case Kind::Merge:
-        manifestKernels.push_back(getMergeKernelManifest(
-            k.merge, k.numQoHeads, k.numKVHeads, usage));
-        break;
-      }
-    }
-  } else {
-    for (llvm::json::Object &entry : entries) {
-      std::string name = entry.getString("name")->str();
-      addManifestResources(entry, findResourceUsage(out.usage, name));
-      manifestKernels.push_back(std::move(entry));
-    }
+  for (llvm::json::Object &entry : entries) {
+    std::string name = entry.getString("name")->str();
+    addManifestResources(entry, findResourceUsage(out.usage, name));
+    manifestKernels.push_back(std::move(entry));
   }
   out.manifest = getManifest(target, std::move(manifestKernels), "", "");
   return out;

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Conversion/AttnToGPU/DecodeKernel.h"
+#include "attn/Conversion/AttnToGPU/AttnToGPU.h"
 #include "attn/Dialect/Attn/IR/TileLayout.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Dialect/Attn/Transforms/TileHeuristics.h"
@@ -75,11 +75,6 @@ static llvm::cl::opt<int64_t> candidate(
     llvm::cl::desc("compile only tile candidate N of every attention (its "
                    "attention and merge kernels); -1: all"),
     llvm::cl::init(-1), llvm::cl::cat(attnCategory));
-static llvm::cl::opt<bool> legacyEmitters(
-    "legacy-emitters", llvm::cl::Hidden,
-    llvm::cl::desc("build the kernels with the emitters being retired (to "
-                   "compare)"),
-    llvm::cl::init(false), llvm::cl::cat(attnCategory));
 static llvm::cl::opt<bool> candidates(
     "candidates",
     llvm::cl::desc("keep every fitting tile for the runtime planner"),
@@ -214,7 +209,7 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   registerAllDialects(registry);
-  ::attn::registerKernelGenDialects(registry);
+  registerKernelDialects(registry);
   ::attn::registerTargetDialectsAndInterfaces(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
@@ -262,7 +257,6 @@ int main(int argc, char **argv) {
                              ? ::attn::AttentionKernelOptions::Emit::Cubin
                              : ::attn::AttentionKernelOptions::Emit::PTX;
     kernelOptions.candidate = candidate;
-    kernelOptions.legacyEmitters = legacyEmitters;
     auto kernels =
         ::attn::compileAttentionKernels(*module, target, kernelOptions);
     if (!kernels) {

@@ -12,8 +12,6 @@
 #define ATTN_CONVERSION_PASSES_H
 
 #include "attn/Conversion/AttnToGPU/AttnToGPU.h"
-#include "attn/Conversion/AttnToGPU/LegacyKernels.h"
-#include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
 #include "mlir/Pass/Pass.h"
 

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Conversions out of the attn dialect. `convert-attn-to-gpu` generates the
-// device kernels of every tiled attention into one gpu.module.
+// Conversions out of the attn dialect. `convert-attn-to-gpu` lowers the
+// tile-level form of every kernel attn-outline-kernels wrote.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,22 +40,6 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "::mlir::ModuleOp"> {
   }];
   // The dialects the lowering builds are registered by the pass
   // (registerKernelDialects), so the list lives in one place.
-}
-
-def AttnLegacyKernelsPass : Pass<"attn-legacy-kernels", "::mlir::ModuleOp"> {
-  let summary = "(being retired) the hand-written kernel emitters, for comparison";
-  let description = [{
-    Generates the kernels of every tiled `attn.attention` from C++ spec
-    structs with the emitters the tile-level lowering replaces. Kept only to
-    compare the two paths' kernels until the emitters are removed.
-  }];
-  let options = [
-    Option<"chip", "chip", "std::string", /*default=*/"::mlir::attn::kDefaultChip",
-           "the target GPU">,
-    Option<"gpuModuleName", "gpu-module", "std::string",
-           /*default=*/"\"attn_kernels\"",
-           "the gpu.module the kernels go into">,
-  ];
 }
 
 #endif // ATTN_CONVERSION_PASSES_TD

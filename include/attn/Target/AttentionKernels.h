@@ -39,9 +39,6 @@ struct AttentionKernelOptions {
   /// attention (its attention kernel and the merge kernel it pairs with):
   /// the runtime compiles the candidate a batch picks on first use.
   int64_t candidate = -1;
-  /// Build the kernels with the hand-written emitters being retired
-  /// instead of through the tile-level form (for comparisons only).
-  bool legacyEmitters = false;
 };
 
 /// Generates and compiles the kernels of every tiled attn.attention in

@@ -7,14 +7,14 @@
 // The compiler side of the manifest the runtime reads (include/attn/Runtime/
 // Manifest.h, docs/Manifest.md): one JSON document per cubin naming each
 // kernel's arguments in order, threads, dynamic shared memory, tile, format,
-// dtype and heads, plus what ptxas reported.
+// dtype and heads, written from the kernel's `attn.launch` contract, plus
+// what ptxas reported.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_TARGET_KERNELMANIFEST_H
 #define ATTN_TARGET_KERNELMANIFEST_H
 
-#include "attn/Conversion/AttnToGPU/KernelSpec.h"
 #include "attn/Target/NVPTXOptions.h"
 #include "attn/Target/Serialization.h"
 
@@ -22,31 +22,6 @@
 #include "llvm/Support/JSON.h"
 
 namespace attn {
-
-/// The manifest entry of one generated decode kernel; `params` are the
-/// variant parameters (name, kind) in argument order; `usage` may be null.
-llvm::json::Object getDecodeKernelManifest(
-    const DecodeKernelSpec &spec,
-    llvm::ArrayRef<std::pair<std::string, std::string>> params,
-    const KernelResourceUsage *usage);
-
-/// The same, for a kernel without variant parameters.
-inline llvm::json::Object
-getDecodeKernelManifest(const DecodeKernelSpec &spec,
-                        const KernelResourceUsage *usage) {
-  return getDecodeKernelManifest(spec, {}, usage);
-}
-
-/// The manifest entry of a merge kernel. Its code reads the head counts from
-/// the plan; the manifest records those of the attention kernels it serves
-/// (the runtime checks them against the plan).
-llvm::json::Object getMergeKernelManifest(const MergeKernelSpec &spec,
-                                          int64_t numQoHeads,
-                                          int64_t numKVHeads,
-                                          const KernelResourceUsage *usage);
-
-/// The manifest's `args` list of a launch contract, in order.
-llvm::json::Array getManifestArgs(const KernelLaunchInfo &info);
 
 /// Adds what ptxas reported (`usage`, may be null) as the kernel's
 /// `resources`.

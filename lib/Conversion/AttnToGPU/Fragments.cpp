@@ -73,7 +73,7 @@ SmallVector<Value, 4> attn::detail::ldmatrixX4(ImplicitLocOpBuilder &b,
 }
 
 SmallVector<Value, 4> attn::detail::mmaM16N8K16(ImplicitLocOpBuilder &b,
-                                                KernelDType dtype,
+                                                Type eltType,
                                                 ArrayRef<Value> a,
                                                 ArrayRef<Value> bFrag,
                                                 ArrayRef<Value> c) {
@@ -81,12 +81,12 @@ SmallVector<Value, 4> attn::detail::mmaM16N8K16(ImplicitLocOpBuilder &b,
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(4, f32));
-  NVVM::MMATypes ptxType =
-      dtype == KernelDType::BF16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  bool f16 = eltType.isF16();
+  NVVM::MMATypes ptxType = f16 ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
   // bf16 operands travel as i32; the f16 form of the op wants vector<2xf16>.
   SmallVector<Value, 4> aOps(a.begin(), a.end()), bOps(bFrag.begin(),
                                                        bFrag.end());
-  if (dtype == KernelDType::F16) {
+  if (f16) {
     auto f16x2 = VectorType::get({2}, b.getF16Type());
     for (Value &v : aOps)
       v = LLVM::BitcastOp::create(b, f16x2, v);
@@ -135,10 +135,6 @@ void attn::detail::setOccupancyHints(Operation *gpuFunc, int64_t minCTAsPerSM) {
   Builder b(gpuFunc->getContext());
   gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                    b.getI32IntegerAttr(minCTAsPerSM));
-}
-
-void attn::detail::loadNVVMDialect(MLIRContext *ctx) {
-  ctx->loadDialect<NVVM::NVVMDialect>();
 }
 
 void attn::detail::insertNVVMDialect(DialectRegistry &registry) {

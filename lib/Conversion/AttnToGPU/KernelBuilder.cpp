@@ -4,9 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Arithmetic, comparison and warp-shuffle helpers used by the kernel bodies,
-// and the kernel functions' creation shared by every generator. Only upstream
-// arith, math, memref and gpu ops are built here.
+// Arithmetic, comparison and warp-shuffle helpers used by the tile patterns,
+// and the softmax state they carry. Only upstream arith, math, memref and gpu
+// ops are built here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,85 +14,13 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/BuiltinOps.h"
 
 #include <limits>
 
 using namespace mlir;
 using namespace attn::detail;
-
-//===----------------------------------------------------------------------===//
-// Kernel entry points
-//===----------------------------------------------------------------------===//
-
-/// Static extent of the flat 1-D memrefs standing for device buffers: the
-/// bare-pointer convention needs static shapes, and kernels index by hand.
-static constexpr int64_t kFlatExtent = int64_t(1) << 40;
-
-Type attn::detail::getElementType(Builder &b, KernelDType dtype) {
-  return dtype == KernelDType::BF16 ? Type(b.getBF16Type())
-                                    : Type(b.getF16Type());
-}
-
-void attn::detail::loadKernelDialects(MLIRContext *ctx) {
-  ctx->loadDialect<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                   math::MathDialect, memref::MemRefDialect,
-                   nvgpu::NVGPUDialect, scf::SCFDialect,
-                   vector::VectorDialect>();
-  loadNVVMDialect(ctx);
-}
-
-gpu::GPUModuleOp attn::detail::getOrCreateGPUModule(ModuleOp module,
-                                                    OpBuilder &b,
-                                                    StringRef name) {
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(module.getBody());
-  return gpu::GPUModuleOp::create(b, module.getLoc(), name);
-}
-
-gpu::GPUFuncOp attn::detail::createKernelFunc(ImplicitLocOpBuilder &b,
-                                              gpu::GPUModuleOp gpuModule,
-                                              const KernelLaunchInfo &info,
-                                              KernelDType dtype,
-                                              int64_t minCTAsPerSM) {
-  auto global =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Global);
-  SmallVector<Type> argTypes;
-  for (const KernelArg &arg : info.args) {
-    if (arg.kind == "ptr") {
-      Type elt = arg.elementType == "i32"   ? Type(b.getI32Type())
-                 : arg.elementType == "f32" ? Type(b.getF32Type())
-                 : arg.elementType == "u8"  ? Type(b.getI8Type())
-                                            : getElementType(b, dtype);
-      argTypes.push_back(MemRefType::get({kFlatExtent}, elt,
-                                         MemRefLayoutAttrInterface{}, global));
-    } else {
-      argTypes.push_back(arg.kind == "f32" ? Type(b.getF32Type())
-                                           : Type(b.getI32Type()));
-    }
-  }
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(gpuModule.getBody());
-  auto func = gpu::GPUFuncOp::create(b, info.kernelName,
-                                     b.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(info.blockDimX), 1, 1}));
-  setOccupancyHints(func, minCTAsPerSM);
-  for (auto [i, arg] : llvm::enumerate(info.args))
-    func.setArgAttr(i, "attn.name", b.getStringAttr(arg.name));
-  return func;
-}
 
 //===----------------------------------------------------------------------===//
 // KernelBuilder

@@ -4,20 +4,16 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Private to the AttnToGPU library. The kernel generators build a lot of
-// index and float arithmetic; KernelBuilder wraps an ImplicitLocOpBuilder with
-// short, typed helpers for it (constants, integer/index math, selects, warp
-// shuffles, exp2), and the fragment helpers (Fragments.cpp) own every op of
-// the NVVM dialect so that only that file pays for NVVMDialect.h. Every
-// generator creates its gpu.func from its launch contract here, so the
-// kernel ABI has one definition.
+// Private to the AttnToGPU library. The tile patterns (MMASync/) build a lot
+// of index and float arithmetic; KernelBuilder wraps an ImplicitLocOpBuilder
+// with short, typed helpers for it (constants, integer/index math, selects,
+// warp shuffles, exp2), and the fragment helpers (Fragments.cpp) own every op
+// of the NVVM dialect so that only that file pays for NVVMDialect.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_LIB_CONVERSION_ATTNTOGPU_KERNELBUILDER_H
 #define ATTN_LIB_CONVERSION_ATTNTOGPU_KERNELBUILDER_H
-
-#include "attn/Conversion/AttnToGPU/KernelSpec.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Value.h"
@@ -25,42 +21,10 @@
 
 namespace mlir {
 class DialectRegistry;
-class MLIRContext;
-class ModuleOp;
-namespace gpu {
-class GPUFuncOp;
-class GPUModuleOp;
-} // namespace gpu
 } // namespace mlir
 
 namespace attn {
 namespace detail {
-
-//===----------------------------------------------------------------------===//
-// Kernel entry points, shared by the decode, prefill and merge generators.
-//===----------------------------------------------------------------------===//
-
-/// The element type of q, k, v and o.
-mlir::Type getElementType(mlir::Builder &b, KernelDType dtype);
-
-/// Loads every dialect the generators build kernels from.
-void loadKernelDialects(mlir::MLIRContext *ctx);
-
-/// Finds or creates `gpu.module @name` in `module`, which it marks a GPU
-/// container.
-mlir::gpu::GPUModuleOp getOrCreateGPUModule(mlir::ModuleOp module,
-                                            mlir::OpBuilder &b,
-                                            llvm::StringRef name);
-
-/// Appends to `gpuModule` the kernel function `info` describes: a pointer
-/// argument is a flat global buffer of its element type (`dtype` where the
-/// contract names none of i32, f32, u8), a scalar an f32 or i32; the known
-/// block size is info.blockDimX, `minCTAsPerSM` the occupancy hint (0: none),
-/// and each argument is named by `attn.name`.
-mlir::gpu::GPUFuncOp createKernelFunc(mlir::ImplicitLocOpBuilder &b,
-                                      mlir::gpu::GPUModuleOp gpuModule,
-                                      const KernelLaunchInfo &info,
-                                      KernelDType dtype, int64_t minCTAsPerSM);
 
 /// Helpers over an ImplicitLocOpBuilder; every value is `index`, `i32` or
 /// `f32` as the name says.
@@ -146,10 +110,11 @@ llvm::SmallVector<mlir::Value, 4>
 ldmatrixX4(mlir::ImplicitLocOpBuilder &b, mlir::Value smem, mlir::Value row,
            mlir::Value col, bool transpose);
 
-/// `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.f32`: a = 4 packed i32,
-/// bFrag = 2 packed i32, c = 4 f32; returns the 4 f32 of D.
+/// `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.f32` on operands of
+/// `eltType` (bf16 or f16): a = 4 packed i32, bFrag = 2 packed i32, c = 4
+/// f32; returns the 4 f32 of D.
 llvm::SmallVector<mlir::Value, 4>
-mmaM16N8K16(mlir::ImplicitLocOpBuilder &b, KernelDType dtype,
+mmaM16N8K16(mlir::ImplicitLocOpBuilder &b, mlir::Type eltType,
             llvm::ArrayRef<mlir::Value> a, llvm::ArrayRef<mlir::Value> bFrag,
             llvm::ArrayRef<mlir::Value> c);
 
@@ -158,10 +123,11 @@ mmaM16N8K16(mlir::ImplicitLocOpBuilder &b, KernelDType dtype,
 void cpAsyncCommit(mlir::ImplicitLocOpBuilder &b);
 void cpAsyncWait(mlir::ImplicitLocOpBuilder &b, int32_t pending);
 /// `bar.warp.sync 0xffffffff`.
-/// Online-softmax state of one warp's 16-row mma.sync tile (decode and
-/// prefill alike): the running max and per-thread partial sum of rows g and
-/// g + 8 (g = lane / 4), and the output accumulator, headDim / 8 n-tiles of 4
-/// f32 C-fragment values.
+void syncWarp(mlir::ImplicitLocOpBuilder &b);
+
+/// Online-softmax state of one warp's 16-row mma.sync tile: the running max
+/// and per-thread partial sum of rows g and g + 8 (g = lane / 4), and the
+/// output accumulator, headDim / 8 n-tiles of 4 f32 C-fragment values.
 struct SoftmaxState {
   mlir::Value m[2], l[2];
   llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>> acc;
@@ -174,8 +140,6 @@ struct SoftmaxState {
   static SoftmaxState unflatten(mlir::ValueRange values, int64_t nTiles);
 };
 
-void syncWarp(mlir::ImplicitLocOpBuilder &b);
-
 /// Programmatic dependent launch (sm_90+): `griddepcontrol.wait` blocks
 /// until the grids this one depends on have completed and their writes are
 /// visible; `griddepcontrol.launch_dependents` lets a dependent grid launched
@@ -184,8 +148,7 @@ void syncWarp(mlir::ImplicitLocOpBuilder &b);
 void gridDepControlWait(mlir::ImplicitLocOpBuilder &b);
 void gridDepControlLaunchDependents(mlir::ImplicitLocOpBuilder &b);
 
-/// Loads / registers the NVVM dialect (kept here with the other NVVM uses).
-void loadNVVMDialect(mlir::MLIRContext *ctx);
+/// Registers the NVVM dialect (kept here with the other NVVM uses).
 void insertNVVMDialect(mlir::DialectRegistry &registry);
 
 /// Occupancy hints on a gpu.func: `nvvm.minctasm` (0 = none).

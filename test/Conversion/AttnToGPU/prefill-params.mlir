@@ -1,7 +1,7 @@
 // RUN: attn-opt %s --attn-outline-kernels --convert-attn-to-gpu -split-input-file | FileCheck %s
 
 // Variant parameters of the prefill kernel follow the ABI decode uses
-// (VariantParams.h): a memref<?xf32> table (@sinks) is a flat f32 buffer
+// (KernelSignature.h): a memref<?xf32> table (@sinks) is a flat f32 buffer
 // argument that the cloned hook's memref.load reads, in the epilogue, on the
 // first chunk of a tile only (flag bit 1), joining the denominator in base-2
 // units (sink * log2 e).

@@ -247,11 +247,7 @@ SmallVector<Value, 4> mlir::attn::mmasync::mma(KernelBuilder &kb,
                                                ArrayRef<Value> a,
                                                ArrayRef<Value> b,
                                                ArrayRef<Value> c) {
-  return ::attn::detail::mmaM16N8K16(kb.builder(),
-                                     ctx.elt.isBF16()
-                                         ? ::attn::KernelDType::BF16
-                                         : ::attn::KernelDType::F16,
-                                     a, b, c);
+  return ::attn::detail::mmaM16N8K16(kb.builder(), ctx.elt, a, b, c);
 }
 
 Value mlir::attn::mmasync::inlineHook(OpBuilder &b, Region &region,
