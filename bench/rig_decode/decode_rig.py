@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU rig for the persistent split-KV decode kernels, driven through the runtime.
 
-Loads every <name>.cubin + <name>.cubin.json in --dir (from gen_kernels.sh) with
+Loads every <name>/attn_kernels.cubin + attn_kernels.json in --dir (from gen_kernels.sh) with
 the runtime's C API (ctypes on libattn_runtime.so: attnRtModuleLoadFiles,
 attnRtPlan, attnRtUploadPlan, attnRtRun), so the kernels run exactly as a
 serving engine would launch them: plan on the CPU, one upload, the persistent
@@ -479,7 +479,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="out/decode")
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--only", default="", help="run only <only>.cubin")
+    ap.add_argument("--only", default="", help="run only <only>/attn_kernels.cubin")
     args = ap.parse_args()
     torch.cuda.init()
     torch.zeros(1, device="cuda")  # primary context current before the runtime
@@ -497,10 +497,10 @@ def main():
     timings = []
     bw = copy_bw() if args.only in ("", "base") else 0.0
     log({"copy_GBps": round(bw, 1)})
-    pattern = (args.only or "*") + ".cubin.json"
-    for mpath in sorted(glob.glob(os.path.join(args.dir, pattern))):
-        cubin = mpath[:-5]
-        tag = os.path.basename(cubin)[:-6]
+    pattern = os.path.join(args.dir, args.only or "*", "attn_kernels.json")
+    for mpath in sorted(glob.glob(pattern)):
+        cubin = os.path.join(os.path.dirname(mpath), "attn_kernels.cubin")
+        tag = os.path.basename(os.path.dirname(mpath))
         manifest = json.load(open(mpath))
         try:
             module = rt.load(cubin, mpath)

@@ -24,7 +24,7 @@ LIB=$(find "$B" -name 'libattn_runtime.so' | head -1)
 echo "lib: $LIB"
 # One process per kernel: a kernel fault cannot take the others down with it.
 : > "$OUT/rig.log"
-for tag in base $(ls out/decode/*.cubin | xargs -n1 basename | sed 's/\.cubin$//' | grep -v '^base$'); do
+for tag in base $(ls out/decode/*/attn_kernels.cubin | xargs -n1 dirname | xargs -n1 basename | grep -v '^base$'); do
   python3 bench/rig_decode/decode_rig.py --dir out/decode --lib "$LIB" --only "$tag" \
     >> "$OUT/rig.log" 2>&1
   echo "$tag rc=$?" | tee -a "$OUT/rig.log"

@@ -3,8 +3,13 @@
 #
 # Generates, on the compiler machine, the correctness matrix prefill_rig.py
 # checks (c1-c8: ragged and paged, NHD and HND, d64/128/256, bf16 and f16,
-# GQA 1/4/8, gqa_pack 1/2/4, query tiles 64/128, causal or not). Kernel names
-# in the manifests say the configuration; README.md has the results' format.
+# GQA 1/4/8, gqa_pack 1/2/4, query tiles 64/128, causal or not). Each is the
+# attn IR of one prefill attention with its tile (<out>/<name>.mlir, from
+# bench/attn_ir.sh) compiled by attn-compile into
+# <out>/<name>/attn_kernels.{ptx,cubin,json}; kernel names in the manifests
+# say the configuration; README.md has the results' format. The GQA packing
+# follows from the query rows per request (block_rows): a tile of q rows
+# packs min(group, q / rows) heads.
 #
 # Usage (repository root): bench/rig_prefill/gen_kernels.sh [build-dir] [out-dir]
 #
@@ -14,22 +19,30 @@ B=${1:-build}
 O=${2:-out/prefill}
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p "$O"
-rm -f "$O"/*.cubin "$O"/*.json
-gen() { # name, flags...
+rm -f "$O"/*.mlir "$O"/*.log
+
+. "$(dirname "$0")/../attn_ir.sh"
+
+gen() { # name, ir arguments...
   local name=$1; shift
-  "$B/bin/attn-gen-kernel" --kind=prefill --chip=sm_90 --emit=cubin -o "$O/$name.cubin" "$@"
+  ir "$@" > "$O/$name.mlir"
+  rm -rf "${O:?}/$name"
+  "$B/bin/attn-compile" --chip=sm_90 --emit=cubin --output-dir="$O/$name" "$O/$name.mlir" \
+    > "$O/$name.log" 2>&1
 }
-gen c1_rag_d128_causal          --ragged --variants=causal --tile-q=128 --kv-tile=64 --stages=2
-gen c2_rag_d128                 --ragged --tile-q=128 --kv-tile=64 --stages=2
-gen c3_pg_d128_causal           --variants=causal --tile-q=128 --kv-tile=64 --stages=2
-gen c4_pg_hnd_d64_f16_causal    --layout=HND --head-dim=64 --dtype=f16 --qo-heads=8 --kv-heads=8 \
-                                --variants=causal --tile-q=64 --kv-tile=64 --stages=3
-gen c5_pg_d256_g8_causal        --head-dim=256 --kv-heads=4 --variants=causal --tile-q=128 \
-                                --kv-tile=32 --stages=2
-gen c6_rag_d64_f16_pack4        --ragged --head-dim=64 --dtype=f16 --gqa-pack=4 --tile-q=64 \
-                                --kv-tile=64 --stages=2
-gen c7_pg_d128_g8_pack2_causal  --kv-heads=4 --gqa-pack=2 --variants=causal --tile-q=128 \
-                                --kv-tile=64 --stages=2
-gen c8_rag_d256_q64             --ragged --head-dim=256 --qo-heads=8 --kv-heads=8 --tile-q=64 \
-                                --kv-tile=32 --stages=2
+Q128="q = 128, kv = 64, warps = 8, stages = 2, gqa_pack = 1"
+#   name                        dtype D   Hq Hkv page   layout rows variants tile
+gen c1_rag_d128_causal          bf16 128 32 8  ragged NHD 2048 causal "$Q128"
+gen c2_rag_d128                 bf16 128 32 8  ragged NHD 2048 -      "$Q128"
+gen c3_pg_d128_causal           bf16 128 32 8  16     NHD 2048 causal "$Q128"
+gen c4_pg_hnd_d64_f16_causal    f16  64  8  8  16     HND 2048 causal \
+    "q = 64, kv = 64, warps = 4, stages = 3, gqa_pack = 1"
+gen c5_pg_d256_g8_causal        bf16 256 32 4  16     NHD 2048 causal \
+    "q = 128, kv = 32, warps = 8, stages = 2, gqa_pack = 1"
+gen c6_rag_d64_f16_pack4        f16  64  32 8  ragged NHD 16   -      \
+    "q = 64, kv = 64, warps = 4, stages = 2, gqa_pack = 1"
+gen c7_pg_d128_g8_pack2_causal  bf16 128 32 4  16     NHD 64   causal "$Q128"
+gen c8_rag_d256_q64             bf16 256 8  8  ragged NHD 2048 -      \
+    "q = 64, kv = 32, warps = 4, stages = 2, gqa_pack = 1"
 ls "$O"
+grep -h "registers" "$O"/*.log

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""GPU rig for generated work-list prefill kernels (attn-gen-kernel --kind=prefill).
+"""GPU rig for generated work-list prefill kernels (attn-compile, from gen_kernels.sh).
 
-For every <name>.cubin + <name>.cubin.json in --dir:
+For every <name>/attn_kernels.cubin + attn_kernels.json in --dir (its attention kernel):
   * correctness against a float32 torch reference: fresh N(0,1) inputs, poisoned
     outputs (NaN), NaN in the unused tail of last pages, ragged or paged (scattered
     pages), appends (qo_len < kv_len), qo_len 1, empty requests, qo_len > kv_len,
@@ -24,10 +24,10 @@ DEV = "cuda"
 NUM_SMS = torch.cuda.get_device_properties(0).multi_processor_count
 
 
-def load_kernel(path):
-    man = json.load(open(path + ".json"))
-    k = man["kernels"][0]
-    fn = cp.RawModule(path=path).get_function(k["name"])
+def load_kernel(mpath):
+    man = json.load(open(mpath))
+    k = [k for k in man["kernels"] if k["role"] == "attention"][0]
+    fn = cp.RawModule(path=os.path.join(os.path.dirname(mpath), "attn_kernels.cubin")).get_function(k["name"])
     fn.max_dynamic_shared_size_bytes = k["shared_bytes"]
     return fn, k
 
@@ -173,7 +173,7 @@ def reference(pb, sm_scale, causal):
 
 def launch(fn, k, pb, pl, o, lse, po, plse, sm_scale, stream=None):
     u = lambda t: np.uint64(t.data_ptr())
-    args = [np.uint64(0), u(pl["cta_indptr"]), u(pl["work_items"]), u(po), u(plse),
+    args = [u(pl["cta_indptr"]), u(pl["work_items"]), u(po), u(plse),
             np.int32(pl["slot_rows"]), u(pb["q"]), u(pb["kc"]), u(pb["vc"]), u(o), u(lse),
             u(pb["qo_indptr"]), u(pb["kv_indptr"])]
     if pb["paged"]:
@@ -305,11 +305,10 @@ def main():
     print(json.dumps(info), flush=True)
     passed = failed = 0
     rows = []
-    for mpath in sorted(glob.glob(os.path.join(args.dir, "*.cubin.json"))):
-        path = mpath[:-5]
-        fn, k = load_kernel(path)
+    for mpath in sorted(glob.glob(os.path.join(args.dir, "*", "attn_kernels.json"))):
+        fn, k = load_kernel(mpath)
         causal = "causal" in k.get("variants", [])
-        tag = os.path.basename(path)
+        tag = os.path.basename(os.path.dirname(mpath))
         if not tag.startswith("perf_"):
             cases = [
                 ([1, 17, 128, 200, 0, 64], [1, 17, 128, 200, 0, 64], False),   # square, qo 1, empty
@@ -334,10 +333,9 @@ def main():
     mm = matmul_tflops()
     print(json.dumps({"matmul_bf16_8192_tflops": round(mm, 1)}), flush=True)
     P2 = [1024, 256, 3840, 2048, 512, 3072, 1536, 4096, 768, 2816, 1280, 3584, 1792, 2304, 3328, 2560]
-    for mpath in sorted(glob.glob(os.path.join(args.dir, "perf_*.cubin.json"))):
-        path = mpath[:-5]
-        fn, k = load_kernel(path)
-        tag = os.path.basename(path)
+    for mpath in sorted(glob.glob(os.path.join(args.dir, "perf_*", "attn_kernels.json"))):
+        fn, k = load_kernel(mpath)
+        tag = os.path.basename(os.path.dirname(mpath))
         D = k["head_dim"]
         paged = k["format"]["indexing"] == "paged"
         lens = P2 if paged else [8192]
