@@ -18,8 +18,6 @@
 
 #include <cmath>
 
-namespace rt = attn::runtime;
-
 constexpr int HQ = 8, HKV = 2, D = 64, BS = 16, P = 4, WARPS = 4;
 constexpr float LOG2E = 1.4426950408889634f;
 
@@ -30,7 +28,7 @@ __device__ float warpSum(float x) {
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
-attn_rig_attention(const int *plan, const int *cta_indptr, const rt::WorkItem *work_items,
+attn_rig_attention(const int *plan, const int *cta_indptr, const attnrt::WorkItem *work_items,
                    float *partial_o, float *partial_lse, int slot_rows,
                    const float *q, const float *k_cache, const float *v_cache,
                    float *o, float *lse, const int *qo_indptr, const int *kv_indptr,
@@ -39,7 +37,7 @@ attn_rig_attention(const int *plan, const int *cta_indptr, const rt::WorkItem *w
   (void)plan;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int i = cta_indptr[blockIdx.x]; i < cta_indptr[blockIdx.x + 1]; ++i) {
-    const rt::WorkItem it = work_items[i];
+    const attnrt::WorkItem it = work_items[i];
     const int b = it.request;
     const int qoLen = qo_indptr[b + 1] - qo_indptr[b];
     const int nb = kv_indptr[b + 1] - kv_indptr[b];
@@ -72,7 +70,7 @@ attn_rig_attention(const int *plan, const int *cta_indptr, const rt::WorkItem *w
         outLse = (m + logf(l)) * LOG2E;
       }
       float *op, *lp;
-      if (it.flags & rt::kItemDirect) {
+      if (it.flags & attnrt::kItemDirect) {
         long row = long(qo_indptr[b] + t) * HQ + h;
         op = o + row * D;
         lp = lse + row;
@@ -90,13 +88,13 @@ attn_rig_attention(const int *plan, const int *cta_indptr, const rt::WorkItem *w
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
-attn_rig_merge(const int *plan, const int *merge_indptr, const rt::MergeUnit *merge_units,
+attn_rig_merge(const int *plan, const int *merge_indptr, const attnrt::MergeUnit *merge_units,
                const float *partial_o, const float *partial_lse, int slot_rows,
                float *o, float *lse, const int *qo_indptr) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int numUnits = plan[rt::kHdrNumMergeUnits];
+  const int numUnits = plan[attnrt::kHdrNumMergeUnits];
   for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
-    const rt::MergeUnit mu = merge_units[u];
+    const attnrt::MergeUnit mu = merge_units[u];
     const int s0 = merge_indptr[u], s1 = merge_indptr[u + 1];
     for (int r = warp; r < mu.row_count; r += WARPS) {
       float m = -INFINITY;

@@ -30,7 +30,7 @@
 #include <random>
 #include <vector>
 
-using namespace attn::runtime;
+using namespace attnrt;
 
 namespace {
 

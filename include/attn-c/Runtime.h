@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-/* Same numbers as attn::runtime::StatusCode. */
+/* Same numbers as attnrt::StatusCode. */
 typedef enum attnRtStatus {
   ATTN_RT_OK = 0,
   ATTN_RT_INVALID_ARGUMENT = 1,
@@ -60,7 +60,7 @@ typedef struct attnRtTileCandidate {
   int32_t min_chunk_tokens; /* 0: the config's */
 } attnRtTileCandidate;
 
-/* Mirrors attn::runtime::PlanConfig (see Plan.h for each field). */
+/* Mirrors attnrt::PlanConfig (see Plan.h for each field). */
 typedef struct attnRtPlanConfig {
   int32_t num_qo_heads, num_kv_heads, head_dim;
   int32_t indexing; /* ATTN_RT_KV_PAGED | ATTN_RT_KV_RAGGED */
@@ -71,7 +71,7 @@ typedef struct attnRtPlanConfig {
   attnRtTileCandidate candidates[ATTN_RT_MAX_TILE_CANDIDATES];
 } attnRtPlanConfig;
 
-/* Mirrors attn::runtime::PlanInputs (host arrays). */
+/* Mirrors attnrt::PlanInputs (host arrays). */
 typedef struct attnRtPlanInputs {
   int32_t batch;
   const int32_t *qo_indptr, *kv_indptr, *kv_last_len, *kv_lens, *kv_indices;

@@ -17,8 +17,8 @@ inline void registerAllPasses() {
   registerAttnPasses();
   registerAttnPreparePipeline();
   registerAttnConversionPasses();
-  ::attn::registerAttnPipelines();
-  ::attn::registerAttnToNVVMPipeline();
+  mlir::attn::registerAttnPipelines();
+  mlir::attn::registerAttnToNVVMPipeline();
 }
 
 } // namespace mlir::attn

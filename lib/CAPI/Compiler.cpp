@@ -76,7 +76,7 @@ public:
     DialectRegistry registry;
     mlir::attn::registerAllDialects(registry);
     mlir::attn::registerKernelDialects(registry);
-    ::attn::registerTargetDialectsAndInterfaces(registry);
+    mlir::attn::registerTargetDialectsAndInterfaces(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
     context.printOpOnDiagnostic(false);
@@ -130,7 +130,7 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   attnCompilerOptionsInit(&defaults);
   const attnCompilerOptions &o = options ? *options : defaults;
 
-  ::attn::NVPTXOptions target;
+  mlir::attn::NVPTXOptions target;
   target.chip = o.chip && *o.chip ? o.chip : mlir::attn::kDefaultChip;
   target.features = o.features ? o.features : "";
   target.cudaPath = o.cuda_path ? o.cuda_path : "";
@@ -166,10 +166,11 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   }
 
   result.generator = "attn-outline-kernels + convert-attn-to-gpu";
-  ::attn::AttentionKernelOptions kernelOptions;
-  kernelOptions.emit = o.manifest_only ? ::attn::AttentionKernelOptions::Emit::None
-                       : o.emit_cubin  ? ::attn::AttentionKernelOptions::Emit::Cubin
-                                       : ::attn::AttentionKernelOptions::Emit::PTX;
+  mlir::attn::AttentionKernelOptions kernelOptions;
+  kernelOptions.emit =
+      o.manifest_only ? mlir::attn::AttentionKernelOptions::Emit::None
+      : o.emit_cubin  ? mlir::attn::AttentionKernelOptions::Emit::Cubin
+                      : mlir::attn::AttentionKernelOptions::Emit::PTX;
   if (o.candidate < -1)
     return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
                   llvm::formatv("candidate {0} is not -1 (all) or a candidate "
@@ -177,7 +178,7 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
                                 o.candidate));
   kernelOptions.candidate = o.candidate;
   auto kernels =
-      ::attn::compileAttentionKernels(*module, target, kernelOptions);
+      mlir::attn::compileAttentionKernels(*module, target, kernelOptions);
   if (!kernels) {
     std::string message = llvm::toString(kernels.takeError());
     // Generator diagnostics are already in the result; a target error is not.
@@ -185,7 +186,7 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
                                              : ATTN_COMPILER_CODEGEN_ERROR,
                   message);
   }
-  for (const ::attn::StageTime &st : kernels->stages)
+  for (const mlir::attn::StageTime &st : kernels->stages)
     result.stages.push_back({st.stage, st.milliseconds});
   result.ptx = std::move(kernels->ptx);
   result.cubin = std::move(kernels->cubin);

@@ -93,6 +93,6 @@ struct ApproximateTrigPass
 
 } // namespace
 
-std::unique_ptr<Pass> attn::createApproximateTrigPass() {
+std::unique_ptr<Pass> mlir::attn::createApproximateTrigPass() {
   return std::make_unique<ApproximateTrigPass>();
 }

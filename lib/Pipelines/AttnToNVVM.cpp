@@ -31,7 +31,7 @@ struct AttnToNVVMOptions : public PassPipelineOptions<AttnToNVVMOptions> {
 };
 } // namespace
 
-void ::attn::registerAttnToNVVMPipeline() {
+void mlir::attn::registerAttnToNVVMPipeline() {
   PassPipelineRegistration<AttnToNVVMOptions>(
       "attn-to-nvvm-pipeline",
       "attn IR to LLVM/NVVM kernels: attn-prepare-pipeline, "
@@ -43,9 +43,9 @@ void ::attn::registerAttnToNVVMPipeline() {
         outline.chip = options.chip;
         pm.addPass(mlir::attn::createAttnOutlineKernelsPass(outline));
         pm.addPass(mlir::attn::createConvertAttnToGPUPass());
-        ::attn::LowerToNVVMOptions lower;
+        mlir::attn::LowerToNVVMOptions lower;
         lower.chip = options.chip;
         lower.features = options.features;
-        ::attn::buildLowerToNVVMPipeline(pm, lower);
+        mlir::attn::buildLowerToNVVMPipeline(pm, lower);
       });
 }

@@ -57,6 +57,6 @@ struct ExternalizeDynamicSharedMemoryPass
 
 } // namespace
 
-std::unique_ptr<Pass> attn::createExternalizeDynamicSharedMemoryPass() {
+std::unique_ptr<Pass> mlir::attn::createExternalizeDynamicSharedMemoryPass() {
   return std::make_unique<ExternalizeDynamicSharedMemoryPass>();
 }

@@ -34,12 +34,13 @@
 
 using namespace mlir;
 
-void attn::buildLowerToNVVMPipeline(OpPassManager &pm,
-                                    const LowerToNVVMOptions &options) {
+void mlir::attn::buildLowerToNVVMPipeline(OpPassManager &pm,
+                                          const LowerToNVVMOptions &options) {
   // Before anything lowers math: RoPE's sin/cos on the hardware's
   // approximation, after an exact-enough range reduction.
   if (options.approximateTrig)
-    pm.nest<gpu::GPUModuleOp>().addPass(attn::createApproximateTrigPass());
+    pm.nest<gpu::GPUModuleOp>().addPass(
+        mlir::attn::createApproximateTrigPass());
   // Device-side dialects that still need memref/vector semantics.
   pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createConvertVectorToSCFPass());
@@ -71,17 +72,17 @@ void attn::buildLowerToNVVMPipeline(OpPassManager &pm,
   gpu.addPass(createCSEPass());
   gpu.addPass(LLVM::createNVVMOptimizeForTargetPass());
   gpu.addPass(createReconcileUnrealizedCastsPass());
-  gpu.addPass(attn::createExternalizeDynamicSharedMemoryPass());
+  gpu.addPass(mlir::attn::createExternalizeDynamicSharedMemoryPass());
 }
 
-void attn::registerAttnPipelines() {
+void mlir::attn::registerAttnPipelines() {
   PassPipelineRegistration<LowerToNVVMOptions>(
       "attn-lower-to-nvvm",
       "Lower gpu.modules of upstream dialects to LLVM/NVVM with an "
       "#nvvm.target (bare-pointer kernel arguments)",
       buildLowerToNVVMPipeline);
-  PassRegistration<Pass>([] {
-    return attn::createExternalizeDynamicSharedMemoryPass();
-  });
-  PassRegistration<Pass>([] { return attn::createApproximateTrigPass(); });
+  PassRegistration<Pass>(
+      [] { return mlir::attn::createExternalizeDynamicSharedMemoryPass(); });
+  PassRegistration<Pass>(
+      [] { return mlir::attn::createApproximateTrigPass(); });
 }

@@ -16,7 +16,7 @@
 
 #include <string>
 
-using namespace attn::runtime;
+using namespace attnrt;
 
 static_assert(sizeof(attnRtTileCandidate) == sizeof(TileCandidate));
 static_assert(int(ATTN_RT_UNSUPPORTED) == int(StatusCode::Unsupported));

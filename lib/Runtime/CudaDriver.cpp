@@ -16,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-namespace attn::runtime {
+namespace attnrt {
 
 #define ATTN_STR2(x) #x
 #define ATTN_STR(x) ATTN_STR2(x)
@@ -123,4 +123,4 @@ Status ensureContext(const CudaDriver &d) {
   return Status::success();
 }
 
-} // namespace attn::runtime
+} // namespace attnrt

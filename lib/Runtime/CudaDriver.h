@@ -18,7 +18,7 @@
 
 #include <cuda.h>
 
-namespace attn::runtime {
+namespace attnrt {
 
 /// Function table of the driver entry points the runtime needs.
 struct CudaDriver {
@@ -53,6 +53,6 @@ Status ensureContext(const CudaDriver &d);
 /// "cuFoo failed: CUDA_ERROR_X (message)" as a CudaError status.
 Status cudaFailure(const CudaDriver &d, const char *call, CUresult r);
 
-} // namespace attn::runtime
+} // namespace attnrt
 
 #endif // ATTN_LIB_RUNTIME_CUDADRIVER_H

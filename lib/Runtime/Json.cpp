@@ -13,7 +13,7 @@
 
 #include <cstdlib>
 
-namespace attn::runtime::json {
+namespace attnrt::json {
 
 const Value *Value::get(std::string_view key) const {
   if (kind != Kind::Object)
@@ -241,4 +241,4 @@ bool parse(std::string_view text, Value *out, std::string *error) {
   return false;
 }
 
-} // namespace attn::runtime::json
+} // namespace attnrt::json

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attn::runtime::json {
+namespace attnrt::json {
 
 struct Value {
   enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
@@ -36,6 +36,6 @@ struct Value {
 /// message with the byte offset.
 bool parse(std::string_view text, Value *out, std::string *error);
 
-} // namespace attn::runtime::json
+} // namespace attnrt::json
 
 #endif // ATTN_LIB_RUNTIME_JSON_H

@@ -23,7 +23,7 @@
 #include "CudaDriver.h"
 #endif
 
-namespace attn::runtime {
+namespace attnrt {
 
 Status checkKernelMatchesPlan(const KernelManifest &k, const PlanConfig &c,
                               int32_t candidate) {
@@ -439,4 +439,4 @@ Status runMerge(const Module &, std::string_view, const PlanView &, uint64_t,
 
 #endif // ATTN_HAVE_CUDA_H
 
-} // namespace attn::runtime
+} // namespace attnrt

@@ -18,7 +18,7 @@
 #include <cmath>
 #include <set>
 
-namespace attn::runtime {
+namespace attnrt {
 
 using json::Value;
 
@@ -291,4 +291,4 @@ Status parseManifest(std::string_view text, Manifest *out) {
   return Status::success();
 }
 
-} // namespace attn::runtime
+} // namespace attnrt

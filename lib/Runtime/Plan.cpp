@@ -45,7 +45,7 @@
 #include <limits>
 #include <string>
 
-namespace attn::runtime {
+namespace attnrt {
 
 static Status invalid(StatusCode code, std::string msg) {
   return Status(code, std::move(msg));
@@ -1171,4 +1171,4 @@ void planCtaCosts(const PlanConfig &config, const PlanView &view,
   }
 }
 
-} // namespace attn::runtime
+} // namespace attnrt

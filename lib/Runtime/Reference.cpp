@@ -17,7 +17,7 @@
 #include <limits>
 #include <string>
 
-namespace attn::runtime {
+namespace attnrt {
 
 static constexpr double kLn2 = 0.69314718055994530942;
 static constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -355,4 +355,4 @@ Status referenceExecutePlan(const AttentionProblem &p, const PlanView &plan,
   return Status::success();
 }
 
-} // namespace attn::runtime
+} // namespace attnrt

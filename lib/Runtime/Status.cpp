@@ -6,7 +6,7 @@
 
 #include "attn/Runtime/Status.h"
 
-namespace attn::runtime {
+namespace attnrt {
 
 const char *statusCodeName(StatusCode code) {
   switch (code) {
@@ -28,4 +28,4 @@ const char *statusCodeName(StatusCode code) {
   return "Unknown";
 }
 
-} // namespace attn::runtime
+} // namespace attnrt

@@ -20,7 +20,7 @@
 
 #include <chrono>
 
-namespace attn {
+namespace mlir::attn {
 
 static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -150,4 +150,4 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
   return out;
 }
 
-} // namespace attn
+} // namespace mlir::attn

@@ -15,11 +15,11 @@
 #include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Dialect/Attn/Transforms/KernelSignature.h"
 
-using namespace attn;
+using namespace mlir::attn;
 namespace json = llvm::json;
 
-void attn::addManifestResources(json::Object &kernel,
-                                const KernelResourceUsage *usage) {
+void mlir::attn::addManifestResources(json::Object &kernel,
+                                      const KernelResourceUsage *usage) {
   if (usage)
     kernel["resources"] =
         json::Object{{"registers", usage->registers},
@@ -31,17 +31,18 @@ void attn::addManifestResources(json::Object &kernel,
 
 /// The ptxas report of `kernelName` in `usage`, or null.
 const KernelResourceUsage *
-attn::findResourceUsage(llvm::ArrayRef<KernelResourceUsage> usage,
-                        llvm::StringRef kernelName) {
+mlir::attn::findResourceUsage(llvm::ArrayRef<KernelResourceUsage> usage,
+                              llvm::StringRef kernelName) {
   for (const KernelResourceUsage &k : usage)
     if (k.kernelName == kernelName)
       return &k;
   return nullptr;
 }
 
-json::Object attn::getManifest(const NVPTXOptions &options,
-                               json::Array kernels, llvm::StringRef cubinFile,
-                               llvm::StringRef ptxFile) {
+json::Object mlir::attn::getManifest(const NVPTXOptions &options,
+                                     json::Array kernels,
+                                     llvm::StringRef cubinFile,
+                                     llvm::StringRef ptxFile) {
   json::Object doc{{"attn_manifest_version", 1},
                    {"compiler_version", "attn " ATTN_VERSION_STRING},
                    {"arch", options.chip},
@@ -91,9 +92,8 @@ static std::string getArgKind(mlir::Type type) {
 }
 
 llvm::Expected<json::Object>
-attn::getKernelManifest(mlir::gpu::GPUFuncOp kernel,
-                        const KernelResourceUsage *usage) {
-  using namespace mlir::attn;
+mlir::attn::getKernelManifest(mlir::gpu::GPUFuncOp kernel,
+                              const KernelResourceUsage *usage) {
   std::string name = kernel.getName().str();
   auto launch = kernel->getAttrOfType<LaunchAttr>(LaunchAttr::getAttrName());
   if (!launch)

@@ -19,10 +19,10 @@
 
 #include <algorithm>
 
-using namespace attn;
+using namespace mlir::attn;
 using llvm::createStringError;
 
-unsigned attn::getSMVersion(llvm::StringRef chip) {
+unsigned mlir::attn::getSMVersion(llvm::StringRef chip) {
   if (!chip.consume_front("sm_"))
     return 0;
   if (chip.ends_with("a") || chip.ends_with("f"))
@@ -33,7 +33,7 @@ unsigned attn::getSMVersion(llvm::StringRef chip) {
   return sm;
 }
 
-unsigned attn::getMinPTXVersion(llvm::StringRef chip) {
+unsigned mlir::attn::getMinPTXVersion(llvm::StringRef chip) {
   return llvm::StringSwitch<unsigned>(chip)
       .Case("sm_75", 63)
       .Case("sm_80", 70)
@@ -49,9 +49,9 @@ unsigned attn::getMinPTXVersion(llvm::StringRef chip) {
       .Default(0);
 }
 
-unsigned attn::getMaxPTXVersion() { return 90; }
+unsigned mlir::attn::getMaxPTXVersion() { return 90; }
 
-std::string attn::getDefaultFeatures(llvm::StringRef chip) {
+std::string mlir::attn::getDefaultFeatures(llvm::StringRef chip) {
   unsigned ptx = std::max(getMinPTXVersion(chip), 80u);
   return "+ptx" + std::to_string(ptx);
 }

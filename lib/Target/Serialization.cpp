@@ -60,7 +60,7 @@
 #define DEBUG_TYPE "attn-target"
 
 using namespace mlir;
-using namespace attn;
+using namespace mlir::attn;
 using llvm::createStringError;
 
 namespace {
@@ -88,7 +88,8 @@ struct TempFile {
 };
 } // namespace
 
-void attn::registerTargetDialectsAndInterfaces(DialectRegistry &registry) {
+void mlir::attn::registerTargetDialectsAndInterfaces(
+    DialectRegistry &registry) {
   registry.insert<affine::AffineDialect, arith::ArithDialect,
                   cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
                   index::IndexDialect, LLVM::LLVMDialect, math::MathDialect,
@@ -112,8 +113,9 @@ void attn::registerTargetDialectsAndInterfaces(DialectRegistry &registry) {
   registerNVVMDialectTranslation(registry);
 }
 
-llvm::Error attn::lowerToNVVM(ModuleOp module, const NVPTXOptions &options,
-                              double *milliseconds) {
+llvm::Error mlir::attn::lowerToNVVM(ModuleOp module,
+                                    const NVPTXOptions &options,
+                                    double *milliseconds) {
   if (llvm::Error err = options.validate())
     return err;
   Stopwatch watch;
@@ -131,7 +133,7 @@ llvm::Error attn::lowerToNVVM(ModuleOp module, const NVPTXOptions &options,
 }
 
 llvm::SmallVector<KernelResourceUsage>
-attn::parsePtxasLog(llvm::StringRef log) {
+mlir::attn::parsePtxasLog(llvm::StringRef log) {
   llvm::SmallVector<KernelResourceUsage> kernels;
   llvm::Regex entry("Compiling entry function '([^']+)'");
   llvm::Regex frame("([0-9]+) bytes stack frame, ([0-9]+) bytes spill "
@@ -179,9 +181,9 @@ static llvm::Expected<std::string> findPtxas(const NVPTXOptions &options) {
 }
 
 llvm::Expected<std::vector<char>>
-attn::runPtxas(llvm::StringRef ptx, const NVPTXOptions &options,
-               llvm::SmallVectorImpl<KernelResourceUsage> &usage,
-               std::string &log) {
+mlir::attn::runPtxas(llvm::StringRef ptx, const NVPTXOptions &options,
+                     llvm::SmallVectorImpl<KernelResourceUsage> &usage,
+                     std::string &log) {
   llvm::Expected<std::string> ptxas = findPtxas(options);
   if (!ptxas)
     return ptxas.takeError();
@@ -233,8 +235,8 @@ attn::runPtxas(llvm::StringRef ptx, const NVPTXOptions &options,
 }
 
 llvm::Expected<std::vector<CompiledModule>>
-attn::compileGPUModules(ModuleOp module, const NVPTXOptions &options,
-                        bool emitCubin) {
+mlir::attn::compileGPUModules(ModuleOp module, const NVPTXOptions &options,
+                              bool emitCubin) {
   double lowerMs = 0;
   if (llvm::Error err = lowerToNVVM(module, options, &lowerMs))
     return std::move(err);

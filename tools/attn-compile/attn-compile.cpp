@@ -81,16 +81,9 @@ static llvm::cl::opt<bool> candidates(
     llvm::cl::init(false), llvm::cl::cat(attnCategory));
 
 namespace {
-/// Wall time of one stage, for the report.
-struct StageTime {
-  std::string name;
-  double ms;
-  StageTime(std::string name, double ms) : name(std::move(name)), ms(ms) {}
-  StageTime(const ::attn::StageTime &t) : name(t.stage), ms(t.milliseconds) {}
-};
 
 /// Writes `dir`/attn_kernels.{ptx,cubin,json}.
-LogicalResult writeKernels(const ::attn::AttentionKernels &kernels,
+LogicalResult writeKernels(const AttentionKernels &kernels,
                            llvm::StringRef dir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     llvm::errs() << "attn-compile: cannot create " << dir << ": "
@@ -134,7 +127,7 @@ LogicalResult runStage(ModuleOp module, std::unique_ptr<Pass> pass,
   LogicalResult result = pm.run(module);
   std::chrono::duration<double, std::milli> elapsed =
       std::chrono::steady_clock::now() - start;
-  times.push_back({name, elapsed.count()});
+  times.push_back({std::move(name), elapsed.count()});
   return result;
 }
 
@@ -189,7 +182,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::HideUnrelatedOptions(attnCategory);
   // Validated before LLVM sees them: a bad chip or PTX version would abort.
-  ::attn::NVPTXOptions target;
+  NVPTXOptions target;
   llvm::cl::ParseCommandLineOptions(argc, argv, "attn compile driver\n");
 
   llvm::Expected<TargetInfo> targetInfo = TargetInfo::get(chip);
@@ -210,7 +203,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerKernelDialects(registry);
-  ::attn::registerTargetDialectsAndInterfaces(registry);
+  registerTargetDialectsAndInterfaces(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -252,13 +245,12 @@ int main(int argc, char **argv) {
     os << "  " << merges << " attn.merge_states (cascade: one attention per "
        << "view, merged by log-sum-exp)\n";
   if (emit != Emit::None) {
-    ::attn::AttentionKernelOptions kernelOptions;
+    AttentionKernelOptions kernelOptions;
     kernelOptions.emit = emit == Emit::Cubin
-                             ? ::attn::AttentionKernelOptions::Emit::Cubin
-                             : ::attn::AttentionKernelOptions::Emit::PTX;
+                             ? AttentionKernelOptions::Emit::Cubin
+                             : AttentionKernelOptions::Emit::PTX;
     kernelOptions.candidate = candidate;
-    auto kernels =
-        ::attn::compileAttentionKernels(*module, target, kernelOptions);
+    auto kernels = compileAttentionKernels(*module, target, kernelOptions);
     if (!kernels) {
       llvm::errs() << "attn-compile: " << llvm::toString(kernels.takeError())
                    << "\n";
@@ -267,7 +259,7 @@ int main(int argc, char **argv) {
     times.append(kernels->stages.begin(), kernels->stages.end());
     os << "  kernels (" << (emit == Emit::Cubin ? "ptxas -v" : "PTX only")
        << "):\n";
-    for (const ::attn::KernelResourceUsage &u : kernels->usage)
+    for (const KernelResourceUsage &u : kernels->usage)
       os << "    " << u.kernelName << ": " << u.registers << " registers, "
          << u.spillStoreBytes << "+" << u.spillLoadBytes
          << " bytes spilled, " << u.stackFrameBytes << " bytes stack\n";
@@ -281,7 +273,8 @@ int main(int argc, char **argv) {
   }
   os << "  stage times:";
   for (const StageTime &t : times)
-    os << " " << t.name << " " << llvm::format("%.1f", t.ms) << " ms;";
+    os << " " << t.stage << " " << llvm::format("%.1f", t.milliseconds)
+       << " ms;";
   os << "\n";
 
   if (!outputFile.empty()) {

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
   // What attn-lower-to-nvvm needs: NVVM target attributes, LLVM translations.
-  ::attn::registerTargetDialectsAndInterfaces(registry);
+  mlir::attn::registerTargetDialectsAndInterfaces(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "attn optimizer driver\n", registry));
 }

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-using namespace attn::runtime;
+using namespace attnrt;
 
 namespace {
 

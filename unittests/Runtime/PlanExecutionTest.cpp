@@ -16,8 +16,8 @@
 
 #include <gtest/gtest.h>
 
-using namespace attn::runtime;
-using namespace attn::runtime::test;
+using namespace attnrt;
+using namespace attnrt::test;
 
 namespace {
 

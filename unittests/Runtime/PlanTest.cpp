@@ -20,8 +20,8 @@
 #include <map>
 #include <tuple>
 
-using namespace attn::runtime;
-using namespace attn::runtime::test;
+using namespace attnrt;
+using namespace attnrt::test;
 
 namespace {
 

@@ -17,8 +17,8 @@
 
 #include <cmath>
 
-using namespace attn::runtime;
-using namespace attn::runtime::test;
+using namespace attnrt;
+using namespace attnrt::test;
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <random>
 #include <vector>
 
-namespace attn::runtime::test {
+namespace attnrt::test {
 
 /// A batch over a paged cache; owns every array.
 struct Batch {
@@ -149,6 +149,6 @@ inline double maxAbsDiff(const double *a, const double *b, size_t n) {
   return m;
 }
 
-} // namespace attn::runtime::test
+} // namespace attnrt::test
 
 #endif // ATTN_UNITTESTS_RUNTIME_TESTUTIL_H

@@ -24,7 +24,7 @@ class OpPassManager;
 class Pass;
 } // namespace mlir
 
-namespace attn {
+namespace mlir::attn {
 
 /// Options of `attn-lower-to-nvvm`. Validate chip/features with
 /// NVPTXOptions::validate before running: LLVM aborts on a bad pair.
@@ -71,6 +71,6 @@ void registerAttnPipelines();
 /// Registers `attn-to-nvvm-pipeline`: attn IR to LLVM/NVVM kernels.
 void registerAttnToNVVMPipeline();
 
-} // namespace attn
+} // namespace mlir::attn
 
 #endif // ATTN_PIPELINES_PIPELINES_H

@@ -33,7 +33,7 @@
 #include <string>
 #include <string_view>
 
-namespace attn::runtime {
+namespace attnrt {
 
 /// One caller-bound kernel argument, matched by name against the manifest.
 struct KernelArg {
@@ -134,6 +134,6 @@ Status runMerge(const Module &module, std::string_view mergeKernel,
                 const PlanView &plan, uint64_t deviceWorkspace,
                 const KernelArg *args, int32_t numArgs, uint64_t stream);
 
-} // namespace attn::runtime
+} // namespace attnrt
 
 #endif // ATTN_RUNTIME_LAUNCHER_H

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attn::runtime {
+namespace attnrt {
 
 constexpr int32_t kManifestVersion = 1;
 
@@ -114,6 +114,6 @@ int32_t archComputeCapability(std::string_view arch);
 
 const char *argKindName(ArgKind k);
 
-} // namespace attn::runtime
+} // namespace attnrt
 
 #endif // ATTN_RUNTIME_MANIFEST_H

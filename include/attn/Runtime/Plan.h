@@ -59,7 +59,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace attn::runtime {
+namespace attnrt {
 
 /// Version of the flat plan layout below; bumped on any change.
 constexpr int32_t kPlanAbiVersion = 1;
@@ -299,6 +299,6 @@ inline int32_t selectTileCandidate(const TileCandidate *candidates,
 void planCtaCosts(const PlanConfig &config, const PlanView &view,
                   int64_t *costs);
 
-} // namespace attn::runtime
+} // namespace attnrt
 
 #endif // ATTN_RUNTIME_PLAN_H

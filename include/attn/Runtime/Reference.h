@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace attn::runtime {
+namespace attnrt {
 
 enum class RopeMode : int32_t { None = 0, Standard = 1, Llama31 = 2 };
 
@@ -111,6 +111,6 @@ Status referenceComposed(const std::vector<AttentionProblem> &views, double *o,
 Status referenceExecutePlan(const AttentionProblem &p, const PlanView &plan,
                             double *o, double *lse);
 
-} // namespace attn::runtime
+} // namespace attnrt
 
 #endif // ATTN_RUNTIME_REFERENCE_H

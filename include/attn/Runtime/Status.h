@@ -17,7 +17,7 @@
 #include <string>
 #include <utility>
 
-namespace attn::runtime {
+namespace attnrt {
 
 /// Error categories. The numbers are ABI: they equal attnRtStatus in the C API.
 enum class StatusCode : int32_t {
@@ -58,6 +58,6 @@ private:
   std::string message_;
 };
 
-} // namespace attn::runtime
+} // namespace attnrt
 
 #endif // ATTN_RUNTIME_STATUS_H

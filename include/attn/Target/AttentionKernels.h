@@ -15,7 +15,7 @@
 
 #include "llvm/Support/JSON.h"
 
-namespace attn {
+namespace mlir::attn {
 
 /// Every kernel of one module of attentions, in one image.
 struct AttentionKernels {
@@ -49,6 +49,6 @@ llvm::Expected<AttentionKernels>
 compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
                         const AttentionKernelOptions &options);
 
-} // namespace attn
+} // namespace mlir::attn
 
 #endif // ATTN_TARGET_ATTENTIONKERNELS_H

@@ -21,7 +21,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/Support/JSON.h"
 
-namespace attn {
+namespace mlir::attn {
 
 /// Adds what ptxas reported (`usage`, may be null) as the kernel's
 /// `resources`.
@@ -49,6 +49,6 @@ llvm::json::Object getManifest(const NVPTXOptions &options,
                                llvm::StringRef cubinFile,
                                llvm::StringRef ptxFile);
 
-} // namespace attn
+} // namespace mlir::attn
 
 #endif // ATTN_TARGET_KERNELMANIFEST_H

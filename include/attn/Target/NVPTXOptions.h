@@ -21,7 +21,7 @@
 
 #include <string>
 
-namespace attn {
+namespace mlir::attn {
 
 struct NVPTXOptions {
   /// "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_120", ...
@@ -56,6 +56,6 @@ unsigned getMaxPTXVersion();
 /// "+ptxNN" picked for `chip` when no features are given.
 std::string getDefaultFeatures(llvm::StringRef chip);
 
-} // namespace attn
+} // namespace mlir::attn
 
 #endif // ATTN_TARGET_NVPTXOPTIONS_H

@@ -28,7 +28,7 @@ namespace mlir {
 class DialectRegistry;
 } // namespace mlir
 
-namespace attn {
+namespace mlir::attn {
 
 /// What ptxas reported for one kernel (`ptxas -v`).
 struct KernelResourceUsage {
@@ -83,6 +83,6 @@ runPtxas(llvm::StringRef ptx, const NVPTXOptions &options,
 /// Parses `ptxas -v` output into per-kernel resource usage.
 llvm::SmallVector<KernelResourceUsage> parsePtxasLog(llvm::StringRef log);
 
-} // namespace attn
+} // namespace mlir::attn
 
 #endif // ATTN_TARGET_SERIALIZATION_H

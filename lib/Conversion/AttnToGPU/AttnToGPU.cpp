@@ -89,7 +89,7 @@ static LogicalResult lowerKernel(gpu::GPUFuncOp kernel) {
   // ctas_per_sm CTAs fit every SM.
   auto launch = kernel->getAttrOfType<LaunchAttr>(LaunchAttr::getAttrName());
   if (launch.isAttention() && launch.getCtasPerSm() > 1)
-    ::attn::detail::setOccupancyHints(kernel, launch.getCtasPerSm());
+    mlir::attn::detail::setOccupancyHints(kernel, launch.getCtasPerSm());
   return success();
 }
 
@@ -110,7 +110,7 @@ void mlir::attn::registerKernelDialects(DialectRegistry &registry) {
                   math::MathDialect, memref::MemRefDialect,
                   nvgpu::NVGPUDialect, scf::SCFDialect, vector::VectorDialect,
                   AttnDialect>();
-  ::attn::detail::insertNVVMDialect(registry);
+  mlir::attn::detail::insertNVVMDialect(registry);
 }
 
 namespace {

@@ -28,8 +28,8 @@
 #include "mlir/IR/DialectRegistry.h"
 
 using namespace mlir;
-using namespace attn;
-using namespace attn::detail;
+using namespace mlir::attn;
+using namespace mlir::attn::detail;
 
 /// Bitcasts a vector<2xbf16|f16> to an i32.
 static Value bitcastPairToI32(ImplicitLocOpBuilder &b, Value pair) {
@@ -38,16 +38,16 @@ static Value bitcastPairToI32(ImplicitLocOpBuilder &b, Value pair) {
   return vector::ExtractOp::create(b, packed, ArrayRef<int64_t>{0});
 }
 
-Value attn::detail::loadPackedPair(ImplicitLocOpBuilder &b, Value memref,
-                                   Value index, Type eltType) {
+Value mlir::attn::detail::loadPackedPair(ImplicitLocOpBuilder &b, Value memref,
+                                         Value index, Type eltType) {
   auto pairType = VectorType::get({2}, eltType);
   auto load = vector::LoadOp::create(b, pairType, memref, ValueRange{index});
   load.setAlignment(4);
   return bitcastPairToI32(b, load);
 }
 
-Value attn::detail::packPair(ImplicitLocOpBuilder &b, Value lo, Value hi,
-                             Type eltType) {
+Value mlir::attn::detail::packPair(ImplicitLocOpBuilder &b, Value lo, Value hi,
+                                   Type eltType) {
   auto f32x2 = VectorType::get({2}, b.getF32Type());
   Value pair = vector::FromElementsOp::create(b, f32x2, ValueRange{lo, hi});
   Value narrow =
@@ -55,9 +55,10 @@ Value attn::detail::packPair(ImplicitLocOpBuilder &b, Value lo, Value hi,
   return bitcastPairToI32(b, narrow);
 }
 
-SmallVector<Value, 4> attn::detail::ldmatrixX4(ImplicitLocOpBuilder &b,
-                                               Value smem, Value row,
-                                               Value col, bool transpose) {
+SmallVector<Value, 4> mlir::attn::detail::ldmatrixX4(ImplicitLocOpBuilder &b,
+                                                     Value smem, Value row,
+                                                     Value col,
+                                                     bool transpose) {
   Type eltType = cast<MemRefType>(smem.getType()).getElementType();
   auto resultType = VectorType::get({4, 2}, eltType);
   Value frag = nvgpu::LdMatrixOp::create(b, resultType, smem,
@@ -72,11 +73,11 @@ SmallVector<Value, 4> attn::detail::ldmatrixX4(ImplicitLocOpBuilder &b,
   return regs;
 }
 
-SmallVector<Value, 4> attn::detail::mmaM16N8K16(ImplicitLocOpBuilder &b,
-                                                Type eltType,
-                                                ArrayRef<Value> a,
-                                                ArrayRef<Value> bFrag,
-                                                ArrayRef<Value> c) {
+SmallVector<Value, 4> mlir::attn::detail::mmaM16N8K16(ImplicitLocOpBuilder &b,
+                                                      Type eltType,
+                                                      ArrayRef<Value> a,
+                                                      ArrayRef<Value> bFrag,
+                                                      ArrayRef<Value> c) {
   assert(a.size() == 4 && bFrag.size() == 2 && c.size() == 4);
   Type f32 = b.getF32Type();
   auto resultType = LLVM::LLVMStructType::getLiteral(
@@ -105,31 +106,33 @@ SmallVector<Value, 4> attn::detail::mmaM16N8K16(ImplicitLocOpBuilder &b,
   return d;
 }
 
-void attn::detail::cpAsyncCommit(ImplicitLocOpBuilder &b) {
+void mlir::attn::detail::cpAsyncCommit(ImplicitLocOpBuilder &b) {
   NVVM::CpAsyncCommitGroupOp::create(b, b.getLoc());
 }
 
-void attn::detail::cpAsyncWait(ImplicitLocOpBuilder &b, int32_t pending) {
+void mlir::attn::detail::cpAsyncWait(ImplicitLocOpBuilder &b, int32_t pending) {
   NVVM::CpAsyncWaitGroupOp::create(b, b.getLoc(),
                                    b.getI32IntegerAttr(pending));
 }
 
-void attn::detail::syncWarp(ImplicitLocOpBuilder &b) {
+void mlir::attn::detail::syncWarp(ImplicitLocOpBuilder &b) {
   Value all = arith::ConstantIntOp::create(b, -1, 32);
   NVVM::SyncWarpOp::create(b, b.getLoc(), all);
 }
 
-void attn::detail::gridDepControlWait(ImplicitLocOpBuilder &b) {
+void mlir::attn::detail::gridDepControlWait(ImplicitLocOpBuilder &b) {
   NVVM::GriddepcontrolOp::create(b, b.getLoc(),
                                  NVVM::GridDepActionKind::wait);
 }
 
-void attn::detail::gridDepControlLaunchDependents(ImplicitLocOpBuilder &b) {
+void mlir::attn::detail::gridDepControlLaunchDependents(
+    ImplicitLocOpBuilder &b) {
   NVVM::GriddepcontrolOp::create(b, b.getLoc(),
                                  NVVM::GridDepActionKind::launch_dependents);
 }
 
-void attn::detail::setOccupancyHints(Operation *gpuFunc, int64_t minCTAsPerSM) {
+void mlir::attn::detail::setOccupancyHints(Operation *gpuFunc,
+                                           int64_t minCTAsPerSM) {
   if (minCTAsPerSM <= 0)
     return;
   Builder b(gpuFunc->getContext());
@@ -137,6 +140,6 @@ void attn::detail::setOccupancyHints(Operation *gpuFunc, int64_t minCTAsPerSM) {
                    b.getI32IntegerAttr(minCTAsPerSM));
 }
 
-void attn::detail::insertNVVMDialect(DialectRegistry &registry) {
+void mlir::attn::detail::insertNVVMDialect(DialectRegistry &registry) {
   registry.insert<NVVM::NVVMDialect>();
 }

@@ -20,7 +20,7 @@
 #include <limits>
 
 using namespace mlir;
-using namespace attn::detail;
+using namespace mlir::attn::detail;
 
 //===----------------------------------------------------------------------===//
 // KernelBuilder
@@ -108,8 +108,8 @@ Value KernelBuilder::loadMaskBit(Value mask, Value bit) {
                                i32(0));
 }
 
-SoftmaxState attn::detail::SoftmaxState::initial(KernelBuilder &kb,
-                                                 int64_t nTiles) {
+SoftmaxState mlir::attn::detail::SoftmaxState::initial(KernelBuilder &kb,
+                                                       int64_t nTiles) {
   SoftmaxState init;
   init.m[0] = init.m[1] = kb.negInf();
   init.l[0] = init.l[1] = kb.f32(0.0f);
@@ -118,15 +118,15 @@ SoftmaxState attn::detail::SoftmaxState::initial(KernelBuilder &kb,
   return init;
 }
 
-SmallVector<Value> attn::detail::SoftmaxState::flatten() const {
+SmallVector<Value> mlir::attn::detail::SoftmaxState::flatten() const {
   SmallVector<Value> values = {m[0], m[1], l[0], l[1]};
   for (const auto &frag : acc)
     values.append(frag.begin(), frag.end());
   return values;
 }
 
-SoftmaxState attn::detail::SoftmaxState::unflatten(ValueRange values,
-                                                   int64_t nTiles) {
+SoftmaxState mlir::attn::detail::SoftmaxState::unflatten(ValueRange values,
+                                                         int64_t nTiles) {
   SoftmaxState st;
   st.m[0] = values[0], st.m[1] = values[1];
   st.l[0] = values[2], st.l[1] = values[3];

@@ -23,8 +23,7 @@ namespace mlir {
 class DialectRegistry;
 } // namespace mlir
 
-namespace attn {
-namespace detail {
+namespace mlir::attn::detail {
 
 /// Helpers over an ImplicitLocOpBuilder; every value is `index`, `i32` or
 /// `f32` as the name says.
@@ -154,7 +153,6 @@ void insertNVVMDialect(mlir::DialectRegistry &registry);
 /// Occupancy hints on a gpu.func: `nvvm.minctasm` (0 = none).
 void setOccupancyHints(mlir::Operation *gpuFunc, int64_t minCTAsPerSM);
 
-} // namespace detail
-} // namespace attn
+} // namespace mlir::attn::detail
 
 #endif // ATTN_LIB_CONVERSION_ATTNTOGPU_KERNELBUILDER_H

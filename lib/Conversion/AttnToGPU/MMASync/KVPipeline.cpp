@@ -40,9 +40,9 @@
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mmasync;
-using ::attn::detail::cpAsyncCommit;
-using ::attn::detail::cpAsyncWait;
-using ::attn::detail::syncWarp;
+using mlir::attn::detail::cpAsyncCommit;
+using mlir::attn::detail::cpAsyncWait;
+using mlir::attn::detail::syncWarp;
 
 namespace {
 

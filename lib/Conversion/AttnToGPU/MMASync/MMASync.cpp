@@ -237,9 +237,9 @@ SmallVector<Value, 4> mlir::attn::mmasync::loadQueryFragment(
       kb.add(kb.idx(ctx.smem.qRow), kb.mul(tc.warp, 16)),
       kb.add(kb.remu(tc.lane, 8), kb.mul(kb.remu(kb.divu(tc.lane, 8), 2), 8)));
   Value chunk = kb.add(kb.divu(tc.lane, 16), kb.idx(2 * kStep));
-  return ::attn::detail::ldmatrixX4(kb.builder(), tiles, row,
-                                    getSwizzledColumn(kb, ctx, row, chunk),
-                                    /*transpose=*/false);
+  return mlir::attn::detail::ldmatrixX4(kb.builder(), tiles, row,
+                                        getSwizzledColumn(kb, ctx, row, chunk),
+                                        /*transpose=*/false);
 }
 
 SmallVector<Value, 4> mlir::attn::mmasync::mma(KernelBuilder &kb,
@@ -247,7 +247,7 @@ SmallVector<Value, 4> mlir::attn::mmasync::mma(KernelBuilder &kb,
                                                ArrayRef<Value> a,
                                                ArrayRef<Value> b,
                                                ArrayRef<Value> c) {
-  return ::attn::detail::mmaM16N8K16(kb.builder(), ctx.elt, a, b, c);
+  return mlir::attn::detail::mmaM16N8K16(kb.builder(), ctx.elt, a, b, c);
 }
 
 Value mlir::attn::mmasync::inlineHook(OpBuilder &b, Region &region,

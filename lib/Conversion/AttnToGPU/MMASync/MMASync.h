@@ -33,7 +33,7 @@
 
 namespace mlir::attn::mmasync {
 
-using ::attn::detail::KernelBuilder;
+using mlir::attn::detail::KernelBuilder;
 
 /// The decisions of one kernel, read from its launch contract.
 struct KernelContext {

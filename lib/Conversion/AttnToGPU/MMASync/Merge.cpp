@@ -59,8 +59,6 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mmasync;
 
-namespace rt = ::attn::runtime;
-
 namespace {
 
 /// Slots each thread loads per step of its pass (all in flight at once).
@@ -113,9 +111,9 @@ struct MergeLowering : public OpConversionPattern<TileMergeOp> {
       smem = memref::ViewOp::create(b, type, dyn, kb.idx(0), ValueRange{});
     }
 
-    Value numUnits = loadIndex(plan, kb.idx(rt::kHdrNumMergeUnits));
-    Value pack = loadIndex(plan, kb.idx(rt::kHdrGqaPack));
-    Value numQoHeads = loadIndex(plan, kb.idx(rt::kHdrNumQoHeads));
+    Value numUnits = loadIndex(plan, kb.idx(attnrt::kHdrNumMergeUnits));
+    Value pack = loadIndex(plan, kb.idx(attnrt::kHdrGqaPack));
+    Value numQoHeads = loadIndex(plan, kb.idx(attnrt::kHdrNumQoHeads));
     Value slotRows = kb.toIndex(one(adaptor.getSlotRows()));
     Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
     Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
@@ -140,7 +138,7 @@ struct MergeLowering : public OpConversionPattern<TileMergeOp> {
     Value u = kb.remu(v, numUnits);
     if (rowPerPart)
       row = kb.add(kb.mul(row, kb.idx(R)), part);
-    Value unitBase = kb.mul(u, rt::kMergeUnitWords);
+    Value unitBase = kb.mul(u, attnrt::kMergeUnitWords);
     Value rowCount = loadIndex(mergeUnits, kb.add(unitBase, 3));
     // Everything that depends on the unit alone is loaded here, before the
     // row test, so these loads overlap each other and the slot loads instead
@@ -157,7 +155,7 @@ struct MergeLowering : public OpConversionPattern<TileMergeOp> {
     // grid's tail (a no-op after the first pair, or without a programmatic
     // launch).
     if (launch.getPdl() && target.hasPDL())
-      ::attn::detail::gridDepControlWait(b);
+      mlir::attn::detail::gridDepControlWait(b);
     // With one row per CTA the test is CTA-uniform: the barriers inside are
     // reached by every thread or none. With a row per part there are none.
     Value rowExists = kb.slt(row, rowCount);

@@ -33,8 +33,8 @@
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mmasync;
-using ::attn::detail::loadPackedPair;
-using ::attn::detail::packPair;
+using mlir::attn::detail::loadPackedPair;
+using mlir::attn::detail::packPair;
 
 /// Loads `memref[index], memref[index + 1]` (bf16/f16) as two f32.
 static std::pair<Value, Value> loadPairF32(ImplicitLocOpBuilder &b,
@@ -202,10 +202,10 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
     }
     Value tiles = getSharedTiles(kb, ctx);
     issueQueryTile(kb, ctx, item, query, tiles);
-    ::attn::detail::cpAsyncCommit(b);
+    mlir::attn::detail::cpAsyncCommit(b);
     // Q is the newest copy group: once it lands, so have the K/V tiles the
     // pipeline issued before it.
-    ::attn::detail::cpAsyncWait(b, 0);
+    mlir::attn::detail::cpAsyncWait(b, 0);
     gpu::BarrierOp::create(b);
     if (!transform.empty()) {
       ThreadCoords tc(kb);

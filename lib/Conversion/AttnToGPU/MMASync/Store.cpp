@@ -36,7 +36,7 @@
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mmasync;
-using ::attn::detail::SoftmaxState;
+using mlir::attn::detail::SoftmaxState;
 
 static constexpr float kLog2e = 1.4426950408889634f;
 
@@ -63,7 +63,7 @@ void storeDecode(KernelBuilder &kb, const KernelContext &ctx,
   const int64_t D = ctx.D, W = ctx.W, rows = 16;
   const TileSharedMemory &smem = ctx.smem;
   if (ctx.target->hasPDL())
-    ::attn::detail::gridDepControlLaunchDependents(b);
+    mlir::attn::detail::gridDepControlLaunchDependents(b);
   for (int64_t r = 0; r < 2; ++r)
     st.l[r] = kb.quadSum(st.l[r]);
 
@@ -312,8 +312,8 @@ struct StoreLowering : public OpConversionPattern<TileStoreOp> {
     a.slotRows = kb.toIndex(adaptor.getSlotRows().front());
     a.sink = &op.getSink();
     a.outputTransform = &op.getOutputTransform();
-    a.isDirect = hasFlag(kb, a.item.flags, ::attn::runtime::kItemDirect);
-    a.isFirst = hasFlag(kb, a.item.flags, ::attn::runtime::kItemFirstChunk);
+    a.isDirect = hasFlag(kb, a.item.flags, attnrt::kItemDirect);
+    a.isFirst = hasFlag(kb, a.item.flags, attnrt::kItemFirstChunk);
     if (ctx.splitKeys)
       storeDecode(kb, ctx, a, st);
     else

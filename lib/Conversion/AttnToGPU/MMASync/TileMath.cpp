@@ -35,9 +35,9 @@
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mmasync;
-using ::attn::detail::ldmatrixX4;
-using ::attn::detail::packPair;
-using ::attn::detail::SoftmaxState;
+using mlir::attn::detail::ldmatrixX4;
+using mlir::attn::detail::packPair;
+using mlir::attn::detail::SoftmaxState;
 
 static constexpr float kLog2e = 1.4426950408889634f;
 

@@ -39,7 +39,7 @@ ItemValues loadItem(KernelBuilder &kb, const KernelContext &ctx,
   ImplicitLocOpBuilder &b = kb.builder();
   ItemValues item;
   // The WorkItem struct of the plan ABI, field by field.
-  Value base = kb.mul(index, ::attn::runtime::kWorkItemWords);
+  Value base = kb.mul(index, attnrt::kWorkItemWords);
   auto field = [&](int64_t i) {
     return memref::LoadOp::create(b, workItems, ValueRange{kb.add(base, i)})
         .getResult();

@@ -34,14 +34,14 @@ int64_t mlir::attn::getExpectedQueryRows(AttentionOp op) {
 
 int64_t mlir::attn::chooseQueryTile(int64_t packedRows) {
   // The planner's rule over the candidates 16, 64, 128 (one definition).
-  ::attn::runtime::TileCandidate candidates[3] = {};
+  attnrt::TileCandidate candidates[3] = {};
   const int32_t tiles[3] = {16, 64, 128};
   for (int i = 0; i < 3; ++i) {
     candidates[i].q_rows = tiles[i];
     candidates[i].gqa_pack = 1;
   }
   int64_t rows = std::min<int64_t>(packedRows, 1 << 30);
-  return candidates[::attn::runtime::selectTileCandidate(
+  return candidates[attnrt::selectTileCandidate(
                         candidates, 3, int32_t(rows), 1)]
       .q_rows;
 }
