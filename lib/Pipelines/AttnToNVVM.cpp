@@ -20,7 +20,7 @@ namespace {
 struct AttnToNVVMOptions : public PassPipelineOptions<AttnToNVVMOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("target GPU (sm_80 ... sm_90a)"),
-                           llvm::cl::init("sm_90")};
+                           llvm::cl::init(mlir::attn::kDefaultChip)};
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features, e.g. +ptx80"),
                                llvm::cl::init("+ptx80")};

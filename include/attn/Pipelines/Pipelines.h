@@ -15,6 +15,8 @@
 #ifndef ATTN_PIPELINES_PIPELINES_H
 #define ATTN_PIPELINES_PIPELINES_H
 
+#include "attn/Dialect/Attn/Utils/TargetInfo.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 #include <memory>
@@ -31,7 +33,7 @@ namespace mlir::attn {
 struct LowerToNVVMOptions
     : public mlir::PassPipelineOptions<LowerToNVVMOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("Target SM"),
-                           llvm::cl::init("sm_90")};
+                           llvm::cl::init(kDefaultChip)};
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features, e.g. +ptx80"),
                                llvm::cl::init("+ptx80")};

@@ -17,6 +17,8 @@
 #ifndef ATTN_TARGET_NVPTXOPTIONS_H
 #define ATTN_TARGET_NVPTXOPTIONS_H
 
+#include "attn/Dialect/Attn/Utils/TargetInfo.h"
+
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -24,8 +26,8 @@
 namespace mlir::attn {
 
 struct NVPTXOptions {
-  /// "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_120", ...
-  std::string chip = "sm_90";
+  /// A chip TargetInfo knows: sm_80, sm_86, sm_89, sm_90, sm_90a, ...
+  std::string chip = kDefaultChip;
   /// LLVM NVPTX features, e.g. "+ptx80". Empty picks the default for the chip
   /// (see getDefaultFeatures).
   std::string features;
@@ -47,13 +49,10 @@ struct NVPTXOptions {
   std::string getCudaPath() const;
 };
 
-/// Numeric SM version of a chip name ("sm_90a" -> 90); 0 when malformed.
-unsigned getSMVersion(llvm::StringRef chip);
-/// The oldest PTX ISA version (times 10) that supports `chip`; 0 if unknown.
-unsigned getMinPTXVersion(llvm::StringRef chip);
 /// The newest PTX ISA version (times 10) this LLVM emits.
 unsigned getMaxPTXVersion();
-/// "+ptxNN" picked for `chip` when no features are given.
+/// "+ptxNN" picked for `chip` when no features are given (TargetInfo's
+/// default PTX version); empty for a chip TargetInfo does not know.
 std::string getDefaultFeatures(llvm::StringRef chip);
 
 } // namespace mlir::attn
