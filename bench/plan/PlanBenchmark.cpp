@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Times plan() (validation included, kv_indices validation excluded as a
-// serving engine that trusts its page table would) on the DESIGN.md workload
+// serving engine that trusts its page table would) on the docs/Benchmarks.md workload
 // shape: 32 query / 8 KV heads, head_dim 128, page size 16, an H200's 132 SMs,
 // two candidate tiles. Decode batches are skewed like D3 (1 in 16 requests
 // long), or uniform like D1 (2048 keys each: the no-split trial holds);

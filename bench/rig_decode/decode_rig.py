@@ -9,7 +9,7 @@ attention grid and the LSE merge. Checks against a float32 torch reference
 (fresh N(0,1) inputs, pages scattered by a seeded permutation of the pool,
 NaN in the unused tail of every last page, outputs poisoned with NaN):
 
-  * base kernel (bf16, d128, 32/8, page 16, NHD): D1-D4 of DESIGN.md and a
+  * base kernel (bf16, d128, 32/8, page 16, NHD): D1-D4 of docs/Benchmarks.md and a
     mixed batch with qo_len > 1, empty and length-1 requests; timings of
     D1-D4 (CUDA events, median) next to a device-to-device copy;
   * every other kernel: the mixed batch (and a long request that must split),

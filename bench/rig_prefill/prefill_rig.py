@@ -6,7 +6,7 @@ For every <name>/attn_kernels.cubin + attn_kernels.json in --dir (its attention 
     outputs (NaN), NaN in the unused tail of last pages, ragged or paged (scattered
     pages), appends (qo_len < kv_len), qo_len 1, empty requests, qo_len > kv_len,
     and one case with split KV (partial slots + LSE, merged here in torch).
-  * timing of the DESIGN.md P1/P2/P3 shapes the kernel fits, next to torch SDPA
+  * timing of the docs/Benchmarks.md P1/P2/P3 shapes the kernel fits, next to torch SDPA
     (flash backend) and a bf16 8192^3 matmul measured in the same run.
 
 The work list comes from a small Python planner mirroring attn/Runtime/Plan.h:

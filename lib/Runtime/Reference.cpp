@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Direct float64 attention per DESIGN.md §3b, row by row, and a plan executor
+// Direct float64 attention per docs/Semantics.md, row by row, and a plan executor
 // that runs the planner's work list the way the kernels will (chunk partials,
 // then the LSE merge). Written for clarity, not speed: CI runs it on 2 cores,
 // so the tests keep head_dim and lengths small where values matter.

@@ -1,7 +1,7 @@
 """GPU: attention sinks (@sinks, a per-head logit in the softmax denominator) in prefill and decode.
 
 The prefill kernel takes the sinks table as a pointer argument, as decode
-does (VariantParams.h). Checked against the float32 reference of
+does (the kernel signature's variant parameters, attn-outline-kernels). Checked against the float32 reference of
 gpu_reference.py (docs/Semantics.md): single prefill, ragged and paged
 batches, a long request the planner splits (the sink joins once, on the first
 chunk), rows that see no key (output 0, LSE = sink / ln 2), and decode.

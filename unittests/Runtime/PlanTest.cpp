@@ -147,7 +147,7 @@ double imbalance(const PlanConfig &c, const PlanView &v, int64_t ctas = 0) {
   return double(big) / (double(total) / (ctas ? ctas : v.numCtas()));
 }
 
-/// DESIGN.md D3: 64 decode requests, four of 32768 tokens (the positions of
+/// docs/Benchmarks.md D3: 64 decode requests, four of 32768 tokens (the positions of
 /// torch.randperm(64, generator seeded 0)[:4]; the planner does not care which),
 /// the rest 512.
 std::vector<std::pair<int32_t, int32_t>> skewedDecode() {

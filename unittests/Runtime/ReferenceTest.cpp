@@ -1,4 +1,4 @@
-//===- ReferenceTest.cpp - The CPU reference follows DESIGN.md §3b --------===//
+//===- ReferenceTest.cpp - The CPU reference follows docs/Semantics.md ----===//
 //
 // Part of attn, an MLIR-based attention compiler for LLM inference serving.
 //

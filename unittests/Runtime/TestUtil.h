@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Builds seeded random batches (uniform, skewed, with empty requests) over a
-// paged cache whose pages are a random permutation of the pool, as DESIGN.md §6
+// paged cache whose pages are a random permutation of the pool, as docs/Benchmarks.md
 // describes, plus the PlanConfig/PlanInputs/AttentionProblem that view them.
 //
 //===----------------------------------------------------------------------===//

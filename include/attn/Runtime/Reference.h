@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // The CPU reference that CI (no GPU) checks plans and semantics against. It
-// computes attention in float64 on host buffers exactly per DESIGN.md §3b:
+// computes attention in float64 on host buffers exactly per docs/Semantics.md:
 // bottom-right causal alignment, sliding window, soft-cap on the scaled (and
 // ALiBi-biased) logits, ALiBi with the paper's slopes, on-the-fly rotate-half
 // RoPE (incl. Llama-3.1 scaling), sinks in the denominator, boolean or
@@ -37,7 +37,7 @@ namespace attnrt {
 
 enum class RopeMode : int32_t { None = 0, Standard = 1, Llama31 = 2 };
 
-/// Built-in variant parameters (DESIGN.md §3b). Defaults are plain softmax
+/// Built-in variant parameters (docs/Semantics.md). Defaults are plain softmax
 /// attention with sm_scale 1/sqrt(head_dim).
 struct Variant {
   int32_t causal = 0;
