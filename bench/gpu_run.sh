@@ -7,6 +7,8 @@
 #   SKIP_TESTS=1 bench/gpu_run.sh P1,P2          (benchmark only)
 #   SKIP_BENCH=1 ...                             (tests only)
 #   SKIP_PLAN_BENCH=1 ...                        (no attn-plan-bench)
+#   TEST_ARCHS="default sm_90" ...               (pytest per chip; ATTN_ARCH)
+#   PYTEST_ARGS="python/tests/test_gpu_x.py" ... (a subset of the tests)
 #   BENCH_ARGS="--sweep decode-skew" ...         (more run_bench.py options)
 # Everything lands in $OUT/gpu-run.tgz (the device tool brings back 8 files);
 # results.md, pytest.log and bench.log are also copied to $OUT itself.
@@ -16,7 +18,7 @@ FINAL_OUT=${OUT:-/tmp/attn-out}
 OUT=$(mktemp -d /tmp/attn-run.XXXX)
 mkdir -p "$FINAL_OUT"
 pack() {
-  for f in results.md pytest.log bench.log plan-bench.txt; do
+  for f in results.md pytest.log pytest-sm_90.log bench.log plan-bench.txt; do
     [ -f "$OUT/$f" ] && cp "$OUT/$f" "$FINAL_OUT/"
   done
   tar czf "$FINAL_OUT/gpu-run.tgz" -C "$OUT" .
@@ -31,8 +33,17 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   echo "=== GoogleTest on the GPU ==="
   ctest --test-dir $build > "$OUT/ctest.log" 2>&1
   grep -E "tests passed|tests failed|\(Failed\)|Skipped" "$OUT/ctest.log"
-  echo "=== pytest on the GPU ==="
-  python3 -m pytest -q -rs python/tests 2>&1 | tee "$OUT/pytest.log" | tail -15
+  # Every chip the GPU runs kernels of: on an H200 the default sm_90a
+  # (wgmma prefill) and sm_90 (the mma.sync kernels, its fallback).
+  for arch in ${TEST_ARCHS:-default}; do
+    echo "=== pytest on the GPU ($arch kernels) ==="
+    log=$OUT/pytest.log; [ "$arch" = default ] || log=$OUT/pytest-$arch.log
+    if [ "$arch" = default ]; then
+      python3 -m pytest -q -rs ${PYTEST_ARGS:-python/tests} 2>&1 | tee "$log" | tail -15
+    else
+      ATTN_ARCH=$arch python3 -m pytest -q -rs ${PYTEST_ARGS:-python/tests} 2>&1 | tee "$log" | tail -15
+    fi
+  done
 fi
 if [ -z "${SKIP_TESTS:-}" ]; then
   echo "=== make demo's GPU check (examples/check_llama3.py) ==="

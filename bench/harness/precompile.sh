@@ -6,7 +6,10 @@ set -euo pipefail
 build=${1:-build}
 out=${2:-out/kernels}
 export PYTHONPATH=$build/python CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-pc() { /usr/bin/python3 -m attn.precompile --out "$out" --arch sm_90 "$@"; }
+# Every kernel for sm_90a (what an H200 runs by default: wgmma prefill) and,
+# with ARCHS, other chips too (sm_90: the mma.sync kernels, ATTN_ARCH=sm_90).
+archs=${ARCHS:-sm_90a}
+pc() { for a in $archs; do /usr/bin/python3 -m attn.precompile --out "$out" --arch "$a" "$@"; done; }
 pc --model llama3-8b --kinds decode,prefill,ragged              # D1-D5, P1, P2, P4, P5
 pc --heads 32/8 --head-dim 64 --kinds ragged                      # P3
 pc --heads 32/8 --head-dim 256 --kinds ragged                     # P3

@@ -12,6 +12,9 @@
 # packs min(group, q / rows) heads.
 #
 # Usage (repository root): bench/rig_prefill/gen_kernels.sh [build-dir] [out-dir]
+#   CHIP=sm_90a ...   the chip (default sm_90: mma.sync; sm_90a: wgmma tiles)
+#   PERF=1 ...        also the timed perf_* kernels: P1 (d128) with 64- and
+#                     128-key tiles, for the chip
 #
 #===----------------------------------------------------------------------===#
 set -eu
@@ -27,7 +30,7 @@ gen() { # name, ir arguments...
   local name=$1; shift
   ir "$@" > "$O/$name.mlir"
   rm -rf "${O:?}/$name"
-  "$B/bin/attn-compile" --chip=sm_90 --emit=cubin --output-dir="$O/$name" "$O/$name.mlir" \
+  "$B/bin/attn-compile" --chip="${CHIP:-sm_90}" --emit=cubin --output-dir="$O/$name" "$O/$name.mlir" \
     > "$O/$name.log" 2>&1
 }
 Q128="q = 128, kv = 64, warps = 8, stages = 2, gqa_pack = 1"
@@ -44,5 +47,20 @@ gen c6_rag_d64_f16_pack4        f16  64  32 8  ragged NHD 16   -      \
 gen c7_pg_d128_g8_pack2_causal  bf16 128 32 4  16     NHD 64   causal "$Q128"
 gen c8_rag_d256_q64             bf16 256 8  8  ragged NHD 2048 -      \
     "q = 64, kv = 32, warps = 4, stages = 2, gqa_pack = 1"
+if [ -n "${PERF:-}" ]; then
+  gen perf_p1_kv64_causal       bf16 128 32 8  ragged NHD 8192 causal "$Q128"
+  gen perf_p1_kv128_causal      bf16 128 32 8  ragged NHD 8192 causal \
+      "q = 128, kv = 128, warps = 8, stages = 2, gqa_pack = 1"
+  gen perf_p1_kv128_s3_causal   bf16 128 32 8  ragged NHD 8192 causal \
+      "q = 128, kv = 128, warps = 8, stages = 3, gqa_pack = 1"
+  gen perf_p3_d64_kv128_causal  bf16 64  32 8  ragged NHD 8192 causal \
+      "q = 128, kv = 128, warps = 8, stages = 2, gqa_pack = 1"
+  gen perf_p3_d64_kv256_causal  bf16 64  32 8  ragged NHD 8192 causal \
+      "q = 128, kv = 256, warps = 8, stages = 2, gqa_pack = 1"
+  gen perf_p3_d256_kv32_causal  bf16 256 32 8  ragged NHD 8192 causal \
+      "q = 128, kv = 32, warps = 8, stages = 2, gqa_pack = 1"
+  gen perf_p3_d256_kv64_causal  bf16 256 32 8  ragged NHD 8192 causal \
+      "q = 128, kv = 64, warps = 8, stages = 2, gqa_pack = 1"
+fi
 ls "$O"
 grep -h "registers" "$O"/*.log

@@ -8,8 +8,10 @@
 // zero-sized `!llvm.array<0 x i8>` global in address space 3. NVPTX demotes
 // such a global to a 1-byte `.shared` array, so every access past byte 0
 // overlaps nothing the driver reserved. With external linkage it becomes the
-// `.extern .shared .align 16 .b8 name[]` that the dynamic shared memory size
-// given at launch backs.
+// `.extern .shared .align 1024 .b8 name[]` that the dynamic shared memory
+// size given at launch backs; 1024 bytes is the alignment of the 128-byte
+// swizzle atoms that wgmma descriptors address (the kernels lay their tiles
+// out from that base, TileSharedMemory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +52,7 @@ struct ExternalizeDynamicSharedMemoryPass
           global.getValueAttr())
         return;
       global.setLinkage(LLVM::Linkage::External);
+      global.setAlignment(1024);
       global.setVisibility_(LLVM::Visibility::Default);
     });
   }

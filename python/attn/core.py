@@ -150,7 +150,10 @@ _capabilities = {}
 
 
 def device_arch(device):
-    """'sm_XY' of a CUDA device (``ATTN_ARCH`` overrides)."""
+    """The chip attn compiles for on a CUDA device: 'sm_XY' of its compute
+    capability, with the arch-specific 'sm_90a' on 9.0 (Hopper's wgmma kernels;
+    such code runs on 9.0 only, which is this device). ``ATTN_ARCH`` overrides
+    (``ATTN_ARCH=sm_90`` gives Hopper the portable mma.sync kernels)."""
     if os.environ.get("ATTN_ARCH"):
         return os.environ["ATTN_ARCH"]
     key = str(device)
@@ -160,7 +163,7 @@ def device_arch(device):
         cap = tuple(torch.cuda.get_device_capability(device))
         if ":" in key:  # an indexed device ("cuda" alone follows the current device)
             _capabilities[key] = cap
-    return f"sm_{cap[0]}{cap[1]}"
+    return "sm_90a" if cap == (9, 0) else f"sm_{cap[0]}{cap[1]}"
 
 
 _modules = {}

@@ -136,15 +136,16 @@ def test_decode_output_transform_split(graph):
     torch.testing.assert_close(lse.cpu(), rl, atol=1e-2, rtol=1e-3)
 
 
-def precompile(out):
-    """Compiles this test's decode kernels (sm_90) into the kernel cache `out`."""
+def precompile(out, archs=("sm_90a", "sm_90")):
+    """Compiles this test's decode kernels (for H200's chips) into the kernel cache `out`."""
     from attn.cache import KernelCache
     from attn.compiler import get_all_kernels
     from attn.paged import make_spec
     spec, _ = make_spec(num_qo_heads=HQ, num_kv_heads=HKV, head_dim=D, page_size=PAGE, dtype="bf16",
                         kv_layout="NHD", query_rows=1, variant=variant(), variant_params={"gain": GAIN})
-    contracts, _ = get_all_kernels(spec, "sm_90", cache=KernelCache(out))
-    print(f"precompiled {spec} -> {out} ({contracts.source})")
+    for arch in archs:
+        contracts, _ = get_all_kernels(spec, arch, cache=KernelCache(out))
+        print(f"precompiled {spec} for {arch} -> {out} ({contracts.source})")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,53 @@ TEST(TileLayout, PadsRowsWhenChunksCannotSwizzle) {
   EXPECT_EQ(d96.bytes, (128 + 4 * 64) * 104 * 2);
 }
 
+TEST(TileLayout, SwizzledTallTilesAreColumnBlocksOf128Bytes) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect>();
+  TileAttr tile = TileAttr::get(&ctx, 128, 64, 8, 2, 1, 1);
+  // wgmma's 128-byte swizzle atoms: each row as 64-element blocks, block b
+  // of every row in its own region; the bytes do not change.
+  TileSharedMemory d256 = getTileSharedMemory(tile, 256);
+  EXPECT_EQ(d256.columnBlocks, 4);
+  EXPECT_EQ(d256.blockElements, 64);
+  EXPECT_EQ(d256.totalRows % 8, 0);
+  EXPECT_EQ(d256.bytes, d256.columnBlocks * d256.totalRows * 64 * 2);
+  TileSharedMemory d96 = getTileSharedMemory(tile, 96);
+  EXPECT_EQ(d96.columnBlocks, 1);
+  EXPECT_EQ(d96.blockElements, d96.rowElements);
+  // Decode tiles keep whole swizzled rows (their warps' rings and merge
+  // buffers share the bytes).
+  TileAttr decode = TileAttr::get(&ctx, 16, 16, 3, 2, 1, 4);
+  TileSharedMemory dec = getTileSharedMemory(decode, 128);
+  EXPECT_EQ(dec.columnBlocks, 1);
+  EXPECT_EQ(dec.blockElements, 128);
+}
+
+TEST(TileLayout, WgmmaTakesWholeWarpgroupsOfSwizzledRows) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect>();
+  TargetInfo sm90a = *TargetInfo::lookup("sm_90a");
+  TargetInfo sm90 = *TargetInfo::lookup("sm_90");
+  TileAttr q128 = TileAttr::get(&ctx, 128, 128, 8, 2, 1, 1);
+  TileAttr q64 = TileAttr::get(&ctx, 64, 64, 4, 2, 1, 2);
+  TileAttr decode = TileAttr::get(&ctx, 16, 16, 3, 2, 1, 4);
+  EXPECT_EQ(getTileMMA(q128, 128, sm90a), TileMMA::Wgmma);
+  EXPECT_EQ(getTileMMA(q64, 64, sm90a), TileMMA::Wgmma);
+  EXPECT_EQ(getTileMMA(q128, 256, sm90a), TileMMA::Wgmma);
+  // Plain sm_90 has no wgmma; decode tiles split keys per warp; head dim 96
+  // is not whole 128-byte blocks; 6 warps are not whole warpgroups.
+  EXPECT_EQ(getTileMMA(q128, 128, sm90), TileMMA::MmaSync);
+  EXPECT_EQ(getTileMMA(decode, 128, sm90a), TileMMA::MmaSync);
+  EXPECT_EQ(getTileMMA(q128, 96, sm90a), TileMMA::MmaSync);
+  EXPECT_EQ(getTileMMA(TileAttr::get(&ctx, 96, 64, 6, 2, 1, 1), 128, sm90a),
+            TileMMA::MmaSync);
+  // The tile chooser gives the wgmma tile its 32 KB K/V tiles.
+  EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90a).getKv(), 128);
+  EXPECT_EQ(chooseTile(&ctx, 128, 64, sm90a).getKv(), 256);
+  EXPECT_EQ(chooseTile(&ctx, 128, 256, sm90a).getKv(), 64);
+  EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90).getKv(), 64);
+}
+
 TEST(TileHeuristics, ATileTooBigForTheChipIsNamed) {
   MLIRContext ctx;
   ctx.loadDialect<AttnDialect>();

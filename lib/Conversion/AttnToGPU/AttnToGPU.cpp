@@ -61,9 +61,13 @@ TileLoweringFn mlir::attn::getTileLowering(gpu::GPUFuncOp kernel) {
   auto launch = kernel->getAttrOfType<LaunchAttr>(LaunchAttr::getAttrName());
   std::optional<TargetInfo> target =
       launch ? TargetInfo::lookup(launch.getChip().getValue()) : std::nullopt;
-  if (target && target->hasMmaSync() && target->hasCpAsync())
-    return populateTileToMMASyncConversionPatterns;
-  return nullptr;
+  if (!target || !target->hasMmaSync() || !target->hasCpAsync())
+    return nullptr;
+  if (launch.isAttention() &&
+      getTileMMA(launch.getTile(), launch.getHeadDim(), *target) ==
+          TileMMA::Wgmma)
+    return populateTileToWgmmaConversionPatterns;
+  return populateTileToMMASyncConversionPatterns;
 }
 
 /// Lowers the tile ops of `kernel`.

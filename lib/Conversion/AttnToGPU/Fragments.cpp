@@ -120,6 +120,144 @@ void mlir::attn::detail::syncWarp(ImplicitLocOpBuilder &b) {
   NVVM::SyncWarpOp::create(b, b.getLoc(), all);
 }
 
+//===----------------------------------------------------------------------===//
+// wgmma
+//===----------------------------------------------------------------------===//
+
+/// An inline-asm statement with side effects whose results are `results`
+/// (written by the asm, or tied to the first `tied` inputs' values when the
+/// asm only orders them) and whose other inputs are `inputs`.
+static SmallVector<Value> inlinePtx(ImplicitLocOpBuilder &b, StringRef ptx,
+                                    TypeRange results, ValueRange tied,
+                                    ValueRange inputs) {
+  auto constraintOf = [](Type t) -> StringRef {
+    if (t.isF32())
+      return "f";
+    if (t.isInteger(64))
+      return "l";
+    return "r";
+  };
+  std::string constraints;
+  llvm::raw_string_ostream os(constraints);
+  llvm::ListSeparator sep(",");
+  for (Type t : results)
+    os << sep << "=" << constraintOf(t);
+  for (Value v : inputs)
+    os << sep << constraintOf(v.getType());
+  for (size_t i = 0; i < tied.size(); ++i)
+    os << sep << i;
+  SmallVector<Value> operands(inputs);
+  operands.append(tied.begin(), tied.end());
+  Type resultType;
+  if (results.size() == 1)
+    resultType = results.front();
+  else if (!results.empty())
+    resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                  llvm::to_vector(results));
+  auto op = LLVM::InlineAsmOp::create(
+      b, resultType, operands, b.getStringAttr(ptx),
+      b.getStringAttr(constraints), b.getUnitAttr(),
+      /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+      /*asm_dialect=*/LLVM::AsmDialectAttr(), /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> values;
+  if (results.size() == 1)
+    values.push_back(op.getRes());
+  else
+    for (int64_t i = 0, e = results.size(); i < e; ++i)
+      values.push_back(
+          LLVM::ExtractValueOp::create(b, op.getRes(), ArrayRef<int64_t>{i}));
+  return values;
+}
+
+/// `values` through `ptx`, tied: the asm does not change them.
+static SmallVector<Value> orderedThrough(ImplicitLocOpBuilder &b,
+                                         StringRef ptx, ValueRange values) {
+  if (values.empty()) {
+    inlinePtx(b, ptx, {}, {}, {});
+    return {};
+  }
+  return inlinePtx(b, ptx, values.getTypes(), values, {});
+}
+
+SmallVector<Value> mlir::attn::detail::wgmmaFence(ImplicitLocOpBuilder &b,
+                                                  ValueRange values) {
+  return orderedThrough(b, "wgmma.fence.sync.aligned;", values);
+}
+
+void mlir::attn::detail::wgmmaCommit(ImplicitLocOpBuilder &b) {
+  orderedThrough(b, "wgmma.commit_group.sync.aligned;", {});
+}
+
+SmallVector<Value> mlir::attn::detail::wgmmaWait(ImplicitLocOpBuilder &b,
+                                                 int32_t pending,
+                                                 ValueRange values) {
+  return orderedThrough(
+      b, ("wgmma.wait_group.sync.aligned " + Twine(pending) + ";").str(),
+      values);
+}
+
+SmallVector<Value> mlir::attn::detail::wgmmaMMA(
+    ImplicitLocOpBuilder &b, Type eltType, int64_t n, ValueRange acc,
+    Value aDescriptor, ValueRange aRegisters, WgmmaOperandB operandB) {
+  const int64_t numD = n / 2;
+  assert(acc.empty() || int64_t(acc.size()) == numD);
+  assert(bool(aDescriptor) != (aRegisters.size() == 4));
+  StringRef type = eltType.isF16() ? "f16" : "bf16";
+  // Operands: $0 .. $(numD - 1) D; then A (descriptor or 4 registers), the
+  // B descriptor, the scale-d flag; then the accumulators tied to D.
+  SmallVector<Value> inputs;
+  if (aDescriptor)
+    inputs.push_back(aDescriptor);
+  else
+    inputs.append(aRegisters.begin(), aRegisters.end());
+  inputs.push_back(operandB.descriptor);
+  inputs.push_back(arith::ConstantIntOp::create(b, acc.empty() ? 0 : 1, 32));
+  std::string ptx;
+  llvm::raw_string_ostream os(ptx);
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << numD + inputs.size() - 1
+     << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << type
+     << "." << type << " {";
+  for (int64_t i = 0; i < numD; ++i)
+    os << (i ? ", $" : "$") << i;
+  os << "}, ";
+  int64_t next = numD;
+  if (aDescriptor) {
+    os << "$" << next++;
+  } else {
+    os << "{$" << next << ", $" << next + 1 << ", $" << next + 2 << ", $"
+       << next + 3 << "}";
+    next += 4;
+  }
+  os << ", $" << next << ", p, 1, 1, ";
+  // imm-trans-a exists only with A in shared memory (K-major here).
+  if (aDescriptor)
+    os << "0, ";
+  os << (operandB.nMajor ? 1 : 0) << ";\n}";
+  SmallVector<Type> results(numD, b.getF32Type());
+  return inlinePtx(b, ptx, results, acc, inputs);
+}
+
+Value mlir::attn::detail::wgmmaDescriptor(ImplicitLocOpBuilder &b,
+                                          Value address, int64_t leadingBytes,
+                                          int64_t strideBytes) {
+  // Bits 0-13: address >> 4; 16-29: leading byte offset >> 4; 32-45: stride
+  // byte offset >> 4; 62-63: swizzle mode (1 = 128 bytes).
+  Type i64 = b.getI64Type();
+  Value addr = arith::IndexCastUIOp::create(b, i64, address);
+  Value field = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, addr, arith::ConstantIntOp::create(b, i64, 4)),
+      arith::ConstantIntOp::create(b, i64, 0x3FFF));
+  uint64_t constant = (uint64_t(leadingBytes >> 4) & 0x3FFF) << 16 |
+                      (uint64_t(strideBytes >> 4) & 0x3FFF) << 32 |
+                      uint64_t(1) << 62;
+  return arith::OrIOp::create(
+      b, field, arith::ConstantIntOp::create(b, i64, int64_t(constant)));
+}
+
+void mlir::attn::detail::fenceProxyAsyncShared(ImplicitLocOpBuilder &b) {
+  orderedThrough(b, "fence.proxy.async.shared::cta;", {});
+}
+
 void mlir::attn::detail::gridDepControlWait(ImplicitLocOpBuilder &b) {
   NVVM::GriddepcontrolOp::create(b, b.getLoc(),
                                  NVVM::GridDepActionKind::wait);

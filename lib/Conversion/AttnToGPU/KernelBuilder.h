@@ -139,6 +139,46 @@ struct SoftmaxState {
   static SoftmaxState unflatten(mlir::ValueRange values, int64_t nTiles);
 };
 
+/// Warpgroup MMA (sm_90a), issued by all 128 threads of a warpgroup. D is
+/// m64 x n f32, n / 2 values per thread, in the order of n / 8 mma.sync C
+/// fragments (row g: d[4j], d[4j+1] at columns 8j + 2t, +1; row g + 8:
+/// d[4j+2], d[4j+3]); warp w of the warpgroup holds rows 16w .. 16w + 15.
+/// A in registers (4 i32 per thread) has mma.sync's A-fragment layout.
+///
+/// The values a wgmma reads or writes travel through the fence and the wait
+/// as tied inline-asm operands, so no instruction that touches them can move
+/// across either.
+struct WgmmaOperandB {
+  /// Shared-memory descriptor of B and whether B is N-major (transposed).
+  mlir::Value descriptor;
+  bool nMajor;
+};
+/// `wgmma.fence.sync.aligned`; returns `values` (accumulators and A
+/// registers written since the last wgmma), ordered after it.
+llvm::SmallVector<mlir::Value> wgmmaFence(mlir::ImplicitLocOpBuilder &b,
+                                          mlir::ValueRange values);
+/// One `wgmma.mma_async` m64 n k16 on bf16/f16 `eltType`: D = A B + acc, or
+/// D = A B when `acc` is empty. A is a descriptor (`aDescriptor`, K-major)
+/// or 4 registers (`aRegisters`).
+llvm::SmallVector<mlir::Value>
+wgmmaMMA(mlir::ImplicitLocOpBuilder &b, mlir::Type eltType, int64_t n,
+         mlir::ValueRange acc, mlir::Value aDescriptor,
+         mlir::ValueRange aRegisters, WgmmaOperandB operandB);
+/// `wgmma.commit_group.sync.aligned`.
+void wgmmaCommit(mlir::ImplicitLocOpBuilder &b);
+/// `wgmma.wait_group.sync.aligned pending`; returns `values`, ordered after
+/// it.
+llvm::SmallVector<mlir::Value> wgmmaWait(mlir::ImplicitLocOpBuilder &b,
+                                         int32_t pending,
+                                         mlir::ValueRange values);
+/// The descriptor of a 128-byte-swizzled operand at shared-memory byte
+/// address `address` (index), with leading and stride byte offsets.
+mlir::Value wgmmaDescriptor(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                            int64_t leadingBytes, int64_t strideBytes);
+/// `fence.proxy.async.shared::cta`: this thread's shared-memory writes become
+/// visible to the async proxy (wgmma, TMA).
+void fenceProxyAsyncShared(mlir::ImplicitLocOpBuilder &b);
+
 /// Programmatic dependent launch (sm_90+): `griddepcontrol.wait` blocks
 /// until the grids this one depends on have completed and their writes are
 /// visible; `griddepcontrol.launch_dependents` lets a dependent grid launched

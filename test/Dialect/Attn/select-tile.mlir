@@ -1,5 +1,6 @@
 // RUN: attn-opt %s -split-input-file --attn-select-tile | FileCheck %s
 // RUN: attn-opt %s -split-input-file --attn-select-tile=chip=sm_86 | FileCheck %s --check-prefix=SM86
+// RUN: attn-opt %s -split-input-file --attn-select-tile=chip=sm_90a | FileCheck %s --check-prefix=SM90A
 // RUN: attn-opt %s -split-input-file --attn-select-tile=candidates=true | FileCheck %s --check-prefix=CAND
 // RUN: not attn-opt %s -split-input-file --attn-select-tile=chip=sm_75 2>&1 | FileCheck %s --check-prefix=BADCHIP
 
@@ -26,6 +27,9 @@ func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: te
 // Long prefill: a 128-row tile, 8 warps.
 // CHECK-LABEL: func.func @prefill
 // CHECK: tile = #attn.tile<q = 128, kv = 64, warps = 8>
+// On wgmma (sm_90a) the 128-row tile takes 32 KB K/V tiles.
+// SM90A-LABEL: func.func @prefill
+// SM90A: tile = #attn.tile<q = 128, kv = 128, warps = 8>
 func.func @prefill(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 2048, block_cols = 16>)
       indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
@@ -51,6 +55,8 @@ func.func @static_append(%q: tensor<64x32x128xbf16>, %k: tensor<?x16x8x128xbf16>
 // Head dim 256 halves the KV tile.
 // CHECK-LABEL: func.func @d256
 // CHECK: tile = #attn.tile<q = 128, kv = 32, warps = 8>
+// SM90A-LABEL: func.func @d256
+// SM90A: tile = #attn.tile<q = 128, kv = 64, warps = 8>
 func.func @d256(%q: tensor<?x8x256xbf16>, %k: tensor<?x8x256xbf16>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 4096, block_cols = 1, indexing = ragged>)
       indices(%i, %i : tensor<?xi32>, tensor<?xi32>)
@@ -90,6 +96,9 @@ func.func @varying(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: t
 // rows; the KV tile stays a power of two.
 // CHECK-LABEL: func.func @d96
 // CHECK: tile = #attn.tile<q = 128, kv = 64, warps = 8>
+// Head dim 96 is not whole 128-byte blocks: mma.sync, its tile.
+// SM90A-LABEL: func.func @d96
+// SM90A: tile = #attn.tile<q = 128, kv = 64, warps = 8>
 func.func @d96(%q: tensor<?x32x96xbf16>, %k: tensor<?x3x8x96xbf16>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 512, block_cols = 3>)
       indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)

@@ -6,10 +6,10 @@
 //
 // `convert-attn-to-gpu`: the attn.tile ops of every kernel (a gpu.func with
 // an `attn.launch` contract) become gpu/nvgpu/nvvm code. Which pattern set
-// does it is decided per kernel from its chip (TargetInfo): this header is
-// the seam target pattern sets plug into. Today there is one, the sm_80+
-// set (mma.sync, ldmatrix, cp.async); a wgmma/TMA set for sm_90a adds a
-// populate function here and a line to getTileLowering.
+// does it is decided per kernel from its chip (TargetInfo) and tile
+// (getTileMMA): this header is the seam target pattern sets plug into. The
+// sm_80+ set (mma.sync, ldmatrix, cp.async) lowers every kernel; the sm_90a
+// set replaces its two GEMMs with wgmma for tiles of whole warpgroups.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +32,13 @@ namespace mlir::attn {
 void populateTileToMMASyncConversionPatterns(gpu::GPUFuncOp kernel,
                                              TypeConverter &converter,
                                              RewritePatternSet &patterns);
+
+/// The sm_90a pattern set: the sm_80+ set with S = Q Kᵀ and O += P V on
+/// wgmma (WGMMA/TileMath.cpp), for kernels whose tile getTileMMA puts on
+/// wgmma.
+void populateTileToWgmmaConversionPatterns(gpu::GPUFuncOp kernel,
+                                           TypeConverter &converter,
+                                           RewritePatternSet &patterns);
 
 /// A target's pattern set, as the seam calls it.
 using TileLoweringFn = void (*)(gpu::GPUFuncOp, TypeConverter &,

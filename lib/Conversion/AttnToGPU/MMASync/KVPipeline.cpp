@@ -171,10 +171,10 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
     auto copy = [&] {
       for (auto [row0, cache] :
            {std::pair(kRow, caches.k), std::pair(vRow, caches.v)}) {
-        Value row = kb.add(row0, slot.row);
+        SharedElement dst =
+            getSharedElement(kb, ctx, kb.add(row0, slot.row), slot.chunk);
         nvgpu::DeviceAsyncCopyOp::create(
-            b, tiles, ValueRange{row, getSwizzledColumn(kb, ctx, row, slot.chunk)},
-            cache, ValueRange{src}, b.getIndexAttr(8), count, b.getUnitAttr());
+            b, tiles, ValueRange{dst.row, dst.col}, cache, ValueRange{src}, b.getIndexAttr(8), count, b.getUnitAttr());
       }
     };
     if (!slot.exists) {
@@ -344,6 +344,7 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
       // Tile j has landed for every thread, and every warp is past tile
       // j - 1, whose slot takes tile j + stages - 1.
       cpAsyncWait(b, S - 2);
+      publishSharedWrites(kb, ctx);
       gpu::BarrierOp::create(b);
     } else {
       // One slot: every warp is done with tile j - 1 before tile j lands in
@@ -351,6 +352,7 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
       gpu::BarrierOp::create(b);
       nextIds = refill();
       cpAsyncWait(b, 0);
+      publishSharedWrites(kb, ctx);
       gpu::BarrierOp::create(b);
     }
     Value start = getTileStart(kb, range, j);
@@ -366,10 +368,12 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
                                         {x, pair, dim, kb.add(start, row),
                                          item.kvHead});
                     });
-      if (ctx.splitKeys)
+      if (ctx.splitKeys) {
         syncWarp(b);
-      else
+      } else {
+        publishSharedWrites(kb, ctx);
         gpu::BarrierOp::create(b);
+      }
     }
     if (!ctx.splitKeys && S >= 2)
       nextIds = refill();

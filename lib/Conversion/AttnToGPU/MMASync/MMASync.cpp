@@ -43,6 +43,8 @@ KernelContext KernelContext::get(Operation *op) {
   ctx.N = ctx.tile.getKeysPerStep();
   ctx.splitKeys = ctx.tile.warpsSplitKeys();
   ctx.smem = getTileSharedMemory(ctx.tile, ctx.D);
+  ctx.wgmma = ctx.target &&
+              getTileMMA(ctx.tile, ctx.D, *ctx.target) == TileMMA::Wgmma;
   return ctx;
 }
 
@@ -92,7 +94,10 @@ int64_t mlir::attn::mmasync::getCopiesPerThread(const KernelContext &ctx) {
 bool mlir::attn::mmasync::keepsQueryInRegisters(const KernelContext &ctx) {
   // A decode warp holds its A fragments for the whole item; a taller tile
   // keeps them up to head dim 128 and re-reads larger ones from shared
-  // memory at every k-step (256 would spill).
+  // memory at every k-step (256 would spill); wgmma reads Q from shared
+  // memory.
+  if (ctx.wgmma)
+    return false;
   return ctx.splitKeys || ctx.D <= 128;
 }
 
@@ -171,8 +176,9 @@ Value mlir::attn::mmasync::getSharedTiles(KernelBuilder &kb,
   auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                                MemRefLayoutAttrInterface{}, wg);
   Value dyn = gpu::DynamicSharedMemoryOp::create(b, bytes);
-  auto type = MemRefType::get({ctx.smem.totalRows, ctx.smem.rowElements},
-                              ctx.elt, MemRefLayoutAttrInterface{}, wg);
+  auto type = MemRefType::get(
+      {ctx.smem.columnBlocks * ctx.smem.totalRows, ctx.smem.blockElements},
+      ctx.elt, MemRefLayoutAttrInterface{}, wg);
   return memref::ViewOp::create(b, type, dyn, kb.idx(0), ValueRange{});
 }
 
@@ -191,12 +197,32 @@ Value mlir::attn::mmasync::getVRow(KernelBuilder &kb, const KernelContext &ctx,
   return kb.add(kRow, kb.idx(offset));
 }
 
-Value mlir::attn::mmasync::getSwizzledColumn(KernelBuilder &kb,
-                                             const KernelContext &ctx,
-                                             Value row, Value chunk) {
+SharedElement mlir::attn::mmasync::getSharedElement(KernelBuilder &kb,
+                                                   const KernelContext &ctx,
+                                                   Value row, Value chunk) {
   if (!ctx.smem.swizzled)
-    return kb.mul(chunk, 8);
-  return kb.mul(kb.xori(chunk, kb.andi(row, kb.idx(7))), 8);
+    return {row, kb.mul(chunk, 8)};
+  if (ctx.smem.columnBlocks == 1)
+    return {row, kb.mul(kb.xori(chunk, kb.andi(row, kb.idx(7))), 8)};
+  Value block = kb.divu(chunk, 8), inner = kb.remu(chunk, 8);
+  return {kb.add(kb.mul(block, ctx.smem.totalRows), row),
+          kb.mul(kb.xori(inner, kb.andi(row, kb.idx(7))), 8)};
+}
+
+SharedElement mlir::attn::mmasync::getSharedElement(KernelBuilder &kb,
+                                                   const KernelContext &ctx,
+                                                   Value row, int64_t block,
+                                                   Value inner) {
+  if (ctx.smem.columnBlocks == 1)
+    return getSharedElement(kb, ctx, row, kb.add(inner, kb.idx(8 * block)));
+  return {kb.add(row, kb.idx(block * ctx.smem.totalRows)),
+          kb.mul(kb.xori(inner, kb.andi(row, kb.idx(7))), 8)};
+}
+
+void mlir::attn::mmasync::publishSharedWrites(KernelBuilder &kb,
+                                              const KernelContext &ctx) {
+  if (ctx.wgmma)
+    mlir::attn::detail::fenceProxyAsyncShared(kb.builder());
 }
 
 Value mlir::attn::mmasync::getLocalRow(KernelBuilder &kb,
@@ -236,9 +262,10 @@ SmallVector<Value, 4> mlir::attn::mmasync::loadQueryFragment(
   Value row = kb.add(
       kb.add(kb.idx(ctx.smem.qRow), kb.mul(tc.warp, 16)),
       kb.add(kb.remu(tc.lane, 8), kb.mul(kb.remu(kb.divu(tc.lane, 8), 2), 8)));
-  Value chunk = kb.add(kb.divu(tc.lane, 16), kb.idx(2 * kStep));
-  return mlir::attn::detail::ldmatrixX4(kb.builder(), tiles, row,
-                                        getSwizzledColumn(kb, ctx, row, chunk),
+  SharedElement e = getSharedElement(
+      kb, ctx, row, kStep / 4,
+      kb.add(kb.divu(tc.lane, 16), kb.idx(2 * (kStep % 4))));
+  return mlir::attn::detail::ldmatrixX4(kb.builder(), tiles, e.row, e.col,
                                         /*transpose=*/false);
 }
 

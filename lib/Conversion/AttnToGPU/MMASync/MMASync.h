@@ -49,6 +49,9 @@ struct KernelContext {
   bool paged, nhd;
   /// Decode tiles: the warps split the keys, each with its own state.
   bool splitKeys;
+  /// The tile math runs on wgmma (the sm_90a set): Q stays in shared memory,
+  /// and what the threads write there is published to the async proxy.
+  bool wgmma;
 
   /// The context of the kernel `op` is in (its attn.launch must exist: the
   /// tile ops' verifiers ensure it).
@@ -136,17 +139,29 @@ bool keepsQueryInRegisters(const KernelContext &ctx);
 /// 16-byte copies one thread issues per K (and V) tile.
 int64_t getCopiesPerThread(const KernelContext &ctx);
 
-/// The [rows][rowElements] element view of the dynamic shared memory.
+/// The [columnBlocks * rows][blockElements] element view of the dynamic
+/// shared memory (TileSharedMemory).
 Value getSharedTiles(KernelBuilder &kb, const KernelContext &ctx);
 /// First shared-memory row of the K tile in ring slot `stage` (this warp's
 /// ring for decode tiles), and of its V tile.
 Value getKRow(KernelBuilder &kb, const KernelContext &ctx,
               const ThreadCoords &tc, Value stage);
 Value getVRow(KernelBuilder &kb, const KernelContext &ctx, Value kRow);
-/// The column (in elements) where row `row` keeps its 16-byte chunk
-/// `chunk`: XOR-swizzled, or plain in padded rows.
-Value getSwizzledColumn(KernelBuilder &kb, const KernelContext &ctx, Value row,
-                        Value chunk);
+/// Where row `row` keeps its 16-byte chunk `chunk` in the view of
+/// getSharedTiles: the view's row (the row in its column block) and column
+/// (in elements), XOR-swizzled, or plain in padded rows.
+struct SharedElement {
+  Value row, col;
+};
+SharedElement getSharedElement(KernelBuilder &kb, const KernelContext &ctx,
+                               Value row, Value chunk);
+/// The same for chunk `inner` (< 8) of column block `block`, known here.
+SharedElement getSharedElement(KernelBuilder &kb, const KernelContext &ctx,
+                               Value row, int64_t block, Value inner);
+/// Makes this thread's completed shared-memory writes (cp.async, stores)
+/// visible to wgmma's reads (the async proxy) once a barrier follows; nothing
+/// for mma.sync tiles.
+void publishSharedWrites(KernelBuilder &kb, const KernelContext &ctx);
 
 /// This thread's rows of the item for the mma fragments: local rows
 /// rowBase + g and rowBase + g + 8 of the tile (r = 0, 1), with rowBase =
@@ -199,6 +214,10 @@ void populateKVPipelinePatterns(const TypeConverter &converter,
                                 RewritePatternSet &patterns);
 void populateTileMathPatterns(const TypeConverter &converter,
                               RewritePatternSet &patterns);
+/// The softmax init and update alone (TileMath.cpp): other targets' GEMMs
+/// that leave mma.sync's fragment layout reuse them.
+void populateOnlineSoftmaxPatterns(const TypeConverter &converter,
+                                   RewritePatternSet &patterns);
 void populateStorePatterns(const TypeConverter &converter,
                            RewritePatternSet &patterns);
 void populateMergePatterns(const TypeConverter &converter,

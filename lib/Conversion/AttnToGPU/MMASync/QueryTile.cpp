@@ -117,10 +117,10 @@ static void issueQueryTile(KernelBuilder &kb, const KernelContext &ctx,
         kb.add(kb.mul(token, ctx.Hq), getRowHead(kb, ctx, item, src));
     Value count = kb.select(kb.slt(row, item.rowCount), eight, zero);
     auto copy = [&] {
-      Value dst = kb.add(kb.idx(ctx.smem.qRow), row);
+      SharedElement dst =
+          getSharedElement(kb, ctx, kb.add(kb.idx(ctx.smem.qRow), row), ch);
       nvgpu::DeviceAsyncCopyOp::create(
-          b, tiles, ValueRange{dst, getSwizzledColumn(kb, ctx, dst, ch)},
-          query, ValueRange{kb.add(kb.mul(qRow, ctx.D), kb.mul(ch, 8))},
+          b, tiles, ValueRange{dst.row, dst.col}, query, ValueRange{kb.add(kb.mul(qRow, ctx.D), kb.mul(ch, 8))},
           b.getIndexAttr(8), count, b.getUnitAttr());
     };
     if ((i + 1) * T <= total) {
@@ -162,23 +162,21 @@ void mlir::attn::mmasync::transformRows(
   Value row = kb.divu(linear, half), d = kb.remu(linear, half);
   Value d2 = kb.add(d, kb.idx(half));
   Value smemRow = kb.add(rowBase, row);
-  auto colFor = [&](Value dim) {
-    return kb.add(getSwizzledColumn(kb, ctx, smemRow, kb.divu(dim, 8)),
-                  kb.remu(dim, 8));
+  auto elementFor = [&](Value dim) -> SmallVector<Value, 2> {
+    SharedElement e = getSharedElement(kb, ctx, smemRow, kb.divu(dim, 8));
+    return {e.row, kb.add(e.col, kb.remu(dim, 8))};
   };
-  Value c1 = colFor(d), c2 = colFor(d2);
+  SmallVector<Value, 2> e1 = elementFor(d), e2 = elementFor(d2);
   Value x = arith::ExtFOp::create(
-      b, f32,
-      memref::LoadOp::create(b, tiles, ValueRange{smemRow, c1}).getResult());
+      b, f32, memref::LoadOp::create(b, tiles, e1).getResult());
   Value y = arith::ExtFOp::create(
-      b, f32,
-      memref::LoadOp::create(b, tiles, ValueRange{smemRow, c2}).getResult());
+      b, f32, memref::LoadOp::create(b, tiles, e2).getResult());
   Value nx = fn(x, y, d, row);
   Value ny = fn(y, x, d2, row);
   memref::StoreOp::create(b, arith::TruncFOp::create(b, ctx.elt, nx), tiles,
-                          ValueRange{smemRow, c1});
+                          e1);
   memref::StoreOp::create(b, arith::TruncFOp::create(b, ctx.elt, ny), tiles,
-                          ValueRange{smemRow, c2});
+                          e2);
 }
 
 namespace {
@@ -206,6 +204,7 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
     // Q is the newest copy group: once it lands, so have the K/V tiles the
     // pipeline issued before it.
     mlir::attn::detail::cpAsyncWait(b, 0);
+    publishSharedWrites(kb, ctx);
     gpu::BarrierOp::create(b);
     if (!transform.empty()) {
       ThreadCoords tc(kb);
@@ -217,6 +216,7 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
                                          getRowPos(kb, ctx, item, row),
                                          getRowHead(kb, ctx, item, row)});
                     });
+      publishSharedWrites(kb, ctx);
       gpu::BarrierOp::create(b);
     }
     SmallVector<Value> values;

@@ -88,9 +88,9 @@ struct QKLowering : public OpConversionPattern<TileQKOp> {
                       : loadQueryFragment(kb, ctx, tc, tiles, ks);
       for (int64_t jj = 0; jj < ctx.N / 16; ++jj) {
         Value row = kb.add(kRow0, kb.add(kToken, kb.idx(16 * jj)));
-        Value col = getSwizzledColumn(kb, ctx, row,
-                                      kb.add(kHalf, kb.idx(2 * ks)));
-        auto regs = ldmatrixX4(b, tiles, row, col, /*transpose=*/false);
+        SharedElement e = getSharedElement(
+            kb, ctx, row, ks / 4, kb.add(kHalf, kb.idx(2 * (ks % 4))));
+        auto regs = ldmatrixX4(b, tiles, e.row, e.col, /*transpose=*/false);
         s[2 * jj] = mma(kb, ctx, a, {regs[0], regs[1]}, s[2 * jj]);
         s[2 * jj + 1] = mma(kb, ctx, a, {regs[2], regs[3]}, s[2 * jj + 1]);
       }
@@ -284,9 +284,9 @@ struct PVLowering : public OpConversionPattern<TilePVOp> {
       SmallVector<Value, 4> p(probs.slice(4 * kk, 4));
       Value row = kb.add(vRow0, kb.add(vToken, kb.idx(16 * kk)));
       for (int64_t dp = 0; dp < ctx.D / 16; ++dp) {
-        Value col = getSwizzledColumn(kb, ctx, row,
-                                      kb.add(vTile, kb.idx(2 * dp)));
-        auto regs = ldmatrixX4(b, tiles, row, col, /*transpose=*/true);
+        SharedElement e = getSharedElement(
+            kb, ctx, row, dp / 4, kb.add(vTile, kb.idx(2 * (dp % 4))));
+        auto regs = ldmatrixX4(b, tiles, e.row, e.col, /*transpose=*/true);
         st.acc[2 * dp] = mma(kb, ctx, p, {regs[0], regs[1]}, st.acc[2 * dp]);
         st.acc[2 * dp + 1] =
             mma(kb, ctx, p, {regs[2], regs[3]}, st.acc[2 * dp + 1]);
@@ -299,8 +299,14 @@ struct PVLowering : public OpConversionPattern<TilePVOp> {
 
 } // namespace
 
+void mlir::attn::mmasync::populateOnlineSoftmaxPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<SoftmaxInitLowering, OnlineSoftmaxLowering>(
+      converter, patterns.getContext());
+}
+
 void mlir::attn::mmasync::populateTileMathPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<QKLowering, SoftmaxInitLowering, OnlineSoftmaxLowering,
-               PVLowering>(converter, patterns.getContext());
+  populateOnlineSoftmaxPatterns(converter, patterns);
+  patterns.add<QKLowering, PVLowering>(converter, patterns.getContext());
 }

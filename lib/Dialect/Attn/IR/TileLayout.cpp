@@ -18,6 +18,7 @@ TileSharedMemory mlir::attn::getTileSharedMemory(TileAttr tile,
   constexpr int64_t eltBytes = TargetInfo::kElementBytes;
   l.swizzled = headDim % 64 == 0;
   l.rowElements = l.swizzled ? headDim : headDim + 8;
+  l.blockElements = l.rowElements;
   const int64_t rowBytes = l.rowElements * eltBytes;
   const int64_t S = tile.getStages();
   if (tile.warpsSplitKeys()) {
@@ -32,6 +33,10 @@ TileSharedMemory mlir::attn::getTileSharedMemory(TileAttr tile,
     l.bytes = l.statsOffset + W * 2 * T * 4;
     return l;
   }
+  if (l.swizzled) {
+    l.columnBlocks = headDim / 64;
+    l.blockElements = 64;
+  }
   const int64_t ringRows = S * tile.getKv();
   l.qRow = 0;
   l.kRow = tile.getQ();
@@ -39,6 +44,17 @@ TileSharedMemory mlir::attn::getTileSharedMemory(TileAttr tile,
   l.totalRows = l.vRow + ringRows;
   l.bytes = l.totalRows * rowBytes;
   return l;
+}
+
+TileMMA mlir::attn::getTileMMA(TileAttr tile, int64_t headDim,
+                               const TargetInfo &target) {
+  const int64_t warps = tile.getWarps();
+  bool wholeWarpgroups = !tile.warpsSplitKeys() && warps % 4 == 0 &&
+                         tile.getQ() == 16 * warps;
+  if (target.hasWgmma() && wholeWarpgroups && headDim % 64 == 0 &&
+      tile.getKv() % 16 == 0)
+    return TileMMA::Wgmma;
+  return TileMMA::MmaSync;
 }
 
 int64_t mlir::attn::getMergeSharedBytes(int64_t threads, int64_t rowsPerCta) {

@@ -86,6 +86,14 @@ TileAttr mlir::attn::chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
   int64_t kv = int64_t(llvm::bit_floor(uint64_t(8192 / headDim)));
   kv = std::clamp<int64_t>(kv, 16, q >= 128 ? 128 : 64);
   int64_t warps = q / 16;
+  // On wgmma (sm_90a) the 128-row tile wants K and V tiles of 32 KB: measured
+  // on the H200 (bench/results/2026-12-01-h200-session5.md, P1/P3 causal at
+  // 8192 tokens) 64 -> 128 keys at head dim 128 gave 421 -> 463 TFLOP/s,
+  // 128 -> 256 at 64 gave 309 -> 344, 32 -> 64 at 256 gave 409 -> 492; a
+  // third stage ran slower (437).
+  if (q >= 128 && getTileMMA(TileAttr::get(ctx, q, kv, warps, 2, 1, 1),
+                             headDim, target) == TileMMA::Wgmma)
+    kv = std::clamp<int64_t>(16384 / headDim, 16, 256);
   int64_t stages = 2;
   while (stages > 1 && sharedBytes(ctx, q, kv, warps, stages, headDim) > perBlock)
     --stages;

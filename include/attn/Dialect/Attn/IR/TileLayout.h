@@ -19,6 +19,8 @@
 
 namespace mlir::attn {
 
+class TargetInfo;
+
 /// The dynamic shared memory of one CTA, as rows of `rowElements` 2-byte
 /// elements (a row is one key, value or query vector of `headDim`
 /// elements).
@@ -36,11 +38,17 @@ namespace mlir::attn {
 /// ([warp][2][16] f32 at byte `statsOffset`).
 ///
 /// Taller tiles: the Q tile (`q` rows) at row `qRow`, the K ring (`stages`
-/// tiles of `kv` rows) at `kRow`, the V ring at `vRow`.
+/// tiles of `kv` rows) at `kRow`, the V ring at `vRow`. With swizzled rows,
+/// each row is `columnBlocks` blocks of 64 elements (128 bytes), and block b
+/// of every row lives in its own region of `totalRows` x 64 elements: the
+/// canonical 128-byte-swizzled layout (atoms of 8 rows, 1024 bytes) that
+/// wgmma's shared-memory descriptors read, and that ldmatrix reads without
+/// bank conflicts too. Element view: [columnBlocks * totalRows][blockElements].
 struct TileSharedMemory {
   int64_t rowElements = 0;
   bool swizzled = false;
   int64_t totalRows = 0;
+  int64_t columnBlocks = 1, blockElements = 0;
   /// Taller tiles.
   int64_t qRow = 0, kRow = 0, vRow = 0;
   /// Decode tiles: rows of one warp's ring, the f32 merge rows' stride and
@@ -56,6 +64,15 @@ struct TileSharedMemory {
 
 /// The layout of `tile`'s kernel for head dim `headDim`.
 TileSharedMemory getTileSharedMemory(TileAttr tile, int64_t headDim);
+
+/// The instructions a tile's S = Q Kᵀ and O += P V run on.
+enum class TileMMA { MmaSync, Wgmma };
+
+/// wgmma (warpgroup MMA from shared-memory descriptors) where the chip has it
+/// and the tile is whole warpgroups over 128-byte-swizzled rows: not a decode
+/// tile, 16 rows per warp in multiples of four warps, a head dim that is a
+/// multiple of 64 and keys per tile a multiple of 16. mma.sync otherwise.
+TileMMA getTileMMA(TileAttr tile, int64_t headDim, const TargetInfo &target);
 
 /// The dynamic shared memory of a merge kernel of `threads` threads that
 /// merges `rowsPerCta` rows at a time: with one row, each thread publishes

@@ -1,0 +1,161 @@
+//===- TileMath.cpp - S = Q Kᵀ and O += P V on wgmma (sm_90a) -------------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The sm_90a pattern set: the sm_80+ set with the two GEMMs of a K/V tile on
+// warpgroup MMA. Warpgroup wg (warps 4wg .. 4wg + 3) owns rows 64wg .. 64wg +
+// 63 of the query tile; wgmma's accumulator layout gives warp w rows 16w ..
+// 16w + 15 in mma.sync's C-fragment order, so the online softmax, the store
+// and the merge are the sm_80+ patterns unchanged.
+//
+//  1. qk: head_dim / 16 wgmma m64 n(keys) k16, A = the warpgroup's Q rows
+//     and B = the K tile, both K-major from 128-byte-swizzled shared memory
+//     (descriptors stepped by 32 bytes per k16 inside a 64-column block, by
+//     a block region across blocks); the first step does not accumulate.
+//  2. pv: keys / 16 wgmma m64 n(head_dim) k16, A = the probabilities in
+//     registers (mma.sync's A fragments, as the softmax leaves them), B = the
+//     V tile, N-major (V rows are keys, head dims contiguous): 16 rows of
+//     2048 bytes per k16, column blocks a region apart.
+//
+// The copies into shared memory are published to the async proxy before the
+// barrier that precedes these reads (KernelContext::wgmma, the sm_80+
+// pipeline and query patterns). Each GEMM waits for its group before its
+// results are used: the tile's softmax needs S, the next tile's rescale O.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../MMASync/MMASync.h"
+#include "attn/Conversion/AttnToGPU/AttnToGPU.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mmasync;
+using mlir::attn::detail::SoftmaxState;
+using mlir::attn::detail::WgmmaOperandB;
+
+namespace {
+
+/// Bytes of one row of a 64-element column block (the swizzle span).
+constexpr int64_t kBlockRowBytes = 128;
+
+/// The shared-memory byte address of the dynamic shared memory's start.
+Value getSharedBase(KernelBuilder &kb) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                       gpu::AddressSpace::Workgroup);
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface{}, wg);
+  Value dyn = gpu::DynamicSharedMemoryOp::create(b, bytes);
+  return memref::ExtractAlignedPointerAsIndexOp::create(b, dyn);
+}
+
+/// The byte address of row `row` (of the row space) in column block `block`.
+Value getRowAddress(KernelBuilder &kb, const KernelContext &ctx, Value base,
+                    Value row, int64_t block) {
+  Value viewRow = kb.add(row, kb.idx(block * ctx.smem.totalRows));
+  return kb.add(base, kb.mul(viewRow, kBlockRowBytes));
+}
+
+/// Rows of 1024-byte atoms: 8 rows of 128 bytes.
+constexpr int64_t kAtomBytes = 8 * kBlockRowBytes;
+
+/// K-major operand descriptor: k-step `ks` of the rows starting at `row`.
+Value getKMajorDescriptor(KernelBuilder &kb, const KernelContext &ctx,
+                          Value base, Value row, int64_t ks) {
+  Value address = kb.add(getRowAddress(kb, ctx, base, row, ks / 4),
+                         kb.idx((ks % 4) * 32));
+  // The leading byte offset is unused for swizzled K-major operands.
+  return mlir::attn::detail::wgmmaDescriptor(kb.builder(), address, 16,
+                                             kAtomBytes);
+}
+
+struct QKLowering : public OpConversionPattern<TileQKOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileQKOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ThreadCoords tc(kb);
+    ValueRange kv = adaptor.getTile();
+    Value base = getSharedBase(kb);
+    Value qRow = kb.add(kb.idx(ctx.smem.qRow), kb.mul(kb.divu(tc.warp, 4), 64));
+    Value kRow = getKRow(kb, ctx, tc, kv[0]);
+    mlir::attn::detail::wgmmaFence(b, {});
+    SmallVector<Value> s;
+    for (int64_t ks = 0; ks < ctx.D / 16; ++ks)
+      s = mlir::attn::detail::wgmmaMMA(
+          b, ctx.elt, ctx.N, s, getKMajorDescriptor(kb, ctx, base, qRow, ks),
+          {}, WgmmaOperandB{getKMajorDescriptor(kb, ctx, base, kRow, ks),
+                            /*nMajor=*/false});
+    mlir::attn::detail::wgmmaCommit(b);
+    s = mlir::attn::detail::wgmmaWait(b, 0, s);
+    rewriter.replaceOpWithMultiple(op, {s});
+    return success();
+  }
+};
+
+struct PVLowering : public OpConversionPattern<TilePVOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TilePVOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ThreadCoords tc(kb);
+    const int64_t NT = ctx.D / 8;
+    SoftmaxState st = SoftmaxState::unflatten(adaptor.getState(), NT);
+    ValueRange kv = adaptor.getTile();
+    Value base = getSharedBase(kb);
+    Value vRow = getVRow(kb, ctx, getKRow(kb, ctx, tc, kv[0]));
+    // The accumulator and the probabilities were written by the softmax.
+    SmallVector<Value> fenced(adaptor.getState().drop_front(4));
+    const int64_t numAcc = fenced.size();
+    llvm::append_range(fenced, adaptor.getProbs());
+    fenced = mlir::attn::detail::wgmmaFence(b, fenced);
+    SmallVector<Value> acc(fenced.begin(), fenced.begin() + numAcc);
+    ArrayRef<Value> probs = ArrayRef<Value>(fenced).drop_front(numAcc);
+    for (int64_t kk = 0; kk < ctx.N / 16; ++kk) {
+      // 16 key rows from row 16kk; the column blocks of V are whole regions
+      // of the row space apart.
+      Value address = getRowAddress(kb, ctx, base, kb.add(vRow, kb.idx(16 * kk)),
+                                    /*block=*/0);
+      Value desc = mlir::attn::detail::wgmmaDescriptor(
+          b, address, ctx.smem.totalRows * kBlockRowBytes, kAtomBytes);
+      acc = mlir::attn::detail::wgmmaMMA(b, ctx.elt, ctx.D, acc, Value(),
+                                         probs.slice(4 * kk, 4),
+                                         WgmmaOperandB{desc, /*nMajor=*/true});
+    }
+    mlir::attn::detail::wgmmaCommit(b);
+    acc = mlir::attn::detail::wgmmaWait(b, 0, acc);
+    for (int64_t nt = 0; nt < NT; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        st.acc[nt][i] = acc[4 * nt + i];
+    rewriter.replaceOpWithMultiple(op, {st.flatten()});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::attn::populateTileToWgmmaConversionPatterns(
+    gpu::GPUFuncOp kernel, TypeConverter &converter,
+    RewritePatternSet &patterns) {
+  addTypeConversions(converter, KernelContext::get(kernel));
+  populateWorkLoopPatterns(converter, patterns);
+  populateQueryTilePatterns(converter, patterns);
+  populateKVPipelinePatterns(converter, patterns);
+  populateOnlineSoftmaxPatterns(converter, patterns);
+  populateStorePatterns(converter, patterns);
+  populateMergePatterns(converter, patterns);
+  patterns.add<QKLowering, PVLowering>(converter, patterns.getContext());
+}
