@@ -10,14 +10,18 @@ load kernels precompiled with ``python -m attn.precompile``. Importing needs
 neither a GPU nor PyTorch; running attention needs both. See docs/Python.md.
 """
 
+from . import cascade, decode, mla, page, prefill, utils
 from .cache import KernelCache, default_cache, default_cache_dir
 from .cascade import MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place, merge_states
-from .decode import BatchDecodeWithPagedKVCacheWrapper, single_decode_with_kv_cache
+from .decode import (BatchDecodeMlaWithPagedKVCacheWrapper, BatchDecodeWithPagedKVCacheWrapper, fast_decode_plan,
+                     single_decode_with_kv_cache)
 from .errors import AttnError, CompileError, KernelNotFoundError
 from .mask import packbits, segment_packbits
-from .page import append_paged_kv_cache, get_batch_indices_positions
+from .mla import BatchMLAPagedAttentionWrapper
+from .page import append_paged_kv_cache, get_batch_indices_positions, get_seq_lens
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
-                      single_prefill_with_kv_cache)
+                      single_prefill_with_kv_cache, single_prefill_with_kv_cache_return_lse)
+from .utils import next_positive_power_of_2
 from .variants import AttentionSpec, Variant
 from ._native import has_compiler, has_native
 
@@ -27,7 +31,9 @@ __all__ = [
     "BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
     "BatchPrefillWithRaggedKVCacheWrapper", "MultiLevelCascadeAttentionWrapper",
     "merge_state", "merge_state_in_place", "merge_states", "append_paged_kv_cache",
-    "get_batch_indices_positions", "single_prefill_with_kv_cache", "single_decode_with_kv_cache",
+    "get_batch_indices_positions", "get_seq_lens", "fast_decode_plan", "single_prefill_with_kv_cache",
+    "single_prefill_with_kv_cache_return_lse", "single_decode_with_kv_cache", "next_positive_power_of_2",
+    "BatchMLAPagedAttentionWrapper", "BatchDecodeMlaWithPagedKVCacheWrapper",
     "Variant", "AttentionSpec", "KernelCache", "default_cache", "default_cache_dir",
     "AttnError", "CompileError", "KernelNotFoundError", "has_compiler", "has_native",
     "packbits", "segment_packbits",

@@ -109,8 +109,11 @@ class MultiLevelCascadeAttentionWrapper:
     def plan(self, qo_indptr_arr, paged_kv_indptr_arr, paged_kv_indices_arr, paged_kv_last_page_len, num_qo_heads,
              num_kv_heads, head_dim, page_size, causal=False, pos_encoding_mode="NONE",
              use_fp16_qk_reduction=False, sm_scale=None, window_left=-1, logits_soft_cap=None, rope_scale=None,
-             rope_theta=None, q_data_type="float16", **kwargs):
-        """Plans every level (``paged_kv_last_page_len`` is a list per level)."""
+             rope_theta=None, q_data_type="float16", kv_data_type=None, *, variant=None, variant_params=None,
+             logits_scale=None):
+        """Plans every level (``paged_kv_last_page_len`` is a list per level);
+        FlashInfer's arguments in FlashInfer's order, attn's keyword-only.
+        No ``sinks``: each level's softmax would count them once more."""
         n = self._num_levels
         for name, a in (("qo_indptr_arr", qo_indptr_arr), ("paged_kv_indptr_arr", paged_kv_indptr_arr),
                         ("paged_kv_indices_arr", paged_kv_indices_arr),
@@ -122,7 +125,8 @@ class MultiLevelCascadeAttentionWrapper:
                    num_qo_heads, num_kv_heads, head_dim, page_size, causal=causal if i == n - 1 else False,
                    pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale, window_left=window_left,
                    logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
-                   q_data_type=q_data_type, **kwargs)
+                   q_data_type=q_data_type, kv_data_type=kv_data_type, variant=variant,
+                   variant_params=variant_params, logits_scale=logits_scale)
 
     begin_forward = plan
 

@@ -15,6 +15,7 @@ without it.
 import ctypes
 import json
 import math
+import numbers
 import os
 
 from . import _native
@@ -109,6 +110,96 @@ def host_i32(name, x):
         return array.array("i", [int(v) for v in x])
     except (TypeError, ValueError) as e:
         raise TypeError(f"attn: {name}: expected a 1-D integer tensor or sequence ({e})") from None
+
+
+_MULTI_ITEM = ("multi-item scoring is not implemented: express the item boundaries as a custom_mask "
+               "(or packed_custom_mask)")
+_FP8_SCALE = ("attn does not apply fp8 calibration scales to ragged bf16/f16 K/V (FlashInfer's result "
+              "depends on the backend): fold the scale into plan()'s sm_scale")
+
+# FlashInfer arguments attn does not implement: the values that mean "off"
+# (accepted), and what to do instead (the NotImplementedError says it).
+UNSUPPORTED = {
+    "fixed_split_size": ((None, -1), "attn's planner splits long KV into equal-cost chunks itself, and a "
+                         "fixed split (batch-invariant output) is not implemented yet: leave it None"),
+    "disable_split_kv": ((False,), "decode without split-KV (batch-invariant output) is not implemented yet: "
+                         "leave it False"),
+    "prefix_len_ptr": ((None,), _MULTI_ITEM),
+    "token_pos_in_items_ptr": ((None,), _MULTI_ITEM),
+    "token_pos_in_items_len": ((0,), _MULTI_ITEM),
+    "max_item_len_ptr": ((None,), _MULTI_ITEM),
+    "block_tables": ((None,), "attn reads the CSR page table (indptr, indices, last_page_len), not a "
+                     "trtllm-gen block table"),
+    "seq_lens": ((None,), "attn derives the KV lengths from the page table (indptr, last_page_len)"),
+    "seq_lens_q": ((None,), "attn takes the query lengths from qo_indptr"),
+    "max_token_per_sequence": ((None,), "it is an argument of FlashInfer's cuDNN backend; attn needs none"),
+    "max_sequence_kv": ((None,), "it is an argument of FlashInfer's cuDNN backend; attn needs none"),
+    "v_indptr": ((None,), "V shares K's rows (kv_indptr)"),
+    "o_indptr": ((None,), "the output shares q's rows (qo_indptr)"),
+    "window_right": ((0,), "only a left window (window_left) is implemented"),
+    "skip_softmax_threshold_scale_factor": ((None,), "skip-softmax sparsity is not implemented"),
+    "kv_cache_sf": ((None,), "NVFP4 KV caches are not supported: use a bfloat16/float16 cache"),
+    "use_fp16_softmax": ((None, False), "attn's softmax is float32"),
+    "uses_spcompress": ((None, False), "trtllm-gen's sparse compression is not implemented"),
+    "jit_args": ((None,), "attn has no C++ JIT kernels: write the variant as an attn.Variant and pass "
+                 "variant= and variant_params= to plan()"),
+    "jit_kwargs": ((None,), "attn has no C++ JIT kernels: write the variant as an attn.Variant and pass "
+                   "variant= and variant_params= to plan()"),
+    "q_scale": ((None, 1.0), _FP8_SCALE),
+    "k_scale": ((None, 1.0), _FP8_SCALE),
+    "v_scale": ((None, 1.0), _FP8_SCALE),
+    "o_scale": ((None, 1.0), _FP8_SCALE),
+}
+
+
+def reject_unsupported(where, **given):
+    """Raises NotImplementedError for an argument of :data:`UNSUPPORTED` given
+    a value other than its "off" one, so that it is never silently ignored.
+
+    >>> reject_unsupported("plan", fixed_split_size=-1, disable_split_kv=False)
+    >>> reject_unsupported("plan", window_right=-1)
+    Traceback (most recent call last):
+    NotImplementedError: attn: plan(window_right=-1) is not implemented: only a left window (window_left) is implemented
+    """
+    for name, value in given.items():
+        off, instead = UNSUPPORTED[name]
+        if not any(value is o or (o is not None and isinstance(value, numbers.Number) and value == o)
+                   for o in off):
+            shown = "<tensor>" if hasattr(value, "shape") else repr(value)
+            raise NotImplementedError(f"attn: {where}({name}={shown}) is not implemented: {instead}")
+
+
+def reject_extra_args(where, args):
+    """FlashInfer passes run()'s extra positional arguments to a ``jit_args``
+    custom kernel; attn has none, so they are an error, never ignored."""
+    if args:
+        raise NotImplementedError(
+            f"attn: {where}() got {len(args)} positional argument(s) after its tensors; FlashInfer passes "
+            "those to a jit_args custom kernel, which attn does not have: pass sinks= (or variant= and "
+            "variant_params=) to plan()")
+
+
+def check_run_sinks(p, sinks):
+    """FlashInfer takes ``sinks`` at run time too; attn reads them through the plan."""
+    if sinks is not None and sinks is not p.sinks:
+        raise ValueError("attn: run(sinks=...) is not the tensor given to plan(); attn reads the sinks "
+                         "through the plan: pass sinks= to plan()")
+
+
+def run_keywords(head_dim, *, pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, sm_scale=None,
+                 rope_scale=None, rope_theta=None, **flags):
+    """The variant keywords of a plan (or of a deprecated ``forward``), with
+    FlashInfer's defaults filled in, so two spellings of one attention compare
+    equal. ``flags``: further keywords compared as given (``causal``)."""
+    kw = dict(flags, pos_encoding_mode=pos_encoding_mode,
+              window_left=-1 if window_left is None or window_left < 0 else int(window_left),
+              logits_soft_cap=float(logits_soft_cap) if logits_soft_cap and logits_soft_cap > 0 else 0.0,
+              sm_scale=default_sm_scale(head_dim, sm_scale))
+    if pos_encoding_mode in ("ROPE_LLAMA", "ROPE_LLAMA31"):
+        kw["rope_scale"] = 1.0 if rope_scale is None else float(rope_scale)
+        kw["rope_theta"] = (5e5 if pos_encoding_mode == "ROPE_LLAMA31" else 1e4) if rope_theta is None \
+            else float(rope_theta)
+    return kw
 
 
 def parse_manifest(text):
@@ -260,6 +351,8 @@ class PlannedRun:
         self.total_q = 0
         self.batch = 0
         self.mask_ptrs = None   # {"custom_mask": ptr, "mask_indptr": ptr} with a custom mask
+        self.keywords = {}      # run_keywords() of the plan, for the deprecated forward()
+        self.sinks = None       # the plan's sinks tensor
 
 
 class WrapperBase:
@@ -493,6 +586,16 @@ class WrapperBase:
         return args
 
     # -- run ----------------------------------------------------------------
+
+    def _check_forward(self, where, **given):
+        """FlashInfer's deprecated ``forward`` sets the variant for the run;
+        attn compiles it into the plan, so a value other than plan()'s is an
+        error naming it (never a silently different attention)."""
+        p = self._check_planned()
+        for name, value in run_keywords(p.spec.head_dim, **given).items():
+            if name in p.keywords and value != p.keywords[name]:
+                raise ValueError(f"attn: {where}({name}={value!r}) differs from plan()'s {p.keywords[name]!r}; "
+                                 f"attn fixes it at plan time: pass {name}= to plan()")
 
     def _launch(self, p, args):
         torch = torch_module()

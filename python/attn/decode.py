@@ -1,9 +1,21 @@
-"""Batch decode over a paged KV cache (FlashInfer's ``flashinfer.decode``)."""
+"""Batch decode over a paged KV cache (FlashInfer's ``flashinfer.decode``).
+
+Besides the wrapper, the module holds the names engines import from
+``flashinfer.decode``: ``get_seq_lens``, ``_get_range_buf``,
+``fast_decode_plan``, and stand-ins for the trtllm-gen and MLA entry points
+attn lacks (they raise NotImplementedError when called).
+"""
 
 import array
+import functools
 
-from .core import check_tensor, dtype_name, torch_module
+from . import mla
+from .core import check_tensor, dtype_name, reject_extra_args, reject_unsupported, torch_module
+from .errors import not_implemented
+from .mla import trtllm_batch_decode_with_kv_cache_mla  # noqa: F401  (re-exported, as FlashInfer's decode does)
+from .page import get_seq_lens  # noqa: F401  (FlashInfer's decode module exports it)
 from .paged import PagedWrapperBase, q_kv_dtypes
+from .utils import _get_range_buf  # noqa: F401  (vLLM imports it from flashinfer.decode)
 
 
 class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
@@ -32,9 +44,9 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
     Where attn differs from FlashInfer:
 
     - kernels are compiled by attn on first use (or loaded from the kernel
-      cache), not JIT-compiled with nvcc; ``use_tensor_cores``, ``backend``
-      and ``jit_args`` are accepted and ignored (the kernel always uses
-      tensor cores).
+      cache), not JIT-compiled with nvcc; ``use_tensor_cores`` and
+      ``backend`` are accepted and ignored (the kernel always uses tensor
+      cores); ``jit_args`` (C++ custom kernels) raises NotImplementedError.
     - q and KV share one dtype (bf16 or f16); no fp8 KV.
       ``q_scale``/``k_scale`` fold into ``sm_scale``, ``v_scale`` scales the
       output afterwards.
@@ -50,6 +62,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
     def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, use_tensor_cores=False,
                  paged_kv_indptr_buffer=None, paged_kv_indices_buffer=None,
                  paged_kv_last_page_len_buffer=None, backend="auto", jit_args=None):
+        reject_unsupported("BatchDecodeWithPagedKVCacheWrapper", jit_args=jit_args)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph)
         self._fixed = {}
         if use_cuda_graph:
@@ -69,15 +82,22 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
 
     def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
              pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16",
-             kv_data_type=None, data_type=None, sm_scale=None, rope_scale=None, rope_theta=None,
-             non_blocking=True, sinks=None, variant=None, variant_params=None, logits_scale=None,
-             q_len_per_req=1, **unused):
+             kv_data_type=None, o_data_type=None, data_type=None, sm_scale=None, rope_scale=None,
+             rope_theta=None, non_blocking=True, block_tables=None, seq_lens=None, fixed_split_size=None,
+             disable_split_kv=False, q_len_per_req=1, *, window_right=0, sinks=None, variant=None,
+             variant_params=None, logits_scale=None):
         """Plans a decode step: compiles or loads the kernels, balances the work.
 
         ``indptr``/``last_page_len`` are read on the host (pass CPU tensors to
         avoid a device sync); ``indices`` stays on the device. Call outside
-        CUDA-graph capture. Keywords are FlashInfer's (``pos_encoding_mode``
-        "NONE" | "ROPE_LLAMA" | "ALIBI", plus attn's "ROPE_LLAMA31").
+        CUDA-graph capture. The arguments, positional order included, are
+        FlashInfer's (``pos_encoding_mode`` "NONE" | "ROPE_LLAMA" | "ALIBI",
+        plus attn's "ROPE_LLAMA31"); attn's own (``sinks``, ``variant``,
+        ``variant_params``, ``logits_scale``) are keyword-only. What attn does
+        not implement raises NotImplementedError unless it has its "off"
+        value: ``block_tables``, ``seq_lens``, ``fixed_split_size`` (None or
+        -1), ``disable_split_kv`` (False), ``window_right`` (0), an
+        ``o_data_type`` other than q's.
 
         ``q_len_per_req=k > 1`` (speculative verification): every request
         has ``k`` query tokens, the last ``k`` of its KV, each seeing the keys
@@ -85,7 +105,10 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         num_qo_heads, head_dim]``. The planner picks the query tile from
         ``k`` times the GQA group, as it does for prefill.
         """
-        dtype = q_kv_dtypes(q_data_type, kv_data_type, data_type)
+        reject_unsupported("BatchDecodeWithPagedKVCacheWrapper.plan", block_tables=block_tables, seq_lens=seq_lens,
+                           fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv,
+                           window_right=window_right)
+        dtype = q_kv_dtypes(q_data_type, kv_data_type, data_type, o_data_type)
         torch = torch_module()
         k = q_len_per_req
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -123,14 +146,21 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
     begin_forward = plan
 
     def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
-            return_lse=False, enable_pdl=None, window_left=None, q_len_per_req=None):
+            return_lse=False, enable_pdl=None, window_left=None, sinks=None, q_len_per_req=None,
+            skip_softmax_threshold_scale_factor=None, kv_cache_sf=None):
         """Decode attention of ``q`` ``[batch * q_len_per_req, num_qo_heads, head_dim]``.
 
         Returns ``out`` (q's shape and dtype) or ``(out, lse)`` with ``lse``
         float32 ``[batch * q_len_per_req, num_qo_heads]``, base 2.
         Launches on ``torch.cuda.current_stream()``; capturable in a CUDA
         graph when the wrapper was built with ``use_cuda_graph=True``.
+        ``window_left``, ``sinks`` and ``q_len_per_req``, if given, must be
+        plan()'s; custom-kernel ``*args``, ``kv_cache_sf`` (NVFP4) and
+        ``skip_softmax_threshold_scale_factor`` raise NotImplementedError.
         """
+        reject_extra_args("BatchDecodeWithPagedKVCacheWrapper.run", args)
+        reject_unsupported("BatchDecodeWithPagedKVCacheWrapper.run", kv_cache_sf=kv_cache_sf,
+                           skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor)
         p = self._check_planned()
         if q_len_per_req is not None and q_len_per_req != p.q_len_per_req:
             raise ValueError(f"attn: run(q_len_per_req={q_len_per_req}) differs from plan's {p.q_len_per_req}; "
@@ -139,14 +169,68 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             raise ValueError(f"attn: run(window_left={window_left}) differs from plan's {p.window_left}; "
                              "pass it to plan()")
         return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
-                               q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
+                               q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
 
-    def forward(self, q, paged_kv_cache, **kwargs):
-        """Deprecated FlashInfer spelling of :meth:`run`."""
-        return self.run(q, paged_kv_cache, **kwargs)
+    run_return_lse = functools.partialmethod(run, return_lse=True)
+
+    def forward(self, q, paged_kv_cache, pos_encoding_mode="NONE", q_scale=None, k_scale=None, v_scale=None,
+                window_left=-1, logits_soft_cap=None, sm_scale=None, rope_scale=None, rope_theta=None):
+        """Deprecated FlashInfer spelling of :meth:`run`; its variant
+        arguments must equal plan()'s (ValueError otherwise), since attn
+        fixes them at plan time."""
+        self._check_forward("BatchDecodeWithPagedKVCacheWrapper.forward", pos_encoding_mode=pos_encoding_mode,
+                            window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+                            rope_scale=rope_scale, rope_theta=rope_theta)
+        return self.run(q, paged_kv_cache, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
+
+    def forward_return_lse(self, q, paged_kv_cache, pos_encoding_mode="NONE", q_scale=None, k_scale=None,
+                           v_scale=None, window_left=-1, logits_soft_cap=None, sm_scale=None, rope_scale=None,
+                           rope_theta=None):
+        """Deprecated FlashInfer spelling of :meth:`run_return_lse` (as :meth:`forward`)."""
+        self._check_forward("BatchDecodeWithPagedKVCacheWrapper.forward_return_lse",
+                            pos_encoding_mode=pos_encoding_mode, window_left=window_left,
+                            logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, rope_scale=rope_scale,
+                            rope_theta=rope_theta)
+        return self.run(q, paged_kv_cache, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, return_lse=True)
 
     def end_forward(self):
         """Nothing to release (FlashInfer compatibility)."""
+
+
+def fast_decode_plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+                     pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type=None,
+                     kv_data_type=None, data_type=None, sm_scale=None, rope_scale=None, rope_theta=None,
+                     non_blocking=True, fixed_split_size=None, disable_split_kv=False, q_len_per_req=1,
+                     global_override_indptr_cpu=None):
+    """FlashInfer's ``fast_decode_plan`` (SGLang installs it as a decode
+    wrapper's ``begin_forward``): :meth:`BatchDecodeWithPagedKVCacheWrapper.plan`
+    with this function's argument order and semantics.
+
+    ``self`` is the decode wrapper. ``data_type`` stands for q's and KV's
+    dtype where those are None; ``global_override_indptr_cpu``, when given,
+    is the host copy of ``indptr`` that plan reads (no device sync). attn's
+    plan has no slow path to skip: it does not sync when ``indptr`` and
+    ``last_page_len`` are on the host, and it writes the CUDA-graph buffers itself.
+    """
+    q = q_data_type if q_data_type is not None else (data_type if data_type is not None else "float16")
+    kv = kv_data_type if kv_data_type is not None else (data_type if data_type is not None else q)
+    self.plan(global_override_indptr_cpu if global_override_indptr_cpu is not None else indptr, indices,
+              last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size, pos_encoding_mode=pos_encoding_mode,
+              window_left=window_left, logits_soft_cap=logits_soft_cap, q_data_type=q, kv_data_type=kv,
+              sm_scale=sm_scale, rope_scale=rope_scale, rope_theta=rope_theta, non_blocking=non_blocking,
+              fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv, q_len_per_req=q_len_per_req)
+
+
+trtllm_batch_decode_with_kv_cache = not_implemented(
+    "trtllm_batch_decode_with_kv_cache",
+    "use BatchDecodeWithPagedKVCacheWrapper (plan once per step with the CSR page table, run per layer)")
+
+
+class BatchDecodeMlaWithPagedKVCacheWrapper:
+    """FlashInfer's deprecated MLA decode wrapper; constructing it raises NotImplementedError."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"attn: BatchDecodeMlaWithPagedKVCacheWrapper is not implemented; {mla.INSTEAD}")
 
 
 _single = {}

@@ -21,3 +21,16 @@ class CompileError(AttnError):
 
 class KernelNotFoundError(AttnError):
     """No precompiled kernel for this configuration, and no compiler to make one."""
+
+
+def not_implemented(name, instead):
+    """A stand-in for a FlashInfer entry point attn lacks.
+
+    Engines import these names at module level, so the import works; a call
+    raises NotImplementedError naming the entry point and what to use instead.
+    """
+    def missing(*args, **kwargs):
+        raise NotImplementedError(f"attn: {name} is not implemented; {instead}")
+    missing.__name__ = missing.__qualname__ = name
+    missing.__doc__ = f"Not implemented in attn (raises NotImplementedError): {instead}."
+    return missing

@@ -3,6 +3,17 @@
 from .core import check_kv_layout, check_tensor, torch_module
 
 
+def get_seq_lens(kv_indptr, kv_last_page_len, page_size):
+    """KV length of each request from its page table, as FlashInfer computes it:
+    ``max(pages - 1, 0) * page_size + last_page_len``.
+
+    >>> get_seq_lens(torch.tensor([0, 3, 7]), torch.tensor([5, 16]), 16)   # doctest: +SKIP
+    tensor([37, 64])
+    """
+    torch = torch_module()
+    return torch.clamp(kv_indptr[1:] - kv_indptr[:-1] - 1, min=0) * page_size + kv_last_page_len
+
+
 def get_batch_indices_positions(append_indptr, seq_lens, nnz):
     """For each appended token: its request and its position in the request.
 

@@ -14,13 +14,16 @@ def check_heads(num_qo_heads, num_kv_heads, head_dim, page_size=None):
         raise ValueError(f"attn: num_qo_heads ({num_qo_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
 
 
-def q_kv_dtypes(q_data_type, kv_data_type, data_type=None):
+def q_kv_dtypes(q_data_type, kv_data_type, data_type=None, o_data_type=None):
     q = dtype_name(data_type if data_type is not None else q_data_type, "q_data_type")
     kv = dtype_name(kv_data_type, "kv_data_type") if kv_data_type is not None else q
     if q not in ("bf16", "f16"):
         raise TypeError(f"attn: q_data_type must be bfloat16 or float16, got {q}")
     if kv != q:
         raise TypeError(f"attn: kv_data_type ({kv}) must equal q_data_type ({q}); attn has no mixed or fp8 KV yet")
+    if o_data_type is not None and dtype_name(o_data_type, "o_data_type") != q:
+        raise NotImplementedError(f"attn: o_data_type={o_data_type} is not implemented: the output has q's "
+                                  f"dtype ({q}); leave o_data_type None")
     return q
 
 
@@ -42,6 +45,14 @@ def make_spec(*, num_qo_heads, num_kv_heads, head_dim, page_size, dtype, kv_layo
                          custom_params=tuple((n, tuple(variant.params[n])) for n in variant.names)
                          if variant is not None else (), custom_mask=bool(custom_mask))
     return spec, values
+
+
+def planned_keywords(head_dim, has_mask, causal, window_left, sm_scale, variant_kwargs):
+    """run_keywords() of a plan; ``causal`` only without a custom mask (which replaces it)."""
+    flags = {} if has_mask else {"causal": bool(causal)}
+    return core.run_keywords(head_dim, window_left=window_left, sm_scale=sm_scale, **flags,
+                             **{k: variant_kwargs[k] for k in ("pos_encoding_mode", "logits_soft_cap", "rope_scale",
+                                                               "rope_theta") if k in variant_kwargs})
 
 
 def to_device_i32(name, x, device, fixed=None):
@@ -120,11 +131,15 @@ class PagedWrapperBase(core.WrapperBase):
             self._plan_mask(p, custom_mask, packed_custom_mask, qo_h, kv_lens, fixed)
         p.sm_scale = core.default_sm_scale(head_dim, sm_scale)
         p.dtype, p.page_size, p.window_left = dtype, page_size, window_left
+        p.keywords = planned_keywords(head_dim, has_mask, causal, window_left, sm_scale, variant_kwargs)
+        p.sinks = variant_kwargs.get("sinks")
         self._planned = p
         return p
 
-    def _run_paged(self, q, paged_kv_cache, *, out, lse, return_lse, q_scale=None, k_scale=None, v_scale=None):
+    def _run_paged(self, q, paged_kv_cache, *, out, lse, return_lse, q_scale=None, k_scale=None, v_scale=None,
+                   sinks=None):
         p = self._check_planned()
+        core.check_run_sinks(p, sinks)
         s = p.spec
         rows = ("nnz_qo", None if self._use_cuda_graph else p.total_q)
         check_tensor("q", q, dtype=p.dtype, shape=(rows, ("num_qo_heads", s.num_qo_heads),

@@ -4,11 +4,21 @@ Custom masks (``custom_mask=`` bool, or ``packed_custom_mask=`` uint8 from
 :func:`attn.segment_packbits`) replace causal masking, as in FlashInfer; with
 a page size of 1 and explicit ``kv_indices`` that is how a speculative token
 tree is verified (each draft token sees its ancestors).
+
+``plan`` takes FlashInfer's arguments in FlashInfer's positional order, attn's
+own keyword-only; multi-item scoring (``prefix_len_ptr``,
+``token_pos_in_items_*``, ``max_item_len_ptr``), ``fixed_split_size``,
+``disable_split_kv`` and the trtllm-gen/cuDNN-only arguments raise
+NotImplementedError unless they have their "off" value.
 """
 
+import functools
+
 from . import core
-from .core import check_tensor, dtype_name, host_i32, torch_module
-from .paged import PagedWrapperBase, check_heads, make_spec, q_kv_dtypes
+from .core import check_tensor, dtype_name, host_i32, reject_extra_args, reject_unsupported, torch_module
+from .errors import not_implemented
+from .paged import PagedWrapperBase, check_heads, make_spec, planned_keywords, q_kv_dtypes
+
 
 def _check_head_dim_vo(head_dim_qk, head_dim_vo):
     if head_dim_vo is not None and head_dim_vo != head_dim_qk:
@@ -43,8 +53,9 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
 
     def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, qo_indptr_buf=None,
                  paged_kv_indptr_buf=None, paged_kv_indices_buf=None, paged_kv_last_page_len_buf=None,
-                 custom_mask_buf=None, mask_indptr_buf=None, backend="auto", jit_args=None,
+                 custom_mask_buf=None, mask_indptr_buf=None, backend="auto", jit_args=None, jit_kwargs=None, *,
                  max_total_q_rows=None):
+        reject_unsupported("BatchPrefillWithPagedKVCacheWrapper", jit_args=jit_args, jit_kwargs=jit_kwargs)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph)
         self._fixed = {}
         self._max_total_q_rows = max_total_q_rows
@@ -63,18 +74,30 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
              num_kv_heads, head_dim_qk, page_size, head_dim_vo=None, custom_mask=None, packed_custom_mask=None,
              causal=False, pos_encoding_mode="NONE", use_fp16_qk_reduction=False, sm_scale=None,
              window_left=-1, logits_soft_cap=None, rope_scale=None, rope_theta=None, q_data_type="float16",
-             kv_data_type=None, non_blocking=True, sinks=None, variant=None, variant_params=None,
-             logits_scale=None, **unused):
-        """Plans a prefill step (outside CUDA-graph capture); FlashInfer's arguments.
+             kv_data_type=None, o_data_type=None, non_blocking=True, prefix_len_ptr=None,
+             token_pos_in_items_ptr=None, token_pos_in_items_len=0, max_item_len_ptr=None, seq_lens=None,
+             seq_lens_q=None, block_tables=None, max_token_per_sequence=None, max_sequence_kv=None,
+             fixed_split_size=None, disable_split_kv=False, *, sinks=None, variant=None, variant_params=None,
+             logits_scale=None):
+        """Plans a prefill step (outside CUDA-graph capture); FlashInfer's
+        arguments in FlashInfer's order (``use_fp16_qk_reduction`` is accepted:
+        attn always reduces in float32).
 
-        attn's extras: ``sinks`` (float32 ``[num_qo_heads]`` on the device, one
-        logit per head in scaled-logit units that joins the softmax
-        denominator; keep the tensor alive and unchanged until the runs of
-        this plan are done: the kernel reads it then), ``logits_scale``,
-        ``pos_encoding_mode="ROPE_LLAMA31"``, ``variant``/``variant_params``.
+        attn's extras, keyword-only: ``sinks`` (float32 ``[num_qo_heads]`` on
+        the device, one logit per head in scaled-logit units that joins the
+        softmax denominator; keep the tensor alive and unchanged until the
+        runs of this plan are done: the kernel reads it then),
+        ``logits_scale``, ``pos_encoding_mode="ROPE_LLAMA31"``,
+        ``variant``/``variant_params``.
         """
+        reject_unsupported("BatchPrefillWithPagedKVCacheWrapper.plan", prefix_len_ptr=prefix_len_ptr,
+                           token_pos_in_items_ptr=token_pos_in_items_ptr,
+                           token_pos_in_items_len=token_pos_in_items_len, max_item_len_ptr=max_item_len_ptr,
+                           seq_lens=seq_lens, seq_lens_q=seq_lens_q, block_tables=block_tables,
+                           max_token_per_sequence=max_token_per_sequence, max_sequence_kv=max_sequence_kv,
+                           fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv)
         _check_head_dim_vo(head_dim_qk, head_dim_vo)
-        dtype = q_kv_dtypes(q_data_type, kv_data_type)
+        dtype = q_kv_dtypes(q_data_type, kv_data_type, o_data_type=o_data_type)
         qo_h = host_i32("qo_indptr", qo_indptr)
         graph = self._use_cuda_graph
         if graph and self._max_total_q_rows is None:
@@ -93,17 +116,53 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
 
     begin_forward = plan
 
-    def run(self, q, paged_kv_cache, *args, k_scale=None, v_scale=None, out=None, lse=None, return_lse=False,
-            enable_pdl=None):
-        """Attention of ``q`` ``[nnz_qo, num_qo_heads, head_dim]``; ``out`` or ``(out, lse)``."""
-        return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
-                               k_scale=k_scale, v_scale=v_scale)
+    def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
+            return_lse=False, enable_pdl=None, window_left=None, sinks=None, kv_cache_sf=None,
+            skip_softmax_threshold_scale_factor=None, use_fp16_softmax=None, uses_spcompress=None):
+        """Attention of ``q`` ``[nnz_qo, num_qo_heads, head_dim]``; ``out`` or ``(out, lse)``.
 
-    def forward(self, q, paged_kv_cache, **kwargs):
-        return self.run(q, paged_kv_cache, **kwargs)
+        ``window_left`` and ``sinks``, if given, must be plan()'s; custom-kernel
+        ``*args``, ``kv_cache_sf`` (NVFP4), skip-softmax, fp16 softmax and
+        sparse compression raise NotImplementedError.
+        """
+        where = "BatchPrefillWithPagedKVCacheWrapper.run"
+        reject_extra_args(where, args)
+        reject_unsupported(where, kv_cache_sf=kv_cache_sf,
+                           skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
+                           use_fp16_softmax=use_fp16_softmax, uses_spcompress=uses_spcompress)
+        p = self._check_planned()
+        if window_left is not None and window_left != p.window_left:
+            raise ValueError(f"attn: run(window_left={window_left}) differs from plan's {p.window_left}; "
+                             "pass it to plan()")
+        return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
+                               q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
+
+    run_return_lse = functools.partialmethod(run, return_lse=True)
+
+    def forward(self, q, paged_kv_cache, causal=False, pos_encoding_mode="NONE", use_fp16_qk_reduction=False,
+                k_scale=None, v_scale=None, window_left=-1, logits_soft_cap=None, sm_scale=None, rope_scale=None,
+                rope_theta=None):
+        """Deprecated FlashInfer spelling of :meth:`run`; its variant
+        arguments must equal plan()'s (ValueError otherwise), since attn
+        fixes them at plan time."""
+        self._check_forward("BatchPrefillWithPagedKVCacheWrapper.forward", causal=bool(causal),
+                            pos_encoding_mode=pos_encoding_mode, window_left=window_left,
+                            logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, rope_scale=rope_scale,
+                            rope_theta=rope_theta)
+        return self.run(q, paged_kv_cache, k_scale=k_scale, v_scale=v_scale)
+
+    def forward_return_lse(self, q, paged_kv_cache, causal=False, pos_encoding_mode="NONE",
+                           use_fp16_qk_reduction=False, k_scale=None, v_scale=None, window_left=-1,
+                           logits_soft_cap=None, sm_scale=None, rope_scale=None, rope_theta=None):
+        """Deprecated FlashInfer spelling of :meth:`run_return_lse` (as :meth:`forward`)."""
+        self._check_forward("BatchPrefillWithPagedKVCacheWrapper.forward_return_lse", causal=bool(causal),
+                            pos_encoding_mode=pos_encoding_mode, window_left=window_left,
+                            logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, rope_scale=rope_scale,
+                            rope_theta=rope_theta)
+        return self.run(q, paged_kv_cache, k_scale=k_scale, v_scale=v_scale, return_lse=True)
 
     def end_forward(self):
-        pass
+        """Nothing to release (FlashInfer compatibility)."""
 
 
 class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
@@ -120,7 +179,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
 
     def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, qo_indptr_buf=None,
                  kv_indptr_buf=None, custom_mask_buf=None, mask_indptr_buf=None, backend="auto",
-                 jit_args=None, max_total_q_rows=None):
+                 jit_args=None, jit_kwargs=None, *, max_total_q_rows=None):
+        reject_unsupported("BatchPrefillWithRaggedKVCacheWrapper", jit_args=jit_args, jit_kwargs=jit_kwargs)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph)
         self._fixed = {}
         self._max_total_q_rows = max_total_q_rows
@@ -136,13 +196,23 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
     def plan(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo=None,
              custom_mask=None, packed_custom_mask=None, causal=False, pos_encoding_mode="NONE",
              use_fp16_qk_reduction=False, window_left=-1, logits_soft_cap=None, sm_scale=None, rope_scale=None,
-             rope_theta=None, q_data_type="float16", kv_data_type=None, non_blocking=True, sinks=None,
-             variant=None, variant_params=None, logits_scale=None, **unused):
-        """Plans a ragged prefill step (outside CUDA-graph capture); custom masks, ``sinks`` and
-        ``logits_scale`` as for paged."""
+             rope_theta=None, q_data_type="float16", kv_data_type=None, o_data_type=None, non_blocking=True,
+             prefix_len_ptr=None, token_pos_in_items_ptr=None, token_pos_in_items_len=0, max_item_len_ptr=None,
+             fixed_split_size=None, disable_split_kv=False, seq_lens=None, seq_lens_q=None,
+             max_token_per_sequence=None, max_sequence_kv=None, v_indptr=None, o_indptr=None, *, sinks=None,
+             variant=None, variant_params=None, logits_scale=None):
+        """Plans a ragged prefill step (outside CUDA-graph capture); FlashInfer's
+        arguments in FlashInfer's order, attn's extras keyword-only; custom
+        masks, ``sinks`` and ``logits_scale`` as for paged."""
+        reject_unsupported("BatchPrefillWithRaggedKVCacheWrapper.plan", prefix_len_ptr=prefix_len_ptr,
+                           token_pos_in_items_ptr=token_pos_in_items_ptr,
+                           token_pos_in_items_len=token_pos_in_items_len, max_item_len_ptr=max_item_len_ptr,
+                           fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv,
+                           seq_lens=seq_lens, seq_lens_q=seq_lens_q, max_token_per_sequence=max_token_per_sequence,
+                           max_sequence_kv=max_sequence_kv, v_indptr=v_indptr, o_indptr=o_indptr)
         _check_head_dim_vo(head_dim_qk, head_dim_vo)
         check_heads(num_qo_heads, num_kv_heads, head_dim_qk)
-        dtype = q_kv_dtypes(q_data_type, kv_data_type)
+        dtype = q_kv_dtypes(q_data_type, kv_data_type, o_data_type=o_data_type)
         has_mask = custom_mask is not None or packed_custom_mask is not None
         causal = bool(causal) and not has_mask
         spec, values = make_spec(num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim_qk,
@@ -174,12 +244,26 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
             self._plan_mask(p, custom_mask, packed_custom_mask, qo_h, kv_lens, self._fixed)
         p.sm_scale = core.default_sm_scale(head_dim_qk, sm_scale)
         p.dtype, p.total_kv = dtype, kv_h[-1]
+        p.keywords = planned_keywords(head_dim_qk, has_mask, causal, window_left, sm_scale,
+                                      dict(pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
+                                           rope_scale=rope_scale, rope_theta=rope_theta))
+        p.sinks = sinks
         self._planned = p
 
     begin_forward = plan
 
-    def run(self, q, k, v, *args, out=None, lse=None, return_lse=False, enable_pdl=None):
-        """Attention of ``q`` over ragged ``k``/``v``; ``out`` or ``(out, lse)``."""
+    def run(self, q, k, v, *args, q_scale=None, k_scale=None, v_scale=None, o_scale=None, out=None, lse=None,
+            return_lse=False, enable_pdl=None, kv_cache_sf=None):
+        """Attention of ``q`` over ragged ``k``/``v``; ``out`` or ``(out, lse)``.
+
+        Custom-kernel ``*args`` (such as FlashInfer's ``run(q, k, v, sinks,
+        sm_scale)`` of a jit_args kernel), fp8 scales other than 1 and
+        ``kv_cache_sf`` (NVFP4) raise NotImplementedError.
+        """
+        where = "BatchPrefillWithRaggedKVCacheWrapper.run"
+        reject_extra_args(where, args)
+        reject_unsupported(where, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, o_scale=o_scale,
+                           kv_cache_sf=kv_cache_sf)
         p = self._check_planned()
         s = p.spec
         check_tensor("q", q, dtype=p.dtype, shape=(("nnz_qo", None if self._use_cuda_graph else p.total_q),
@@ -197,11 +281,30 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         self._launch(p, args)
         return (out, lse) if return_lse else out
 
-    def forward(self, q, k, v, **kwargs):
-        return self.run(q, k, v, **kwargs)
+    run_return_lse = functools.partialmethod(run, return_lse=True)
+
+    def forward(self, q, k, v, causal=False, pos_encoding_mode="NONE", use_fp16_qk_reduction=False, window_left=-1,
+                logits_soft_cap=None, sm_scale=None, rope_scale=None, rope_theta=None):
+        """Deprecated FlashInfer spelling of :meth:`run`; its variant
+        arguments must equal plan()'s (ValueError otherwise), since attn
+        fixes them at plan time."""
+        self._check_forward("BatchPrefillWithRaggedKVCacheWrapper.forward", causal=bool(causal),
+                            pos_encoding_mode=pos_encoding_mode, window_left=window_left,
+                            logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, rope_scale=rope_scale,
+                            rope_theta=rope_theta)
+        return self.run(q, k, v)
+
+    def forward_return_lse(self, q, k, v, causal=False, pos_encoding_mode="NONE", use_fp16_qk_reduction=False,
+                           window_left=-1, logits_soft_cap=None, sm_scale=None, rope_scale=None, rope_theta=None):
+        """Deprecated FlashInfer spelling of :meth:`run_return_lse` (as :meth:`forward`)."""
+        self._check_forward("BatchPrefillWithRaggedKVCacheWrapper.forward_return_lse", causal=bool(causal),
+                            pos_encoding_mode=pos_encoding_mode, window_left=window_left,
+                            logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, rope_scale=rope_scale,
+                            rope_theta=rope_theta)
+        return self.run(q, k, v, return_lse=True)
 
     def end_forward(self):
-        pass
+        """Nothing to release (FlashInfer compatibility)."""
 
 
 _single = {}
@@ -210,10 +313,12 @@ _single = {}
 def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=None, causal=False,
                                  kv_layout="NHD", pos_encoding_mode="NONE", use_fp16_qk_reduction=False,
                                  sm_scale=None, window_left=-1, logits_soft_cap=None, rope_scale=None,
-                                 rope_theta=None, return_lse=False, **kwargs):
+                                 rope_theta=None, backend="auto", return_lse=False, **kwargs):
     """Prefill of one request: ``q`` ``[qo_len, Hq, D]`` against ``k``/``v`` ``[kv_len, Hkv, D]``.
 
-    Runs the ragged prefill wrapper (a 32 MiB workspace kept per device).
+    Runs the ragged prefill wrapper (a 32 MiB workspace kept per device);
+    ``kwargs`` go to its plan() (``backend`` is accepted and ignored, as by
+    the wrappers).
     attn difference: causal with ``qo_len > kv_len`` is well defined (the
     leading rows see no key: output 0, LSE -inf).
 
@@ -235,3 +340,10 @@ def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=N
            logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
            q_data_type=q.dtype, **kwargs)
     return w.run(q, k, v, return_lse=return_lse)
+
+
+single_prefill_with_kv_cache_return_lse = functools.partial(single_prefill_with_kv_cache, return_lse=True)
+
+trtllm_batch_context_with_kv_cache = not_implemented(
+    "trtllm_batch_context_with_kv_cache",
+    "use BatchPrefillWithPagedKVCacheWrapper (plan once per step with the CSR page table, run per layer)")
