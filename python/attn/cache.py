@@ -15,10 +15,20 @@ cannot compile anyway.
 
 Where: ``$ATTN_CACHE_DIR``, else ``~/.cache/attn``.
 
-- corrupt entry (unreadable meta, a hash mismatch, a missing file): a
-  ``RuntimeWarning`` naming the entry, then recompile and overwrite;
-- unwritable cache directory: a ``RuntimeWarning``, then the kernel is
-  compiled and kept in memory for this process only.
+The cache loads only what this user could have written: the cache directory,
+an entry and its files must be owned by the current user and not group- or
+world-writable; symbolic links are not followed; ``meta.json`` must have the
+shape :meth:`KernelCache.store` writes, and the files it names must be plain
+names inside the entry. New directories are created ``0o700``, files
+``0o600``. Compilers of one key take a lock (``<cache>/<key>.lock``,
+``flock``): one compiles, the others wait and then read its entry.
+
+- corrupt entry (malformed meta of any shape, a hash mismatch, a missing
+  file) or one refused by the rules above: a ``RuntimeWarning`` naming the
+  entry, then recompile and overwrite (a refused entry of another user is
+  left alone and the kernel kept in memory);
+- unwritable or refused cache directory: a ``RuntimeWarning``, then the
+  kernel is compiled and kept in memory for this process only.
 
 >>> import tempfile
 >>> c = KernelCache(tempfile.mkdtemp())
@@ -26,14 +36,22 @@ Where: ``$ATTN_CACHE_DIR``, else ``~/.cache/attn``.
 True
 """
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
 import time
 import warnings
 
 CACHE_FORMAT = 2
+# A meta.json is a few KB; anything much larger is not one this cache wrote.
+MAX_META_BYTES = 1 << 20
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
 def default_cache_dir():
@@ -73,11 +91,88 @@ def _sha(data):
     return hashlib.sha256(data).hexdigest()
 
 
+class _Refused(Exception):
+    """An entry, file or directory the cache must not trust (the message says why)."""
+
+
+def _check_owner(st, what):
+    """Refuses what another user owns or may write: it could hold a planted kernel."""
+    if st.st_uid != os.geteuid():
+        raise _Refused(f"{what} is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})")
+    if st.st_mode & 0o022:
+        raise _Refused(f"{what} is group- or world-writable (mode {stat.S_IMODE(st.st_mode):o}; chmod go-w it)")
+
+
+def _open_dir(path):
+    """A file descriptor of directory ``path``, which must not be a symbolic link."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.lexists(path):
+            raise _Refused(f"{path} is a symbolic link or not a directory") from None
+        raise
+
+
+def _read(dfd, name, limit=None):
+    """The bytes of regular file ``name`` in the directory ``dfd``: no symbolic
+    link, no FIFO or device (opened non-blocking, then checked), owned by this user."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _Refused(f"{name} is a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused(f"{name} is not a regular file")
+        _check_owner(st, name)
+        if limit is not None and st.st_size > limit:
+            raise ValueError(f"{name} has {st.st_size} bytes, more than {limit}")
+        return f.read()
+
+
+def _file_entry(files, role):
+    """(name, sha256) of ``files[role]``, a plain name inside the entry."""
+    f = files.get(role)
+    if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(f.get("sha256"), str):
+        raise ValueError(f"meta.json's files.{role} is not {{'name': str, 'sha256': str}}")
+    name = f["name"]
+    if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise _Refused(f"meta.json names {name!r:.80} for its {role}: not a file name inside the entry")
+    if not _SHA256_RE.fullmatch(f["sha256"]):
+        raise ValueError(f"meta.json's files.{role}.sha256 is not a SHA-256")
+    return name, f["sha256"]
+
+
+def _parse_meta(data, key):
+    """The files meta.json lists and the compiler version, checked to be the
+    shape store() writes: any other JSON value is a ValueError, not a crash."""
+    try:
+        meta = json.loads(data.decode())
+    except RecursionError:  # nested deeper than the parser's stack
+        raise ValueError("meta.json is nested too deeply") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"meta.json holds a JSON {type(meta).__name__}, not an object")
+    if meta.get("format") != CACHE_FORMAT or meta.get("key") != key:
+        raise ValueError("meta.json does not describe this key")
+    version = meta.get("compiler_version")
+    if version is not None and not isinstance(version, str):
+        raise ValueError("meta.json's compiler_version is not a string")
+    files = meta.get("files")
+    if not isinstance(files, dict):
+        raise ValueError("meta.json has no files object")
+    listed = {"manifest": _file_entry(files, "manifest")}
+    if "image" in files:
+        listed["image"] = _file_entry(files, "image")
+    return listed, version
+
+
 class KernelCache:
     """Disk cache of compiled kernels, with a per-process memory layer.
 
-    ``stats`` counts ``hits`` (memory or disk), ``misses``, ``corrupt`` and
-    ``stale`` lookups.
+    ``stats`` counts ``hits`` (memory or disk), ``misses``, ``corrupt`` (or
+    refused) and ``stale`` lookups.
     """
 
     def __init__(self, directory=None):
@@ -93,52 +188,119 @@ class KernelCache:
         """The cached kernel for ``key``, or None (a miss).
 
         ``compiler_version``: when given, an entry written by another version
-        is a miss (stale). A corrupt entry warns and is a miss.
+        is a miss (stale). A corrupt or refused entry warns and is a miss.
         """
         if key in self.memory:
             self.stats["hits"] += 1
             return self.memory[key]
         d = self.entry_dir(key)
-        meta_path = os.path.join(d, "meta.json")
-        if not os.path.exists(meta_path):
-            self.stats["misses"] += 1
-            return None
         try:
-            with open(meta_path, "rb") as f:
-                meta = json.loads(f.read().decode())
-            if meta.get("format") != CACHE_FORMAT or meta.get("key") != key:
-                raise ValueError("meta.json does not describe this key")
-            files = meta["files"]
-            image = b""
-            if "image" in files:
-                with open(os.path.join(d, files["image"]["name"]), "rb") as f:
-                    image = f.read()
-                if _sha(image) != files["image"]["sha256"]:
-                    raise ValueError(f"{files['image']['name']} does not match its checksum")
-            with open(os.path.join(d, files["manifest"]["name"]), "rb") as f:
-                manifest = f.read()
-            if _sha(manifest) != files["manifest"]["sha256"]:
-                raise ValueError(f"{files['manifest']['name']} does not match its checksum")
-            json.loads(manifest.decode())
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            found = self._read_entry(key, d)
+        except (_Refused, OSError, ValueError) as e:
             self.stats["corrupt"] += 1
-            warnings.warn(f"attn: kernel cache entry {d} is corrupt ({e}); recompiling it",
+            what = "is not trusted" if isinstance(e, _Refused) else "is corrupt"
+            warnings.warn(f"attn: kernel cache entry {d} {what} ({e}); recompiling it",
                           RuntimeWarning, stacklevel=3)
             return None
-        if compiler_version is not None and meta.get("compiler_version") != compiler_version:
+        if found is None:
+            self.stats["misses"] += 1
+            return None
+        image, manifest, version = found
+        if compiler_version is not None and version != compiler_version:
             self.stats["stale"] += 1
             self.stats["misses"] += 1
             return None
         self.stats["hits"] += 1
-        k = CachedKernel(image, manifest.decode(), meta.get("compiler_version"), "disk", d)
+        k = CachedKernel(image, manifest.decode(), version, "disk", d)
         self.memory[key] = k
         return k
+
+    def _read_entry(self, key, d):
+        """(image, manifest, compiler version) of entry ``d``, or None when it
+        is absent or not complete yet (no meta.json); raises _Refused, OSError
+        or ValueError for an entry that must not be used."""
+        try:
+            _check_owner(os.stat(self.directory), f"the cache directory {self.directory}")
+            dfd = _open_dir(d)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            _check_owner(os.fstat(dfd), "the entry directory")
+            try:
+                meta = _read(dfd, "meta.json", MAX_META_BYTES)
+            except FileNotFoundError:
+                return None
+            files, version = _parse_meta(meta, key)
+            image = b""
+            if "image" in files:
+                image = _read(dfd, files["image"][0])
+                if _sha(image) != files["image"][1]:
+                    raise ValueError(f"{files['image'][0]} does not match its checksum")
+            manifest = _read(dfd, files["manifest"][0])
+            if _sha(manifest) != files["manifest"][1]:
+                raise ValueError(f"{files['manifest'][0]} does not match its checksum")
+            try:
+                if not isinstance(json.loads(manifest.decode()), dict):
+                    raise ValueError(f"{files['manifest'][0]} is not a JSON object")
+            except RecursionError:
+                raise ValueError(f"{files['manifest'][0]} is nested too deeply") from None
+            return image, manifest, version
+        finally:
+            os.close(dfd)
+
+    def _writable_root(self):
+        """Creates the cache directory (``0o700``) if needed; raises _Refused
+        when it is not this user's alone, OSError when it cannot be made."""
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        _check_owner(os.stat(self.directory), f"the cache directory {self.directory}")
+
+    def _writable_entry(self, d):
+        """Makes ``d`` a directory of this user's alone (``0o700``) to write into.
+
+        A symbolic link or a file there is replaced (the cache directory is
+        this user's, so this user put it there); another user's directory is
+        refused.
+        """
+        try:
+            st = os.lstat(d)
+        except FileNotFoundError:
+            os.mkdir(d, 0o700)
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(d)
+            os.mkdir(d, 0o700)
+        elif st.st_uid != os.geteuid():
+            raise _Refused(f"it is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})")
+        elif stat.S_IMODE(st.st_mode) != 0o700:
+            os.chmod(d, 0o700)
+
+    @contextlib.contextmanager
+    def locked(self, key):
+        """Holds an exclusive lock on ``key`` (``flock`` of ``<cache>/<key>.lock``)
+        while compiling it, so that other processes compiling the same key wait
+        and then find the entry instead of compiling it again. Where the cache
+        directory cannot hold the lock (unwritable, refused) it holds none: the
+        kernels then stay in memory anyway."""
+        fd = None
+        try:
+            self._writable_root()
+            fd = os.open(os.path.join(self.directory, key + ".lock"),
+                         os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except (OSError, _Refused):
+            pass
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # releases the lock
 
     def store(self, key, kernel, inputs=None):
         """Writes ``kernel`` under ``key`` (atomically per file, meta last).
 
         Always keeps it in memory; returns the entry directory, or None when
-        the cache directory is not writable (after one RuntimeWarning).
+        the cache directory is not writable or not trusted (after one
+        RuntimeWarning), or the entry is another user's (a warning each time).
         """
         self.memory[key] = kernel
         d = self.entry_dir(key)
@@ -158,18 +320,26 @@ class KernelCache:
             "files": files,
         }
         try:
-            os.makedirs(d, exist_ok=True)
+            self._writable_root()
+        except (OSError, _Refused) as e:
+            if not self._warned_unwritable:
+                why = "is not writable" if isinstance(e, OSError) else "is not trusted"
+                warnings.warn(f"attn: kernel cache directory {self.directory} {why} ({e}); "
+                              "compiled kernels are kept in memory for this process only "
+                              "(set ATTN_CACHE_DIR to a writable directory of this user's)", RuntimeWarning,
+                              stacklevel=3)
+                self._warned_unwritable = True
+            return None
+        try:
+            self._writable_entry(d)
             for name, data in outputs + [("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode())]:
-                fd, tmp = tempfile.mkstemp(dir=d, prefix="." + name)
+                fd, tmp = tempfile.mkstemp(dir=d, prefix="." + name)  # mode 0o600
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
                 os.replace(tmp, os.path.join(d, name))
-        except OSError as e:
-            if not self._warned_unwritable:
-                warnings.warn(f"attn: kernel cache directory {self.directory} is not writable ({e}); "
-                              "compiled kernels are kept in memory for this process only "
-                              "(set ATTN_CACHE_DIR to a writable directory)", RuntimeWarning, stacklevel=3)
-                self._warned_unwritable = True
+        except (OSError, _Refused) as e:
+            warnings.warn(f"attn: cannot write kernel cache entry {d} ({e}); the kernel is kept in memory "
+                          "for this process only", RuntimeWarning, stacklevel=3)
             return None
         kernel.path = d
         return d

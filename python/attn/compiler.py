@@ -4,7 +4,9 @@
 kernels for an arch (a manifest-only entry: every tile candidate, no code),
 and :func:`get_kernel` the compiled kernels of one candidate (or of all):
 from the process's memory, from the disk cache, or compiled by the compiler
-C API (``libattn_compiler.so``) and stored. plan() describes first, picks a
+C API (``libattn_compiler.so``) and stored; a compile holds the key's lock
+(:meth:`KernelCache.locked`), so concurrent processes compile a key once and
+the others load it. plan() describes first, picks a
 candidate for the batch, and compiles only that one, so a module whose
 batches all decode never compiles its 128-row tile. On a runtime-only build
 (no MLIR, e.g. the GPU machine) both only look entries up; precompile them
@@ -73,22 +75,27 @@ def _lookup_or_compile(spec, arch, cache, emit, candidate):
     ir = spec.to_ir()
     key = cache_key(ir, arch, emit, candidate)
     version = compiler_version()
-    hit = cache.lookup(key, version)
-    if hit is not None:
-        return hit
     what = "the launch contracts" if emit == "manifest" else (
         "the kernels" if candidate is None else f"tile candidate {candidate}'s kernels")
-    if version is None:
-        raise KernelNotFoundError(
-            f"attn: {what} of {spec} on {arch} are not in {cache.directory} (key {key[:16]}...), "
-            "and this build has no compiler. Precompile on a machine with the compiler "
-            "(`python -m attn.precompile ... --out DIR`), carry DIR here and set ATTN_CACHE_DIR=DIR.")
-    r = compile_ir(ir, arch, emit == "cubin", manifest_only=emit == "manifest", candidate=candidate)
-    image = b"" if emit == "manifest" else r["cubin"] if emit == "cubin" else r["ptx"].encode()
-    kernel = CachedKernel(image, r["manifest"], version, "compiled", stages=r["stages"])
-    cache.store(key, kernel, inputs={"arch": arch, "emit": emit, "candidate": candidate, "spec": repr(spec),
-                                     "generator": r["generator"],
-                                     "stages_ms": [[n, round(ms, 3)] for n, ms in r["stages"]]})
+    if version is None or key in cache.memory:
+        hit = cache.lookup(key, version)
+        if hit is None:
+            raise KernelNotFoundError(
+                f"attn: {what} of {spec} on {arch} are not in {cache.directory} (key {key[:16]}...), "
+                "and this build has no compiler. Precompile on a machine with the compiler "
+                "(`python -m attn.precompile ... --out DIR`), carry DIR here and set ATTN_CACHE_DIR=DIR.")
+        return hit
+    # One process compiles a key; the others wait here, then find its entry.
+    with cache.locked(key):
+        hit = cache.lookup(key, version)
+        if hit is not None:
+            return hit
+        r = compile_ir(ir, arch, emit == "cubin", manifest_only=emit == "manifest", candidate=candidate)
+        image = b"" if emit == "manifest" else r["cubin"] if emit == "cubin" else r["ptx"].encode()
+        kernel = CachedKernel(image, r["manifest"], version, "compiled", stages=r["stages"])
+        cache.store(key, kernel, inputs={"arch": arch, "emit": emit, "candidate": candidate, "spec": repr(spec),
+                                         "generator": r["generator"],
+                                         "stages_ms": [[n, round(ms, 3)] for n, ms in r["stages"]]})
     return kernel
 
 

@@ -46,8 +46,67 @@ BUILTIN_VARIANTS = {
 # FlashInfer's pos_encoding_mode values, plus attn's Llama-3.1 RoPE.
 POS_ENCODING_MODES = ("NONE", "ROPE_LLAMA", "ROPE_LLAMA31", "ALIBI")
 
+# What an AttentionSpec may hold (docs/Python.md). Head dims: multiples of the
+# mma k-step up to the register budget (TargetInfo::checkHeadDim); pages: the
+# dialect's largest block_cols; heads and fixed query rows: far inside the
+# 32-bit row and offset arithmetic of the planner and the kernels.
+HEAD_DIM_GRANULE, MAX_HEAD_DIM = 16, 256
+MAX_PAGE_SIZE = 1 << 16
+MAX_HEADS = 1 << 16
+MAX_QUERY_ROWS = 1 << 16
+DTYPES = ("bf16", "f16")
+LAYOUTS = ("NHD", "HND")
+INDEXINGS = ("paged", "ragged")
+# The parameter types the wrappers bind: scalars, and a float32 table by pointer.
+PARAM_TYPES = ("i32", "f32", "memref<?xf32>")
+
 _VARIANT_RE = re.compile(r"attn\.variant\s+@([A-Za-z_][\w$.]*)\s*(?:\(([^)]*)\))?")
 _PARAM_RE = re.compile(r"\s*([A-Za-z_]\w*)\s*:\s*(.+?)\s*$")
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_type_int(field, v):
+    # bool is an int subclass: True would be written into the IR as "True".
+    if type(v) is not int:
+        raise TypeError(f"attn: {field} must be an int, got {type(v).__name__} {v!r:.40}")
+
+
+def _check_int(field, v, hi):
+    _check_type_int(field, v)
+    if not 1 <= v <= hi:
+        raise ValueError(f"attn: {field} must be a positive int <= {hi}, got {v}")
+
+
+def _check_choice(field, v, choices):
+    if type(v) is not str:
+        raise TypeError(f"attn: {field} must be a str, one of {choices}, got {type(v).__name__}")
+    if v not in choices:
+        raise ValueError(f"attn: {field} must be one of {choices}, got {v!r:.40}")
+
+
+def _check_ident(field, v):
+    if type(v) is not str:
+        raise TypeError(f"attn: {field} must be a str, got {type(v).__name__}")
+    if not _IDENT_RE.fullmatch(v):
+        raise ValueError(f"attn: {field}: {v!r:.40} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _as_tuple(field, v):
+    if type(v) not in (tuple, list):
+        raise TypeError(f"attn: {field} must be a tuple, got {type(v).__name__}")
+    return tuple(v)
+
+
+def _check_sizes(num_qo_heads, num_kv_heads, head_dim, page_size):
+    _check_int("num_qo_heads", num_qo_heads, MAX_HEADS)
+    _check_int("num_kv_heads", num_kv_heads, MAX_HEADS)
+    _check_type_int("head_dim", head_dim)
+    if not 0 < head_dim <= MAX_HEAD_DIM or head_dim % HEAD_DIM_GRANULE:
+        raise ValueError(f"attn: head_dim must be a multiple of {HEAD_DIM_GRANULE} in "
+                         f"[{HEAD_DIM_GRANULE}, {MAX_HEAD_DIM}], got {head_dim}")
+    _check_int("page_size", page_size, MAX_PAGE_SIZE)
+    if num_qo_heads % num_kv_heads:
+        raise ValueError(f"attn: num_qo_heads ({num_qo_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
 
 
 def _split_params(text):
@@ -96,6 +155,7 @@ class Variant:
         self.names = []
         for m in _VARIANT_RE.finditer(self.text):
             name = m.group(1)
+            _check_ident("variant name", name)
             if name in BUILTIN_VARIANTS:
                 raise ValueError(f"attn: variant @{name} would shadow the built-in of that name; rename it")
             self.names.append(name)
@@ -152,6 +212,56 @@ class AttentionSpec:
     variant_defs: str = ""
     custom_params: tuple = ()  # ((variant, ((name, type), ...)), ...)
     custom_mask: bool = False  # a bit-packed custom mask operand (tensor<?xi8>)
+
+    def __post_init__(self):
+        """Checks every field before it reaches IR text (the cache key) or the
+        compiler, so a bad value is a TypeError/ValueError naming the field,
+        never a module with text injected into it. Sequences become tuples
+        (the spec is hashed)."""
+        _check_sizes(self.num_qo_heads, self.num_kv_heads, self.head_dim, self.page_size)
+        _check_choice("dtype", self.dtype, DTYPES)
+        _check_choice("layout", self.layout, LAYOUTS)
+        _check_choice("indexing", self.indexing, INDEXINGS)
+        if self.query_rows is not None:
+            _check_int("query_rows", self.query_rows, MAX_QUERY_ROWS)
+        if type(self.custom_mask) is not bool:
+            raise TypeError(f"attn: custom_mask must be a bool, got {type(self.custom_mask).__name__}")
+        if type(self.variant_defs) is not str:
+            raise TypeError(f"attn: variant_defs must be MLIR text (str), got {type(self.variant_defs).__name__}")
+        custom = {}
+        if self.custom_params != ():  # a list becomes a tuple, anything else is refused
+            defined = {m.group(1) for m in _VARIANT_RE.finditer(self.variant_defs)}
+            for entry in _as_tuple("custom_params", self.custom_params):
+                if type(entry) not in (tuple, list) or len(entry) != 2:
+                    raise TypeError("attn: custom_params entries must be (variant, ((name, type), ...)), "
+                                    f"got {entry!r:.60}")
+                name, params = entry[0], _as_tuple(f"custom_params of @{entry[0]}", entry[1])
+                _check_ident("custom_params variant", name)
+                if name in BUILTIN_VARIANTS:
+                    raise ValueError(f"attn: custom_params: @{name} would shadow the built-in of that name")
+                if name in custom:
+                    raise ValueError(f"attn: custom_params: @{name} is given twice")
+                if name not in defined:
+                    raise ValueError(f"attn: custom_params: @{name} is not defined in variant_defs")
+                for p in params:
+                    if type(p) not in (tuple, list) or len(p) != 2:
+                        raise TypeError(f"attn: custom_params of @{name}: expected (name, type) pairs, got {p!r:.60}")
+                    _check_ident(f"custom_params of @{name}: parameter name", p[0])
+                    if type(p[1]) is not str or p[1] not in PARAM_TYPES:
+                        raise ValueError(f"attn: custom_params of @{name}: parameter '{p[0]}' has type {p[1]!r:.40}; "
+                                         f"the wrappers bind {', '.join(PARAM_TYPES)}")
+                names = [p[0] for p in params]
+                if len(set(names)) != len(names):
+                    raise ValueError(f"attn: custom_params of @{name}: parameter names repeat: {names}")
+                custom[name] = tuple(tuple(p) for p in params)
+            object.__setattr__(self, "custom_params", tuple(custom.items()))
+        if type(self.variants) is not tuple:
+            object.__setattr__(self, "variants", _as_tuple("variants", self.variants))
+        for v in self.variants:
+            if type(v) is not str or (v not in BUILTIN_VARIANTS and v not in custom):
+                _check_ident("variants", v)
+                raise ValueError(f"attn: variants: @{v} is neither built-in ({', '.join(BUILTIN_VARIANTS)}) "
+                                 "nor defined in custom_params")
 
     def param_list(self):
         """[(variant, param, type)] in the order of attn.attention's params."""

@@ -19,12 +19,14 @@ from attn.paged import make_spec
 def test_packing_is_little_endian_per_request_byte():
     # Request 0: 2 x 3 = 6 bits; request 1: 1 x 9 = 9 bits (two bytes).
     bits = [1, 0, 1, 1, 0, 0] + [1, 1, 1, 1, 1, 1, 1, 1, 0]
-    packed, indptr = segment_packbits(bits, [0, 6, 15])
+    packed, indptr = segment_packbits(bits, [0, 6, 15], bitorder="little")
     assert packed == [0b001101, 0xFF, 0]
     assert indptr == mask_indptr([2, 1], [3, 9]) == [0, 1, 3]
-    assert packbits([0, 0, 0, 0, 0, 0, 0, 0, 1]) == [0, 1]
-    with pytest.raises(ValueError, match="little"):
-        packbits([1], bitorder="big")
+    assert packbits([0, 0, 0, 0, 0, 0, 0, 0, 1], bitorder="little") == [0, 1]
+    # FlashInfer's default is numpy's big-endian order.
+    assert packbits([0, 0, 0, 0, 0, 0, 0, 0, 1]) == [0, 0x80]
+    with pytest.raises(ValueError, match="bitorder must be 'big' or 'little'"):
+        packbits([1], bitorder="middle")
 
 
 def test_packing_matches_element_bit_formula():
@@ -36,7 +38,7 @@ def test_packing_matches_element_bit_formula():
     for q, k in zip(qo, kv):
         flat += [rng.random() < 0.5 for _ in range(q * k)]
         bounds.append(len(flat))
-    packed, indptr = segment_packbits(flat, bounds)
+    packed, indptr = segment_packbits(flat, bounds, bitorder="little")
     for b, (q, k) in enumerate(zip(qo, kv)):
         for i in range(q):
             for j in range(k):
