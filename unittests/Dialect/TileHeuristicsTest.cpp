@@ -165,6 +165,18 @@ TEST(TileLayout, WgmmaTakesWholeWarpgroupsOfSwizzledRows) {
   EXPECT_EQ(getTileMMA(q128, 96, sm90a), TileMMA::MmaSync);
   EXPECT_EQ(getTileMMA(TileAttr::get(&ctx, 96, 64, 6, 2, 1, 1), 128, sm90a),
             TileMMA::MmaSync);
+  // One CTA per SM: a producer warpgroup joins, and the ring's mbarriers
+  // (full and empty per stage) follow the tiles; two CTAs per SM leave no
+  // registers for it.
+  EXPECT_EQ(getProducerWarps(q128, TileMMA::Wgmma), 4);
+  EXPECT_EQ(getTileThreads(q128, TileMMA::Wgmma), 384);
+  EXPECT_EQ(getProducerWarps(q64, TileMMA::Wgmma), 0);
+  EXPECT_EQ(getTileThreads(q64, TileMMA::Wgmma), 128);
+  EXPECT_EQ(getTileThreads(q128, TileMMA::MmaSync), 256);
+  TileSharedMemory plain = getTileSharedMemory(q128, 128);
+  TileSharedMemory ring = getTileSharedMemory(q128, 128, TileMMA::Wgmma);
+  EXPECT_EQ(ring.barrierOffset, plain.bytes);
+  EXPECT_EQ(ring.bytes, plain.bytes + 2 * 2 * 8);
   // The tile chooser gives the wgmma tile its 32 KB K/V tiles.
   EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90a).getKv(), 128);
   EXPECT_EQ(chooseTile(&ctx, 128, 64, sm90a).getKv(), 256);

@@ -75,6 +75,8 @@ static LogicalResult lowerKernel(gpu::GPUFuncOp kernel) {
   TileLoweringFn lowering = getTileLowering(kernel);
   if (!lowering)
     return kernel.emitOpError("has no tile lowering for its contract's chip");
+  if (lowering == populateTileToWgmmaConversionPatterns)
+    specializeWarps(kernel);
   MLIRContext *ctx = kernel.getContext();
   TypeConverter converter;
   RewritePatternSet patterns(ctx);

@@ -258,6 +258,57 @@ void mlir::attn::detail::fenceProxyAsyncShared(ImplicitLocOpBuilder &b) {
   orderedThrough(b, "fence.proxy.async.shared::cta;", {});
 }
 
+//===----------------------------------------------------------------------===//
+// mbarriers, named barriers, register budgets
+//===----------------------------------------------------------------------===//
+
+static Value toI64(ImplicitLocOpBuilder &b, Value index) {
+  return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
+}
+
+void mlir::attn::detail::mbarrierInit(ImplicitLocOpBuilder &b, Value address,
+                                      int64_t count) {
+  inlinePtx(b,
+            ("mbarrier.init.shared::cta.b64 [$0], " + Twine(count) + ";").str(),
+            {}, {}, {toI64(b, address)});
+}
+
+void mlir::attn::detail::mbarrierInval(ImplicitLocOpBuilder &b,
+                                       Value address) {
+  inlinePtx(b, "mbarrier.inval.shared::cta.b64 [$0];", {}, {},
+            {toI64(b, address)});
+}
+
+void mlir::attn::detail::mbarrierArrive(ImplicitLocOpBuilder &b,
+                                        Value address) {
+  inlinePtx(b, "mbarrier.arrive.shared::cta.b64 _, [$0];", {}, {},
+            {toI64(b, address)});
+}
+
+void mlir::attn::detail::mbarrierWait(ImplicitLocOpBuilder &b, Value address,
+                                      Value parity) {
+  inlinePtx(b,
+            "{\n.reg .pred done;\nwait_${:uid}:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+            "@!done bra wait_${:uid};\n}",
+            {}, {}, {toI64(b, address), parity});
+}
+
+void mlir::attn::detail::namedBarrier(ImplicitLocOpBuilder &b, int64_t id,
+                                      int64_t threads) {
+  inlinePtx(b, ("bar.sync " + Twine(id) + ", " + Twine(threads) + ";").str(),
+            {}, {}, {});
+}
+
+void mlir::attn::detail::setMaxRegisters(ImplicitLocOpBuilder &b,
+                                         int64_t count, bool increase) {
+  inlinePtx(b,
+            ("setmaxnreg." + Twine(increase ? "inc" : "dec") +
+             ".sync.aligned.u32 " + Twine(count) + ";")
+                .str(),
+            {}, {}, {});
+}
+
 void mlir::attn::detail::gridDepControlWait(ImplicitLocOpBuilder &b) {
   NVVM::GriddepcontrolOp::create(b, b.getLoc(),
                                  NVVM::GridDepActionKind::wait);

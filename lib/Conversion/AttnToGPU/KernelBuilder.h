@@ -179,6 +179,22 @@ mlir::Value wgmmaDescriptor(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
 /// visible to the async proxy (wgmma, TMA).
 void fenceProxyAsyncShared(mlir::ImplicitLocOpBuilder &b);
 
+/// mbarriers (sm_80+; shared-memory byte address `address`, index): init
+/// with an arrival count, invalidate, arrive, and wait until the phase of
+/// parity `parity` (i32, 0 or 1) has completed.
+void mbarrierInit(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                  int64_t count);
+void mbarrierInval(mlir::ImplicitLocOpBuilder &b, mlir::Value address);
+void mbarrierArrive(mlir::ImplicitLocOpBuilder &b, mlir::Value address);
+void mbarrierWait(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                  mlir::Value parity);
+/// `bar.sync id, threads`: a barrier of `threads` threads (whole warps).
+void namedBarrier(mlir::ImplicitLocOpBuilder &b, int64_t id, int64_t threads);
+/// `setmaxnreg.{inc,dec}.sync.aligned.u32 count` (sm_90a): the warpgroup's
+/// register budget, moved between warpgroups of one CTA.
+void setMaxRegisters(mlir::ImplicitLocOpBuilder &b, int64_t count,
+                     bool increase);
+
 /// Programmatic dependent launch (sm_90+): `griddepcontrol.wait` blocks
 /// until the grids this one depends on have completed and their writes are
 /// visible; `griddepcontrol.launch_dependents` lets a dependent grid launched

@@ -40,6 +40,11 @@ void populateTileToWgmmaConversionPatterns(gpu::GPUFuncOp kernel,
                                            TypeConverter &converter,
                                            RewritePatternSet &patterns);
 
+/// Splits a warp-specialized wgmma kernel's work loop into the producer's
+/// and the computing warps' copies (WGMMA/WarpSpecialize.cpp), before its
+/// tile ops are lowered; other kernels are left alone.
+void specializeWarps(gpu::GPUFuncOp kernel);
+
 /// A target's pattern set, as the seam calls it.
 using TileLoweringFn = void (*)(gpu::GPUFuncOp, TypeConverter &,
                                 RewritePatternSet &);

@@ -27,6 +27,15 @@
 // barrier. Step j waits for tile j and refills the slot tile j-1 used with
 // tile j + stages - 1.
 //
+// Warp-specialized (wgmma) kernels: the producer warpgroup issues every copy.
+// At step j it waits for its copies of tile j, publishes them to the async
+// proxy and arrives on full[j % stages]; then it waits on empty[(j - 1) %
+// stages] (the consumers are done with tile j - 1) and refills that slot
+// with tile j + stages - 1. A consumer at step j arrives on empty[(j - 1) %
+// stages] and waits on full[j % stages] (phase parity (j / stages) % 2). The
+// two roles meet at no CTA barrier inside an item; the work loop re-arms the
+// barriers between items.
+//
 //===----------------------------------------------------------------------===//
 
 #include "MMASync.h"
@@ -60,12 +69,22 @@ struct CopySlot {
 
 CopySlot getCopySlot(KernelBuilder &kb, const KernelContext &ctx,
                      const ThreadCoords &tc, int64_t i) {
-  const int64_t threads = ctx.splitKeys ? 32 : ctx.threads();
+  const int64_t threads = ctx.copyThreads();
   const int64_t total = ctx.N * ctx.chunks();
-  Value thread = ctx.splitKeys ? tc.lane : tc.tid;
+  Value thread = ctx.splitKeys ? tc.lane
+                 : ctx.specialized ? kb.sub(tc.tid, kb.idx(ctx.threads()))
+                               : tc.tid;
   Value linear = kb.add(thread, kb.idx(i * threads));
   CopySlot slot{kb.divu(linear, ctx.chunks()), kb.remu(linear, ctx.chunks()),
                 {}};
+  if (ctx.specialized && threads % ctx.chunks() == 0) {
+    // Copy i of a thread is `threads / chunks` rows below its copy 0, in the
+    // same chunk: offsets the back end folds into the addresses, instead of
+    // 16 rows and columns the producer's few registers would have to hold.
+    slot.row = kb.add(kb.divu(thread, ctx.chunks()),
+                      kb.idx(i * (threads / ctx.chunks())));
+    slot.chunk = kb.remu(thread, ctx.chunks());
+  }
   if ((i + 1) * threads > total)
     slot.exists = kb.slt(linear, kb.idx(total));
   return slot;
@@ -296,6 +315,12 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
     RangeValues range = RangeValues::unflatten(adaptor.getRange());
     Caches caches = getCaches(adaptor.getKeyCache(), adaptor.getValueCache(),
                               adaptor.getKvIndices());
+    if (ctx.specialized && !isProducerOp(op)) {
+      // Consumers copy nothing; their pipe carries no page indices.
+      SmallVector<Value> none(getNumPageIds(ctx), kb.i32(0));
+      rewriter.replaceOpWithMultiple(op, {PipeValues{range, none}.flatten()});
+      return success();
+    }
     // Fill stages - 1 slots.
     SmallVector<Value> ids =
         loadPageIds(kb, ctx, item, caches, range, kb.idx(0));
@@ -334,7 +359,37 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
       return loadPageIds(kb, ctx, item, caches, range, kb.add(j, kb.idx(S)));
     };
     SmallVector<Value> nextIds;
-    if (ctx.splitKeys) {
+    auto parity = [&](Value tile) {
+      return kb.toI32(kb.remu(kb.divu(tile, S), 2));
+    };
+    auto ifNotFirst = [&](llvm::function_ref<void()> body) {
+      auto ifOp = scf::IfOp::create(b, kb.sgt(j, kb.idx(0)), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      body();
+    };
+    Value prev = kb.sub(j, kb.idx(1));
+    if (ctx.specialized && isProducerOp(op)) {
+      // Publish tile j, then refill tile j - 1's slot once it is released.
+      cpAsyncWait(b, S - 2);
+      publishSharedWrites(kb, ctx);
+      mlir::attn::detail::mbarrierArrive(b, getRingBarrier(kb, ctx, stage));
+      ifNotFirst([&] {
+        mlir::attn::detail::mbarrierWait(
+            b, getRingBarrier(kb, ctx, kb.add(kb.remu(prev, S), kb.idx(S))),
+            parity(prev));
+      });
+      nextIds = refill();
+    } else if (ctx.specialized) {
+      // Release tile j - 1, wait for tile j.
+      ifNotFirst([&] {
+        mlir::attn::detail::mbarrierArrive(
+            b, getRingBarrier(kb, ctx, kb.add(kb.remu(prev, S), kb.idx(S))));
+      });
+      mlir::attn::detail::mbarrierWait(b, getRingBarrier(kb, ctx, stage),
+                                       parity(j));
+      nextIds = pipe.pageIds;
+    } else if (ctx.splitKeys) {
       // Every lane is past the last step's reads of the slot refilled now.
       syncWarp(b);
       nextIds = refill();
@@ -357,7 +412,7 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
     }
     Value start = getTileStart(kb, range, j);
     Region &transform = op.getKeyTransform();
-    if (!transform.empty()) {
+    if (!transform.empty() && !(ctx.specialized && isProducerOp(op))) {
       ThreadCoords tc(kb);
       Value tiles = getSharedTiles(kb, ctx);
       transformRows(kb, ctx, tiles, ctx.splitKeys ? tc.lane : tc.tid,
@@ -370,12 +425,15 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
                     });
       if (ctx.splitKeys) {
         syncWarp(b);
+      } else if (ctx.specialized) {
+        publishSharedWrites(kb, ctx);
+        mlir::attn::detail::namedBarrier(b, kConsumerBarrier, ctx.threads());
       } else {
         publishSharedWrites(kb, ctx);
         gpu::BarrierOp::create(b);
       }
     }
-    if (!ctx.splitKeys && S >= 2)
+    if (!ctx.splitKeys && !ctx.specialized && S >= 2)
       nextIds = refill();
     // Only tiles that leave the range's interior can meet a masked key.
     Value needsMask =
@@ -399,8 +457,9 @@ struct KVDrainLowering : public OpConversionPattern<TileKVDrainOp> {
     KernelContext ctx = KernelContext::get(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     // Copies issued past the last tile must land before the slots are
-    // reused.
-    cpAsyncWait(b, 0);
+    // reused (wgmma kernels: the producer's, before the barriers re-arm).
+    if (!ctx.specialized || isProducerOp(op))
+      cpAsyncWait(b, 0);
     if (ctx.splitKeys)
       syncWarp(b);
     rewriter.eraseOp(op);

@@ -42,9 +42,11 @@ KernelContext KernelContext::get(Operation *op) {
   ctx.Q = ctx.tile.getQ();
   ctx.N = ctx.tile.getKeysPerStep();
   ctx.splitKeys = ctx.tile.warpsSplitKeys();
-  ctx.smem = getTileSharedMemory(ctx.tile, ctx.D);
   ctx.wgmma = ctx.target &&
               getTileMMA(ctx.tile, ctx.D, *ctx.target) == TileMMA::Wgmma;
+  TileMMA mma = ctx.wgmma ? TileMMA::Wgmma : TileMMA::MmaSync;
+  ctx.specialized = getProducerWarps(ctx.tile, mma) > 0;
+  ctx.smem = getTileSharedMemory(ctx.tile, ctx.D, mma);
   return ctx;
 }
 
@@ -85,8 +87,8 @@ ItemValues ItemValues::unflatten(ValueRange v) {
 
 int64_t mlir::attn::mmasync::getCopiesPerThread(const KernelContext &ctx) {
   // A decode warp copies its 16-key tile with its 32 lanes; taller tiles
-  // copy the shared tile with every thread.
-  int64_t threads = ctx.splitKeys ? 32 : ctx.threads();
+  // copy the shared tile with every thread, or the producer's.
+  int64_t threads = ctx.copyThreads();
   int64_t chunks = ctx.N * ctx.chunks();
   return (chunks + threads - 1) / threads;
 }
@@ -217,6 +219,22 @@ SharedElement mlir::attn::mmasync::getSharedElement(KernelBuilder &kb,
     return getSharedElement(kb, ctx, row, kb.add(inner, kb.idx(8 * block)));
   return {kb.add(row, kb.idx(block * ctx.smem.totalRows)),
           kb.mul(kb.xori(inner, kb.andi(row, kb.idx(7))), 8)};
+}
+
+Value mlir::attn::mmasync::getSharedBase(KernelBuilder &kb) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                       gpu::AddressSpace::Workgroup);
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface{}, wg);
+  Value dyn = gpu::DynamicSharedMemoryOp::create(b, bytes);
+  return memref::ExtractAlignedPointerAsIndexOp::create(b, dyn);
+}
+
+Value mlir::attn::mmasync::getRingBarrier(KernelBuilder &kb,
+                                          const KernelContext &ctx, Value i) {
+  return kb.add(getSharedBase(kb),
+                kb.add(kb.idx(ctx.smem.barrierOffset), kb.mul(i, 8)));
 }
 
 void mlir::attn::mmasync::publishSharedWrites(KernelBuilder &kb,

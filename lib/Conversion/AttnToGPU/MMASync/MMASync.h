@@ -52,15 +52,34 @@ struct KernelContext {
   /// The tile math runs on wgmma (the sm_90a set): Q stays in shared memory,
   /// and what the threads write there is published to the async proxy.
   bool wgmma;
+  /// Warp-specialized (getProducerWarps): a producer warpgroup (threads W *
+  /// 32 .. W * 32 + 127) streams the K/V ring through mbarriers while the
+  /// tile's warps compute; each runs its own copy of the work loop (ops of
+  /// the producer's copy carry kProducerAttr).
+  bool specialized;
 
   /// The context of the kernel `op` is in (its attn.launch must exist: the
   /// tile ops' verifiers ensure it).
   static KernelContext get(Operation *op);
+  /// The threads that compute (the tile's warps).
   int64_t threads() const { return W * 32; }
+  /// The threads that copy K/V tiles: a decode warp's lanes, the producer
+  /// warpgroup, or every thread of the CTA.
+  int64_t copyThreads() const {
+    return splitKeys ? 32 : specialized ? kProducerThreads : threads();
+  }
+  static constexpr int64_t kProducerThreads = 128;
   /// Keys a thread's loop advances per step: its warp's tile, or the
   /// shared tile.
   int64_t chunks() const { return D / 8; }
 };
+
+/// Marks the ops of the producer's copy of a warp-specialized work loop.
+inline constexpr llvm::StringLiteral kProducerAttr = "attn.producer";
+inline bool isProducerOp(Operation *op) { return op->hasAttr(kProducerAttr); }
+/// The named barrier (bar.sync id) of a warp-specialized kernel's computing
+/// warps; 0 is the CTA's.
+inline constexpr int64_t kConsumerBarrier = 1;
 
 /// This thread's coordinates (index): thread, lane, warp, the mma row group
 /// g = lane / 4 and column pair t = lane % 4.
@@ -138,6 +157,11 @@ int64_t getNumPageIds(const KernelContext &ctx);
 bool keepsQueryInRegisters(const KernelContext &ctx);
 /// 16-byte copies one thread issues per K (and V) tile.
 int64_t getCopiesPerThread(const KernelContext &ctx);
+/// Byte address (index) of mbarrier `i` of the ring (warp-specialized
+/// kernels): full[s] = s, empty[s] = stages + s.
+Value getRingBarrier(KernelBuilder &kb, const KernelContext &ctx, Value i);
+/// The shared-memory byte address of the dynamic shared memory's start.
+Value getSharedBase(KernelBuilder &kb);
 
 /// The [columnBlocks * rows][blockElements] element view of the dynamic
 /// shared memory (TileSharedMemory).

@@ -198,6 +198,19 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
           op, {loadDecodeFragments(kb, ctx, item, query, transform)});
       return success();
     }
+    if (ctx.specialized && isProducerOp(op)) {
+      // The producer never reads Q.
+      rewriter.replaceOpWithMultiple(op, {{kb.idx(ctx.smem.qRow)}});
+      return success();
+    }
+    // The computing warps meet here: all of them (wgmma kernels), or the
+    // CTA.
+    auto barrier = [&] {
+      if (ctx.specialized)
+        mlir::attn::detail::namedBarrier(b, kConsumerBarrier, ctx.threads());
+      else
+        gpu::BarrierOp::create(b);
+    };
     Value tiles = getSharedTiles(kb, ctx);
     issueQueryTile(kb, ctx, item, query, tiles);
     mlir::attn::detail::cpAsyncCommit(b);
@@ -205,7 +218,7 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
     // pipeline issued before it.
     mlir::attn::detail::cpAsyncWait(b, 0);
     publishSharedWrites(kb, ctx);
-    gpu::BarrierOp::create(b);
+    barrier();
     if (!transform.empty()) {
       ThreadCoords tc(kb);
       transformRows(kb, ctx, tiles, tc.tid, ctx.threads(),
@@ -217,7 +230,7 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
                                          getRowHead(kb, ctx, item, row)});
                     });
       publishSharedWrites(kb, ctx);
-      gpu::BarrierOp::create(b);
+      barrier();
     }
     SmallVector<Value> values;
     if (keepsQueryInRegisters(ctx)) {

@@ -299,6 +299,11 @@ struct StoreLowering : public OpConversionPattern<TileStoreOp> {
   LogicalResult
   matchAndRewrite(TileStoreOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (isProducerOp(op)) {
+      // The producer holds no output.
+      rewriter.eraseOp(op);
+      return success();
+    }
     KernelContext ctx = KernelContext::get(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);

@@ -94,10 +94,34 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
     Value last = kb.toIndex(
         memref::LoadOp::create(b, ctaIndptr, ValueRange{kb.add(cta, 1)})
             .getResult());
+    // Warp-specialized kernels: thread 0 arms the ring's mbarriers, and
+    // re-arms them between items (the phases restart with each item's
+    // tiles), with every thread of the CTA out of the last item.
+    auto armBarriers = [&](bool rearm) {
+      Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+      auto leader = scf::IfOp::create(b, kb.eq(tid, kb.idx(0)), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&leader.getThenRegion().front());
+      for (int64_t i = 0; i < 2 * ctx.S; ++i) {
+        Value bar = getRingBarrier(kb, ctx, kb.idx(i));
+        if (rearm)
+          mlir::attn::detail::mbarrierInval(b, bar);
+        mlir::attn::detail::mbarrierInit(
+            b, bar, i < ctx.S ? KernelContext::kProducerThreads : ctx.threads());
+      }
+    };
+    if (ctx.specialized) {
+      armBarriers(/*rearm=*/false);
+      gpu::BarrierOp::create(b);
+    }
     auto loop = scf::ForOp::create(b, first, last, kb.idx(1));
     b.setInsertionPointToStart(loop.getBody());
     if (!ctx.splitKeys)
       gpu::BarrierOp::create(b);
+    if (ctx.specialized) {
+      armBarriers(/*rearm=*/true);
+      gpu::BarrierOp::create(b);
+    }
     Value lastLen = adaptor.getKvLastLen().empty()
                         ? Value()
                         : one(adaptor.getKvLastLen());

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/IR/TileLayout.h"
 #include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
 #include "mlir/IR/DialectImplementation.h"
@@ -273,9 +274,11 @@ LogicalResult LaunchAttr::verify(
     if (!tile || !format)
       return emitError() << "an attention kernel's contract needs its tile and "
                             "format";
-    if (threads != tile.getWarps() * 32)
+    TileMMA mma = getTileMMA(tile, headDim, *target);
+    if (threads != getTileThreads(tile, mma))
       return emitError() << "threads (" << threads << ") must be the tile's "
-                         << tile.getWarps() << " warps";
+                         << tile.getWarps() << " warps and "
+                         << getProducerWarps(tile, mma) << " producer warps";
     if (costPerItem < 0 || costPerKVToken < 1 || minChunk < 0)
       return emitError() << "the cost model needs cost_per_item >= 0, "
                             "cost_per_kv_token >= 1 and min_chunk >= 0";

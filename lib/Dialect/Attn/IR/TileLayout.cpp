@@ -13,7 +13,8 @@ using namespace mlir;
 using namespace mlir::attn;
 
 TileSharedMemory mlir::attn::getTileSharedMemory(TileAttr tile,
-                                                 int64_t headDim) {
+                                                 int64_t headDim,
+                                                 TileMMA mma) {
   TileSharedMemory l;
   constexpr int64_t eltBytes = TargetInfo::kElementBytes;
   l.swizzled = headDim % 64 == 0;
@@ -43,6 +44,10 @@ TileSharedMemory mlir::attn::getTileSharedMemory(TileAttr tile,
   l.vRow = l.kRow + ringRows;
   l.totalRows = l.vRow + ringRows;
   l.bytes = l.totalRows * rowBytes;
+  if (getProducerWarps(tile, mma) > 0) {
+    l.barrierOffset = (l.bytes + 7) / 8 * 8;
+    l.bytes = l.barrierOffset + 2 * S * 8;
+  }
   return l;
 }
 
@@ -55,6 +60,14 @@ TileMMA mlir::attn::getTileMMA(TileAttr tile, int64_t headDim,
       tile.getKv() % 16 == 0)
     return TileMMA::Wgmma;
   return TileMMA::MmaSync;
+}
+
+int64_t mlir::attn::getProducerWarps(TileAttr tile, TileMMA mma) {
+  return mma == TileMMA::Wgmma && tile.getCtasPerSm() == 1 ? 4 : 0;
+}
+
+int64_t mlir::attn::getTileThreads(TileAttr tile, TileMMA mma) {
+  return (tile.getWarps() + getProducerWarps(tile, mma)) * 32;
 }
 
 int64_t mlir::attn::getMergeSharedBytes(int64_t threads, int64_t rowsPerCta) {

@@ -400,8 +400,10 @@ struct AttnOutlineKernelsPass
         BandAttr band = HookComposer(info->variants, {}, {}).getBand(ctx);
         auto launch = LaunchAttr::get(
             ctx, KernelRole::attention, StringAttr::get(ctx, target.getName()),
-            tile.getWarps() * 32,
-            getTileSharedMemory(tile, info->headDim).bytes,
+            getTileThreads(tile, getTileMMA(tile, info->headDim, target)),
+            getTileSharedMemory(tile, info->headDim,
+                                getTileMMA(tile, info->headDim, target))
+                .bytes,
             tile.getCtasPerSm(), info->dtype, info->headDim, info->numQoHeads,
             info->numKVHeads, tile, info->view, cost.perItem, cost.perKVToken,
             cost.minChunk, band, info->customMask, merge,

@@ -122,7 +122,9 @@ LogicalResult
 mlir::attn::checkTileFits(TileAttr tile, int64_t headDim,
                           const TargetInfo &target,
                           function_ref<InFlightDiagnostic()> emitError) {
-  int64_t bytes = getTileSharedMemory(tile, headDim).bytes;
+  TileMMA mma = getTileMMA(tile, headDim, target);
+  int64_t bytes = getTileSharedMemory(tile, headDim, mma).bytes;
+  int64_t threads = getTileThreads(tile, mma);
   if (bytes > target.getSharedMemoryPerBlock())
     return emitError() << "tile " << tile << " needs " << bytes
                        << " bytes of shared memory with head dim " << headDim
@@ -134,9 +136,9 @@ mlir::attn::checkTileFits(TileAttr tile, int64_t headDim,
                        << " bytes of shared memory on an SM; "
                        << target.getName() << " has "
                        << target.getSharedMemoryPerSM();
-  if (tile.getWarps() * 32 * tile.getCtasPerSm() > target.getMaxThreadsPerSM())
+  if (threads * tile.getCtasPerSm() > target.getMaxThreadsPerSM())
     return emitError() << "tile " << tile << " keeps "
-                       << tile.getWarps() * 32 * tile.getCtasPerSm()
+                       << threads * tile.getCtasPerSm()
                        << " threads on an SM; " << target.getName()
                        << " holds " << target.getMaxThreadsPerSM();
   return success();

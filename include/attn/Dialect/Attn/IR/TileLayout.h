@@ -54,6 +54,10 @@ struct TileSharedMemory {
   /// Decode tiles: rows of one warp's ring, the f32 merge rows' stride and
   /// the byte offset of the statistics.
   int64_t ringRows = 0, mergeRowStride = 0, statsOffset = 0;
+  /// Kernels with a producer warpgroup: the K/V ring's mbarriers (8 bytes each) at this byte
+  /// offset, `stages` "full" ones (the producer's copies of a slot landed)
+  /// then `stages` "empty" ones (the consumers are done with a slot).
+  int64_t barrierOffset = 0;
   /// Everything, in bytes.
   int64_t bytes = 0;
 
@@ -62,17 +66,27 @@ struct TileSharedMemory {
   int64_t warpRing(int64_t w) const { return w * ringRows; }
 };
 
-/// The layout of `tile`'s kernel for head dim `headDim`.
-TileSharedMemory getTileSharedMemory(TileAttr tile, int64_t headDim);
-
 /// The instructions a tile's S = Q Kᵀ and O += P V run on.
 enum class TileMMA { MmaSync, Wgmma };
+
+/// The layout of `tile`'s kernel for head dim `headDim` when its GEMMs run
+/// on `mma` (kernels with a producer add the ring's mbarriers).
+TileSharedMemory getTileSharedMemory(TileAttr tile, int64_t headDim,
+                                     TileMMA mma = TileMMA::MmaSync);
 
 /// wgmma (warpgroup MMA from shared-memory descriptors) where the chip has it
 /// and the tile is whole warpgroups over 128-byte-swizzled rows: not a decode
 /// tile, 16 rows per warp in multiples of four warps, a head dim that is a
 /// multiple of 64 and keys per tile a multiple of 16. mma.sync otherwise.
 TileMMA getTileMMA(TileAttr tile, int64_t headDim, const TargetInfo &target);
+
+/// Warps of the producer warpgroup a kernel adds to its tile's warps: 4 on
+/// wgmma tiles of one CTA per SM (it streams the K/V tiles into the ring,
+/// the tile's warps only compute; two CTAs per SM leave no registers for
+/// it), none otherwise. The kernel's threads are (warps + producer warps) x
+/// 32, the producer's last.
+int64_t getProducerWarps(TileAttr tile, TileMMA mma);
+int64_t getTileThreads(TileAttr tile, TileMMA mma);
 
 /// The dynamic shared memory of a merge kernel of `threads` threads that
 /// merges `rowsPerCta` rows at a time: with one row, each thread publishes
