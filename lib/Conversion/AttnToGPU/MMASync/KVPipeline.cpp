@@ -27,14 +27,17 @@
 // barrier. Step j waits for tile j and refills the slot tile j-1 used with
 // tile j + stages - 1.
 //
-// Warp-specialized (wgmma) kernels: the producer warpgroup issues every copy.
-// At step j it waits for its copies of tile j, publishes them to the async
-// proxy and arrives on full[j % stages]; then it waits on empty[(j - 1) %
-// stages] (the consumers are done with tile j - 1) and refills that slot
-// with tile j + stages - 1. A consumer at step j arrives on empty[(j - 1) %
-// stages] and waits on full[j % stages] (phase parity (j / stages) % 2). The
-// two roles meet at no CTA barrier inside an item; the work loop re-arms the
-// barriers between items.
+// Warp-specialized (wgmma) kernels: the producer warpgroup issues every copy,
+// and the ring runs on across items: tile j of an item is tile g = base + j
+// of the kernel (base: the tiles of the items before, a per-thread counter
+// the drain advances), in slot g % stages. Before issuing tile g the
+// producer waits on empty[g % stages] for the release of tile g - stages; at
+// step j it waits for its copies of tile g, publishes them to the async
+// proxy and arrives on full[g % stages], then issues tile g + stages - 1 if
+// the item has it. A consumer releases tile g - 1 (the drain releases the
+// item's last) and waits on full[g % stages] (phase parity (g / stages) %
+// 2). The roles never meet at a CTA barrier, so the producer fetches the
+// next item's first tiles while the consumers finish the last one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,9 +126,12 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
     return ids;
   }
   Value inRange = kb.slt(tile, range.count);
+  const bool perPage = getPagesPerTile(ctx) > 0;
   for (int64_t i = 0; i < count; ++i) {
     Value token =
-        onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
+        onePage   ? start
+        : perPage ? kb.add(start, kb.idx(i * ctx.PS))
+                  : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
     Value valid = kb.andi(inRange, kb.slt(token, item.kvEnd));
     auto ifOp = scf::IfOp::create(b, b.getI32Type(), valid,
                                   /*withElseRegion=*/true);
@@ -176,7 +182,11 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
         token = kb.maxs(kb.mins(pos, kb.sub(item.kvLen, kb.idx(1))), zero);
       headRow = kb.add(kb.mul(kb.add(item.kvBase, token), Hkv), item.kvHead);
     } else {
-      Value page = kb.toIndex(ids[ids.size() == 1 ? 0 : i]);
+      int64_t id = ids.size() == 1 ? 0
+                   : getPagesPerTile(ctx)
+                       ? i * (ctx.copyThreads() / ctx.chunks()) / ctx.PS
+                       : i;
+      Value page = kb.toIndex(ids[id]);
       Value offset = kb.remu(pos, ctx.PS);
       if (ctx.nhd)
         headRow = kb.add(kb.mul(kb.add(kb.mul(page, ctx.PS), offset), Hkv),
@@ -209,6 +219,53 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
 
 Caches getCaches(ValueRange k, ValueRange v, ValueRange kvIndices) {
   return {k.front(), v.front(), kvIndices.empty() ? Value() : kvIndices.front()};
+}
+
+//===----------------------------------------------------------------------===//
+// The ring of warp-specialized kernels
+//===----------------------------------------------------------------------===//
+
+/// Phase parity of the `tile`-th use of its slot, as i32.
+Value getRingParity(KernelBuilder &kb, const KernelContext &ctx, Value tile) {
+  return kb.toI32(kb.remu(kb.divu(tile, ctx.S), 2));
+}
+
+Value getFullBarrier(KernelBuilder &kb, const KernelContext &ctx, Value tile) {
+  return getRingBarrier(kb, ctx, kb.remu(tile, ctx.S));
+}
+
+Value getEmptyBarrier(KernelBuilder &kb, const KernelContext &ctx,
+                      Value tile) {
+  return getRingBarrier(kb, ctx, kb.add(kb.remu(tile, ctx.S), kb.idx(ctx.S)));
+}
+
+/// Runs `body` when `cond` holds.
+void emitIf(ImplicitLocOpBuilder &b, Value cond,
+            llvm::function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body();
+}
+
+/// The producer: item tile `tile` (kernel tile `base + tile`) into its slot
+/// once the slot's previous tile is released, if the item has it; one copy
+/// group either way, so wait_group counts steps.
+void produceTile(KernelBuilder &kb, const KernelContext &ctx,
+                 const ItemValues &item, const Caches &caches,
+                 const RangeValues &range, Value base, Value tile,
+                 ValueRange ids) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  Value g = kb.add(base, tile);
+  emitIf(b, kb.slt(tile, range.count), [&] {
+    Value reused = kb.sub(g, kb.idx(ctx.S));
+    emitIf(b, kb.sgt(g, kb.idx(ctx.S - 1)), [&] {
+      mlir::attn::detail::mbarrierWait(b, getEmptyBarrier(kb, ctx, reused),
+                                       getRingParity(kb, ctx, reused));
+    });
+    issueTile(kb, ctx, item, caches, range, tile, kb.remu(g, ctx.S), ids);
+  });
+  cpAsyncCommit(b);
 }
 
 //===----------------------------------------------------------------------===//
@@ -324,6 +381,15 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
     // Fill stages - 1 slots.
     SmallVector<Value> ids =
         loadPageIds(kb, ctx, item, caches, range, kb.idx(0));
+    if (ctx.specialized) {
+      Value base = loadRingBase(kb, op);
+      for (int64_t s = 0; s + 1 < ctx.S; ++s) {
+        produceTile(kb, ctx, item, caches, range, base, kb.idx(s), ids);
+        ids = loadPageIds(kb, ctx, item, caches, range, kb.idx(s + 1));
+      }
+      rewriter.replaceOpWithMultiple(op, {PipeValues{range, ids}.flatten()});
+      return success();
+    }
     for (int64_t s = 0; s + 1 < ctx.S; ++s) {
       issueTile(kb, ctx, item, caches, range, kb.idx(s), kb.idx(s), ids);
       cpAsyncCommit(b);
@@ -359,36 +425,27 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
       return loadPageIds(kb, ctx, item, caches, range, kb.add(j, kb.idx(S)));
     };
     SmallVector<Value> nextIds;
-    auto parity = [&](Value tile) {
-      return kb.toI32(kb.remu(kb.divu(tile, S), 2));
-    };
-    auto ifNotFirst = [&](llvm::function_ref<void()> body) {
-      auto ifOp = scf::IfOp::create(b, kb.sgt(j, kb.idx(0)), false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      body();
-    };
-    Value prev = kb.sub(j, kb.idx(1));
-    if (ctx.specialized && isProducerOp(op)) {
-      // Publish tile j, then refill tile j - 1's slot once it is released.
-      cpAsyncWait(b, S - 2);
-      publishSharedWrites(kb, ctx);
-      mlir::attn::detail::mbarrierArrive(b, getRingBarrier(kb, ctx, stage));
-      ifNotFirst([&] {
-        mlir::attn::detail::mbarrierWait(
-            b, getRingBarrier(kb, ctx, kb.add(kb.remu(prev, S), kb.idx(S))),
-            parity(prev));
-      });
-      nextIds = refill();
-    } else if (ctx.specialized) {
-      // Release tile j - 1, wait for tile j.
-      ifNotFirst([&] {
-        mlir::attn::detail::mbarrierArrive(
-            b, getRingBarrier(kb, ctx, kb.add(kb.remu(prev, S), kb.idx(S))));
-      });
-      mlir::attn::detail::mbarrierWait(b, getRingBarrier(kb, ctx, stage),
-                                       parity(j));
-      nextIds = pipe.pageIds;
+    if (ctx.specialized) {
+      Value base = loadRingBase(kb, op);
+      Value g = kb.add(base, j);
+      stage = kb.remu(g, S);
+      if (isProducerOp(op)) {
+        // Publish tile g, then issue the item's tile j + stages - 1.
+        cpAsyncWait(b, S - 2);
+        publishSharedWrites(kb, ctx);
+        mlir::attn::detail::mbarrierArrive(b, getFullBarrier(kb, ctx, g));
+        produceTile(kb, ctx, item, caches, range, base, ahead, pipe.pageIds);
+        nextIds = loadPageIds(kb, ctx, item, caches, range, kb.add(j, kb.idx(S)));
+      } else {
+        // Release tile g - 1 of this item, wait for tile g.
+        emitIf(b, kb.sgt(j, kb.idx(0)), [&] {
+          mlir::attn::detail::mbarrierArrive(
+              b, getEmptyBarrier(kb, ctx, kb.sub(g, kb.idx(1))));
+        });
+        mlir::attn::detail::mbarrierWait(b, getFullBarrier(kb, ctx, g),
+                                         getRingParity(kb, ctx, g));
+        nextIds = pipe.pageIds;
+      }
     } else if (ctx.splitKeys) {
       // Every lane is past the last step's reads of the slot refilled now.
       syncWarp(b);
@@ -456,10 +513,23 @@ struct KVDrainLowering : public OpConversionPattern<TileKVDrainOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelContext ctx = KernelContext::get(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    if (ctx.specialized) {
+      // The consumers release the item's last tile; both roles count the
+      // item's tiles into the ring's base.
+      KernelBuilder kb(b);
+      RangeValues range = PipeValues::unflatten(adaptor.getPipe()).range;
+      Value base = loadRingBase(kb, op);
+      Value next = kb.add(base, range.count);
+      if (!isProducerOp(op))
+        mlir::attn::detail::mbarrierArrive(
+            b, getEmptyBarrier(kb, ctx, kb.sub(next, kb.idx(1))));
+      storeRingBase(kb, op, next);
+      rewriter.eraseOp(op);
+      return success();
+    }
     // Copies issued past the last tile must land before the slots are
-    // reused (wgmma kernels: the producer's, before the barriers re-arm).
-    if (!ctx.specialized || isProducerOp(op))
-      cpAsyncWait(b, 0);
+    // reused.
+    cpAsyncWait(b, 0);
     if (ctx.splitKeys)
       syncWarp(b);
     rewriter.eraseOp(op);

@@ -109,7 +109,21 @@ int64_t mlir::attn::mmasync::getNumPageIds(const KernelContext &ctx) {
   // Tiles start at multiples of the tile's keys (decode: of 16 keys from
   // position 0; taller tiles: chunk starts the planner aligns to whole
   // pages), so a page size that is a multiple of the tile holds each tile.
-  return ctx.PS % ctx.N == 0 ? 1 : getCopiesPerThread(ctx);
+  if (ctx.PS % ctx.N == 0)
+    return 1;
+  return getPagesPerTile(ctx) ? getPagesPerTile(ctx) : getCopiesPerThread(ctx);
+}
+
+int64_t mlir::attn::mmasync::getPagesPerTile(const KernelContext &ctx) {
+  // The producer's copy i is i x rowStep rows below its first, which lies in
+  // the tile's first rowStep rows: with whole pages of a multiple of rowStep
+  // rows, copy i reads the tile's page (i x rowStep) / page_size, the same
+  // for every producer thread.
+  const int64_t rowStep = ctx.copyThreads() / ctx.chunks();
+  if (!ctx.specialized || !ctx.paged || ctx.copyThreads() % ctx.chunks() ||
+      ctx.PS >= ctx.N || ctx.N % ctx.PS || ctx.PS % rowStep)
+    return 0;
+  return ctx.N / ctx.PS;
 }
 
 void mlir::attn::mmasync::addTypeConversions(TypeConverter &converter,
@@ -235,6 +249,26 @@ Value mlir::attn::mmasync::getRingBarrier(KernelBuilder &kb,
                                           const KernelContext &ctx, Value i) {
   return kb.add(getSharedBase(kb),
                 kb.add(kb.idx(ctx.smem.barrierOffset), kb.mul(i, 8)));
+}
+
+/// The ring-base counter of `op`'s kernel.
+static Value getRingBaseCounter(Operation *op) {
+  auto func = op->getParentOfType<gpu::GPUFuncOp>();
+  for (Operation &candidate : func.getBody().front())
+    if (candidate.hasAttr(kRingBaseAttr))
+      return candidate.getResult(0);
+  llvm_unreachable("warp-specialized kernels declare their ring base");
+}
+
+Value mlir::attn::mmasync::loadRingBase(KernelBuilder &kb, Operation *op) {
+  return memref::LoadOp::create(kb.builder(), getRingBaseCounter(op),
+                                ValueRange{kb.idx(0)});
+}
+
+void mlir::attn::mmasync::storeRingBase(KernelBuilder &kb, Operation *op,
+                                        Value tiles) {
+  memref::StoreOp::create(kb.builder(), tiles, getRingBaseCounter(op),
+                          ValueRange{kb.idx(0)});
 }
 
 void mlir::attn::mmasync::publishSharedWrites(KernelBuilder &kb,

@@ -157,11 +157,22 @@ int64_t getNumPageIds(const KernelContext &ctx);
 bool keepsQueryInRegisters(const KernelContext &ctx);
 /// 16-byte copies one thread issues per K (and V) tile.
 int64_t getCopiesPerThread(const KernelContext &ctx);
+/// The pages of a K/V tile when every producer thread's copies read the
+/// tile's pages in the same pattern (warp-specialized kernels, pages of whole
+/// copy rows dividing the tile): the pipe then carries one index per page,
+/// not one per copy; 0 otherwise.
+int64_t getPagesPerTile(const KernelContext &ctx);
 /// Byte address (index) of mbarrier `i` of the ring (warp-specialized
 /// kernels): full[s] = s, empty[s] = stages + s.
 Value getRingBarrier(KernelBuilder &kb, const KernelContext &ctx, Value i);
 /// The shared-memory byte address of the dynamic shared memory's start.
 Value getSharedBase(KernelBuilder &kb);
+/// Warp-specialized kernels: the ring tiles the items before this one used,
+/// per thread (a private memref<1xindex> marked kRingBaseAttr at the
+/// kernel's entry, which LLVM keeps in a register).
+inline constexpr llvm::StringLiteral kRingBaseAttr = "attn.ring_base";
+Value loadRingBase(KernelBuilder &kb, Operation *op);
+void storeRingBase(KernelBuilder &kb, Operation *op, Value tiles);
 
 /// The [columnBlocks * rows][blockElements] element view of the dynamic
 /// shared memory (TileSharedMemory).

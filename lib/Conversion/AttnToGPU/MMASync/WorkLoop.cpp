@@ -94,32 +94,27 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
     Value last = kb.toIndex(
         memref::LoadOp::create(b, ctaIndptr, ValueRange{kb.add(cta, 1)})
             .getResult());
-    // Warp-specialized kernels: thread 0 arms the ring's mbarriers, and
-    // re-arms them between items (the phases restart with each item's
-    // tiles), with every thread of the CTA out of the last item.
-    auto armBarriers = [&](bool rearm) {
+    // Warp-specialized kernels: thread 0 arms the ring's mbarriers once;
+    // their phases run on across items (KVPipeline.cpp).
+    if (ctx.specialized) {
       Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
       auto leader = scf::IfOp::create(b, kb.eq(tid, kb.idx(0)), false);
-      OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&leader.getThenRegion().front());
-      for (int64_t i = 0; i < 2 * ctx.S; ++i) {
-        Value bar = getRingBarrier(kb, ctx, kb.idx(i));
-        if (rearm)
-          mlir::attn::detail::mbarrierInval(b, bar);
+      for (int64_t i = 0; i < 2 * ctx.S; ++i)
         mlir::attn::detail::mbarrierInit(
-            b, bar, i < ctx.S ? KernelContext::kProducerThreads : ctx.threads());
-      }
-    };
-    if (ctx.specialized) {
-      armBarriers(/*rearm=*/false);
+            b, getRingBarrier(kb, ctx, kb.idx(i)),
+            i < ctx.S ? KernelContext::kProducerThreads : ctx.threads());
+      b.setInsertionPointAfter(leader);
       gpu::BarrierOp::create(b);
     }
     auto loop = scf::ForOp::create(b, first, last, kb.idx(1));
     b.setInsertionPointToStart(loop.getBody());
-    if (!ctx.splitKeys)
-      gpu::BarrierOp::create(b);
+    // Consecutive items share the Q tile (and, unspecialized, the ring): the
+    // warps that read them are past the last item.
     if (ctx.specialized) {
-      armBarriers(/*rearm=*/true);
+      if (!isProducerOp(op))
+        mlir::attn::detail::namedBarrier(b, kConsumerBarrier, ctx.threads());
+    } else if (!ctx.splitKeys) {
       gpu::BarrierOp::create(b);
     }
     Value lastLen = adaptor.getKvLastLen().empty()

@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -43,6 +44,15 @@ void mlir::attn::specializeWarps(gpu::GPUFuncOp kernel) {
     return;
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   KernelBuilder kb(b);
+  {
+    // Each thread's count of the ring tiles its items used, from 0.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&kernel.getBody().front());
+    auto counter = memref::AllocaOp::create(
+        b, MemRefType::get({1}, b.getIndexType()));
+    counter->setAttr(kRingBaseAttr, b.getUnitAttr());
+    memref::StoreOp::create(b, kb.idx(0), counter, ValueRange{kb.idx(0)});
+  }
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   auto role = scf::IfOp::create(b, kb.sgt(kb.add(tid, kb.idx(1)),
                                           kb.idx(ctx.threads())),
