@@ -184,18 +184,26 @@ void mlir::attn::mmasync::addTypeConversions(TypeConverter &converter,
 // Shared memory and rows
 //===----------------------------------------------------------------------===//
 
+Value mlir::attn::mmasync::getDynamicSharedMemory(KernelBuilder &kb) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface{},
+                               getWorkgroupSpace(b.getContext()));
+  return gpu::DynamicSharedMemoryOp::create(b, bytes);
+}
+
+Attribute mlir::attn::mmasync::getWorkgroupSpace(MLIRContext *ctx) {
+  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+}
+
 Value mlir::attn::mmasync::getSharedTiles(KernelBuilder &kb,
                                           const KernelContext &ctx) {
   ImplicitLocOpBuilder &b = kb.builder();
-  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
-                                       gpu::AddressSpace::Workgroup);
-  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                               MemRefLayoutAttrInterface{}, wg);
-  Value dyn = gpu::DynamicSharedMemoryOp::create(b, bytes);
   auto type = MemRefType::get(
       {ctx.smem.columnBlocks * ctx.smem.totalRows, ctx.smem.blockElements},
-      ctx.elt, MemRefLayoutAttrInterface{}, wg);
-  return memref::ViewOp::create(b, type, dyn, kb.idx(0), ValueRange{});
+      ctx.elt, MemRefLayoutAttrInterface{}, getWorkgroupSpace(b.getContext()));
+  return memref::ViewOp::create(b, type, getDynamicSharedMemory(kb),
+                                kb.idx(0), ValueRange{});
 }
 
 Value mlir::attn::mmasync::getKRow(KernelBuilder &kb, const KernelContext &ctx,
@@ -236,13 +244,8 @@ SharedElement mlir::attn::mmasync::getSharedElement(KernelBuilder &kb,
 }
 
 Value mlir::attn::mmasync::getSharedBase(KernelBuilder &kb) {
-  ImplicitLocOpBuilder &b = kb.builder();
-  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
-                                       gpu::AddressSpace::Workgroup);
-  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                               MemRefLayoutAttrInterface{}, wg);
-  Value dyn = gpu::DynamicSharedMemoryOp::create(b, bytes);
-  return memref::ExtractAlignedPointerAsIndexOp::create(b, dyn);
+  return memref::ExtractAlignedPointerAsIndexOp::create(
+      kb.builder(), getDynamicSharedMemory(kb));
 }
 
 Value mlir::attn::mmasync::getRingBarrier(KernelBuilder &kb,

@@ -174,6 +174,10 @@ inline constexpr llvm::StringLiteral kRingBaseAttr = "attn.ring_base";
 Value loadRingBase(KernelBuilder &kb, Operation *op);
 void storeRingBase(KernelBuilder &kb, Operation *op, Value tiles);
 
+/// The dynamic shared memory as bytes (memref<?xi8> in the workgroup address
+/// space), which every view of it starts from.
+Value getDynamicSharedMemory(KernelBuilder &kb);
+Attribute getWorkgroupSpace(MLIRContext *ctx);
 /// The [columnBlocks * rows][blockElements] element view of the dynamic
 /// shared memory (TileSharedMemory).
 Value getSharedTiles(KernelBuilder &kb, const KernelContext &ctx);

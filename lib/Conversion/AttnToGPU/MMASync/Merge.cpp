@@ -101,14 +101,10 @@ struct MergeLowering : public OpConversionPattern<TileMergeOp> {
     // Per-thread merge state for the cross-part combine (R = 1).
     Value smem;
     if (!rowPerPart) {
-      auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
-                                           gpu::AddressSpace::Workgroup);
-      auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                                   MemRefLayoutAttrInterface{}, wg);
-      Value dyn = gpu::DynamicSharedMemoryOp::create(b, bytes);
       auto type = MemRefType::get({NT * 10}, f32, MemRefLayoutAttrInterface{},
-                                  wg);
-      smem = memref::ViewOp::create(b, type, dyn, kb.idx(0), ValueRange{});
+                                  getWorkgroupSpace(b.getContext()));
+      smem = memref::ViewOp::create(b, type, getDynamicSharedMemory(kb),
+                                    kb.idx(0), ValueRange{});
     }
 
     Value numUnits = loadIndex(plan, kb.idx(attnrt::kHdrNumMergeUnits));

@@ -69,11 +69,8 @@ void storeDecode(KernelBuilder &kb, const KernelContext &ctx,
 
   // Shared-memory views over the dynamic shared memory: the warps' f32
   // output rows (over their rings) and their statistics.
-  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
-                                       gpu::AddressSpace::Workgroup);
-  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                               MemRefLayoutAttrInterface{}, wg);
-  Value dyn = gpu::DynamicSharedMemoryOp::create(b, bytes);
+  Attribute wg = getWorkgroupSpace(b.getContext());
+  Value dyn = getDynamicSharedMemory(kb);
   auto mergeType = MemRefType::get({W * rows, smem.mergeRowStride},
                                    b.getF32Type(), MemRefLayoutAttrInterface{},
                                    wg);

@@ -396,14 +396,13 @@ struct AttnOutlineKernelsPass
       std::string name = getAttentionKernelName(*info, tile);
       if (!gm.lookupSymbol(name)) {
         TileCost cost = getTileCost(tile);
+        TileMMA mma = getTileMMA(tile, info->headDim, target);
         // Masks are ANDed: the band any of them declares holds for all.
         BandAttr band = HookComposer(info->variants, {}, {}).getBand(ctx);
         auto launch = LaunchAttr::get(
             ctx, KernelRole::attention, StringAttr::get(ctx, target.getName()),
-            getTileThreads(tile, getTileMMA(tile, info->headDim, target)),
-            getTileSharedMemory(tile, info->headDim,
-                                getTileMMA(tile, info->headDim, target))
-                .bytes,
+            getTileThreads(tile, mma),
+            getTileSharedMemory(tile, info->headDim, mma).bytes,
             tile.getCtasPerSm(), info->dtype, info->headDim, info->numQoHeads,
             info->numKVHeads, tile, info->view, cost.perItem, cost.perKVToken,
             cost.minChunk, band, info->customMask, merge,
