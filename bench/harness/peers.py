@@ -40,25 +40,36 @@ def _token_index(w):
     return idx
 
 
-def sdpa_decode(w, backend):
-    """Gather each request's pages into a padded batch, then SDPA."""
+def _gather_kv(w, backend, group):
+    """What a paged-cache SDPA peer times besides SDPA itself: a function
+    gathering the requests' K/V into [B, HKV, L, D] (expanded to all query
+    heads for the memory-efficient backend, which has no GQA)."""
     d = w["head_dim"]
     idx = _token_index(w)
+    kf = w["k_cache"].reshape(-1, HKV, d)
+    vf = w["v_cache"].reshape(-1, HKV, d)
+
+    def gather():
+        k = kf[idx].transpose(1, 2)
+        v = vf[idx].transpose(1, 2)
+        if backend == "efficient":
+            k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        return k, v
+
+    return gather
+
+
+def sdpa_decode(w, backend):
+    """Gather each request's pages into a padded batch, then SDPA."""
     lens = torch.tensor(w["kv_lens"], device="cuda")
     uniform = bool((lens == lens[0]).all())
     mask = None if uniform else (
-        torch.arange(idx.shape[1], device="cuda")[None, :] < lens[:, None])[:, None, None, :]
-    kf = w["k_cache"].reshape(-1, HKV, d)
-    vf = w["v_cache"].reshape(-1, HKV, d)
+        torch.arange(max(w["kv_lens"]), device="cuda")[None, :] < lens[:, None])[:, None, None, :]
     q = w["q"][:, :, None, :]  # [B, HQ, 1, D]
-
-    group = w["q"].shape[1] // HKV
+    gather = _gather_kv(w, backend, w["q"].shape[1] // HKV)
 
     def fn():
-        k = kf[idx].transpose(1, 2)  # [B, HKV, L, D]
-        v = vf[idx].transpose(1, 2)
-        if backend == "efficient":  # no GQA support: expand the heads
-            k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        k, v = gather()
         with sdpa_kernel(BACKENDS[backend]):
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                enable_gqa=True)
@@ -76,19 +87,13 @@ def sdpa_append(w, backend):
         raise ValueError("the peers' batched call needs one qo_len and one kv_len")
     d = w["head_dim"]
     b = len(w["qo_lens"])
-    idx = _token_index(w)
-    kf = w["k_cache"].reshape(-1, HKV, d)
-    vf = w["v_cache"].reshape(-1, HKV, d)
     q = w["q"].reshape(b, qo, -1, d).transpose(1, 2)  # [B, HQ, qo, D]
-    group = q.shape[1] // HKV
     pos = torch.arange(kv - qo, kv, device="cuda")
     mask = (torch.arange(kv, device="cuda")[None, :] <= pos[:, None])[None, None]
+    gather = _gather_kv(w, backend, q.shape[1] // HKV)
 
     def fn():
-        k = kf[idx].transpose(1, 2)  # [B, HKV, L, D]
-        v = vf[idx].transpose(1, 2)
-        if backend == "efficient":  # no GQA support: expand the heads
-            k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        k, v = gather()
         with sdpa_kernel(BACKENDS[backend]):
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
         return o.transpose(1, 2).reshape(b * qo, -1, d)
@@ -97,7 +102,6 @@ def sdpa_append(w, backend):
 
 
 def sdpa_prefill(w, backend):
-    d = w["head_dim"]
     if not w.get("paged"):
         q = w["q"].transpose(0, 1)[None]  # [1, HQ, L, D]
         k = w["k"].transpose(0, 1)[None]

@@ -179,6 +179,15 @@ def reject_extra_args(where, args):
             "variant_params=) to plan()")
 
 
+def check_run_matches_plan(p, **given):
+    """FlashInfer's run() repeats some of plan()'s arguments; attn fixes them
+    at plan time, so a run value (not None) other than the plan's is an error."""
+    for name, value in given.items():
+        planned = getattr(p, name)
+        if value is not None and value != planned:
+            raise ValueError(f"attn: run({name}={value}) differs from plan's {planned}; pass it to plan()")
+
+
 def check_run_sinks(p, sinks):
     """FlashInfer takes ``sinks`` at run time too; attn reads them through the plan."""
     if sinks is not None and sinks is not p.sinks:

@@ -10,7 +10,8 @@ import array
 import functools
 
 from . import mla
-from .core import check_tensor, dtype_name, reject_extra_args, reject_unsupported, torch_module
+from .core import (check_run_matches_plan, check_tensor, dtype_name, reject_extra_args, reject_unsupported,
+                   torch_module)
 from .errors import not_implemented
 from .mla import trtllm_batch_decode_with_kv_cache_mla  # noqa: F401  (re-exported, as FlashInfer's decode does)
 from .page import get_seq_lens  # noqa: F401  (FlashInfer's decode module exports it)
@@ -162,12 +163,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         reject_unsupported("BatchDecodeWithPagedKVCacheWrapper.run", kv_cache_sf=kv_cache_sf,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor)
         p = self._check_planned()
-        if q_len_per_req is not None and q_len_per_req != p.q_len_per_req:
-            raise ValueError(f"attn: run(q_len_per_req={q_len_per_req}) differs from plan's {p.q_len_per_req}; "
-                             "pass it to plan()")
-        if window_left is not None and window_left != p.window_left:
-            raise ValueError(f"attn: run(window_left={window_left}) differs from plan's {p.window_left}; "
-                             "pass it to plan()")
+        check_run_matches_plan(p, q_len_per_req=q_len_per_req, window_left=window_left)
         return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
                                q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
 

@@ -131,9 +131,7 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            use_fp16_softmax=use_fp16_softmax, uses_spcompress=uses_spcompress)
         p = self._check_planned()
-        if window_left is not None and window_left != p.window_left:
-            raise ValueError(f"attn: run(window_left={window_left}) differs from plan's {p.window_left}; "
-                             "pass it to plan()")
+        core.check_run_matches_plan(p, window_left=window_left)
         return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
                                q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
 
