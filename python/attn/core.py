@@ -345,6 +345,86 @@ def kernel_info(spec, device):
     return info
 
 
+def variant_args(spec, values, device):
+    """The kernel arguments [(name, kind, value)] of a spec's variant
+    parameters, from their values by (variant, parameter). Tables must be
+    float32 tensors on ``device``; with ``device`` None (workspace sizing)
+    they are not read and stand as null pointers."""
+    args, seen = [], set()
+    for variant, pname, ty in spec.param_list():
+        v = values[(variant, pname)]
+        # Argument names as the kernel generator gives them: a name a
+        # previous variant already used is qualified as variant_name.
+        name = pname if pname not in seen else f"{variant}_{pname}"
+        seen.update((pname, name))
+        if ty == "i32":
+            args.append((name, "i32", int(v)))
+        elif ty == "f32":
+            args.append((name, "f32", float(v)))
+        elif device is None:  # sizing only: no table is read
+            args.append((name, "ptr", 0))
+        else:  # a table (memref): a float32 tensor on the device
+            # @sinks is read at sinks[query head]; a custom table is 1-D.
+            shape = (("num_qo_heads", spec.num_qo_heads),) if variant == "sinks" else None
+            check_tensor(name, v, dtype="f32", device=device, shape=shape, dims=1)
+            args.append((name, "ptr", v.data_ptr()))
+    return args
+
+
+def plan_config(info, args, *, custom_mask, graph_mode, max_batch, max_total_q_rows):
+    """The planner's config (``attnRtPlanConfig``, as a dict) for the kernels
+    of ``info`` (a KernelInfo): what plan() plans with and what
+    :func:`attn.get_workspace_size` sizes the workspace from, built here
+    only. ``args``: the variant arguments [(name, kind, value)], of
+    which the mask band reads the window; ``max_batch`` and
+    ``max_total_q_rows``: the batch and query rows the workspace must hold
+    (a plan's own, or the CUDA-graph maxima; at least 1). In graph mode
+    ``graph_candidate`` is 0 here; plan() sets the captured tile's."""
+    spec = info.spec
+    causal, window_left = plan_mask(info.band, args)
+    return {
+        "num_qo_heads": spec.num_qo_heads, "num_kv_heads": spec.num_kv_heads,
+        "head_dim": spec.head_dim, "indexing": 0 if spec.indexing == "paged" else 1,
+        "block_size": spec.page_size if spec.indexing == "paged" else 1,
+        "causal": int(causal), "window_left": window_left,
+        "has_custom_mask": int(bool(custom_mask)),
+        "num_sms": info.num_sms,
+        "graph_mode": int(bool(graph_mode)), "graph_candidate": 0,
+        "max_batch": max(1, int(max_batch or 0)), "max_total_q_rows": max(1, int(max_total_q_rows or 0)),
+        "candidates": info.candidates,
+    }
+
+
+def workspace_too_small(have, need, config, batch, total_q):
+    """The message of plan()'s ValueError when float_workspace_buffer is too small."""
+    graph = " (CUDA-graph maxima: batch {max_batch}, {max_total_q_rows} query rows)".format(**config) \
+        if config["graph_mode"] else ""
+    return (f"attn: float_workspace_buffer has {have} bytes ({have / 2**20:.1f} MiB), this plan needs {need} "
+            f"({need / 2**20:.1f} MiB) for batch {batch}, {total_q} query rows{graph}; allocate at least that. "
+            "attn.get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size, kind=..., max_batch=..., "
+            "max_total_q_rows=...) gives the bytes for the largest batch you will plan")
+
+
+SIZING_KEYWORDS = ("sinks", "variant", "variant_params", "logits_scale")
+
+
+def scratch_wrapper(wrappers, key, make, need, device):
+    """``wrappers[key]``, a wrapper of the single-request functions whose
+    float workspace holds at least ``need`` bytes: made with ``make(buffer)``
+    on first use, given a larger buffer (``need`` rounded up to 1 MiB) when a
+    call needs more. One per device (and layout), kept for the process."""
+    w = wrappers.get(key)
+    if w is not None and w._workspace.numel() * w._workspace.element_size() >= need:
+        return w
+    torch = torch_module()
+    buf = torch.empty(-(-max(need, 1) // (1 << 20)) << 20, dtype=torch.uint8, device=device)
+    if w is None:
+        w = wrappers[key] = make(buf)
+    else:
+        w.reset_workspace_buffer(buf)
+    return w
+
+
 class PlannedRun:
     """What plan() leaves for run(): the module, kernels, host plan and arguments."""
 
@@ -423,18 +503,8 @@ class WrapperBase:
         batch = len(qo_indptr) - 1
         total_q = int(qo_indptr[-1]) if batch >= 0 else 0
         variant_args = self._variant_args(spec, values)
-        causal, window_left = plan_mask(info.band, variant_args)
-        config = {
-            "num_qo_heads": spec.num_qo_heads, "num_kv_heads": spec.num_kv_heads,
-            "head_dim": spec.head_dim, "indexing": 0 if spec.indexing == "paged" else 1,
-            "block_size": spec.page_size if spec.indexing == "paged" else 1,
-            "causal": int(causal), "window_left": window_left,
-            "has_custom_mask": int(bool(custom_mask)),
-            "num_sms": info.num_sms,
-            "graph_mode": int(self._use_cuda_graph), "graph_candidate": 0,
-            "max_batch": max(1, max_batch or batch), "max_total_q_rows": max(1, max_total_q_rows or total_q),
-            "candidates": info.candidates,
-        }
+        config = plan_config(info, variant_args, custom_mask=custom_mask, graph_mode=self._use_cuda_graph,
+                             max_batch=max_batch or batch, max_total_q_rows=max_total_q_rows or total_q)
         if self._use_cuda_graph:
             first = self._graph_config
             config["graph_candidate"] = first["graph_candidate"] if first is not None else \
@@ -454,8 +524,7 @@ class WrapperBase:
             self._ws_sizes = (size_key, (host_bytes, device_bytes))
         ws_bytes = self._workspace.numel() * self._workspace.element_size()
         if ws_bytes < device_bytes:
-            raise ValueError(f"attn: float_workspace_buffer has {ws_bytes} bytes, this plan needs "
-                             f"{device_bytes} (batch {batch}, {total_q} query rows)")
+            raise ValueError(workspace_too_small(ws_bytes, device_bytes, config, batch, total_q))
         if self._upload_event is not None:
             # The previous plan's uploads may still read the pinned buffers.
             self._upload_event.synchronize()
@@ -576,23 +645,7 @@ class WrapperBase:
         p.mask_ptrs = {"custom_mask": packed.data_ptr(), "mask_indptr": d_indptr.data_ptr()}
 
     def _variant_args(self, spec, values):
-        args, seen = [], set()
-        for variant, pname, ty in spec.param_list():
-            v = values[(variant, pname)]
-            # Argument names as the kernel generator gives them: a name a
-            # previous variant already used is qualified as variant_name.
-            name = pname if pname not in seen else f"{variant}_{pname}"
-            seen.update((pname, name))
-            if ty == "i32":
-                args.append((name, "i32", int(v)))
-            elif ty == "f32":
-                args.append((name, "f32", float(v)))
-            else:  # a table (memref): a float32 tensor on the device
-                # @sinks is read at sinks[query head]; a custom table is 1-D.
-                shape = (("num_qo_heads", spec.num_qo_heads),) if variant == "sinks" else None
-                check_tensor(name, v, dtype="f32", device=self._device, shape=shape, dims=1)
-                args.append((name, "ptr", v.data_ptr()))
-        return args
+        return variant_args(spec, values, self._device)
 
     # -- run ----------------------------------------------------------------
 

@@ -10,13 +10,14 @@ import array
 import functools
 
 from . import mla
-from .core import (check_run_matches_plan, check_tensor, dtype_name, reject_extra_args, reject_unsupported,
-                   torch_module)
+from .core import (SIZING_KEYWORDS, check_run_matches_plan, check_tensor, dtype_name, reject_extra_args,
+                   reject_unsupported, scratch_wrapper, torch_module)
 from .errors import not_implemented
 from .mla import trtllm_batch_decode_with_kv_cache_mla  # noqa: F401  (re-exported, as FlashInfer's decode does)
 from .page import get_seq_lens  # noqa: F401  (FlashInfer's decode module exports it)
-from .paged import PagedWrapperBase, q_kv_dtypes
+from .paged import PagedWrapperBase, decode_query, q_kv_dtypes
 from .utils import _get_range_buf  # noqa: F401  (vLLM imports it from flashinfer.decode)
+from .utils import get_workspace_size
 
 
 class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
@@ -129,13 +130,14 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                 n = max(batch + 1, 2 * qo_dev.numel() if qo_dev is not None else 0)
                 qo_dev = self._qo_dev = torch.arange(n, dtype=torch.int32, device=self._device) * k
                 self._qo_dev_k = k
+        query_rows, causal = decode_query(k)
         qo_host = getattr(self, "_qo_host", None)
         if qo_host is None or len(qo_host) != batch + 1 or qo_host[-1] != batch * k:
             qo_host = self._qo_host = array.array("i", range(0, k * (batch + 1), k))
         self._plan_paged(qo_indptr=qo_host, qo_host=qo_host, qo_device=qo_dev[:batch + 1], kv_indptr=indptr,
                          kv_indices=indices, kv_last_len=last_page_len,
                          num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
-                         page_size=page_size, dtype=dtype, query_rows=1 if k == 1 else None, causal=k > 1,
+                         page_size=page_size, dtype=dtype, query_rows=query_rows, causal=causal,
                          window_left=window_left, sm_scale=sm_scale, fixed=self._fixed,
                          max_batch=self._max_batch if self._use_cuda_graph else None,
                          max_total_q_rows=self._max_batch * k if self._use_cuda_graph else None,
@@ -242,8 +244,8 @@ def single_decode_with_kv_cache(q, k, v, kv_layout="NHD", pos_encoding_mode="NON
 
     attn difference: this runs the paged decode kernel with 16-token pages
     over the same memory when ``kv_len`` is a multiple of 16 in NHD, and over
-    a padded (or transposed) copy otherwise; a wrapper with a 32 MiB
-    workspace is kept per device.
+    a padded (or transposed) copy otherwise; a wrapper is kept per device,
+    its workspace sized for the call (:func:`attn.get_workspace_size`).
 
     >>> o = single_decode_with_kv_cache(q, k, v)   # doctest: +SKIP
     """
@@ -262,11 +264,13 @@ def single_decode_with_kv_cache(q, k, v, kv_layout="NHD", pos_encoding_mode="NON
         kp[:kv_len], vp[:kv_len] = k, v
         k, v = kp, vp
     k, v = k.view(pages, page, hkv, d), v.view(pages, page, hkv, d)
-    key = str(q.device)
-    if key not in _single:
-        ws = torch.empty(32 << 20, dtype=torch.uint8, device=q.device)
-        _single[key] = BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
-    w = _single[key]
+    # The scratch workspace this call's plan needs, grown when a call needs more.
+    need = get_workspace_size(int(q.shape[0]), hkv, d, page, kind="decode", max_batch=1, dtype=q.dtype,
+                              window_left=window_left, logits_soft_cap=logits_soft_cap,
+                              pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
+                              device=q.device, **{n: kwargs[n] for n in SIZING_KEYWORDS if n in kwargs})
+    w = scratch_wrapper(_single, str(q.device), lambda ws: BatchDecodeWithPagedKVCacheWrapper(ws, "NHD"), need,
+                        q.device)
     w.plan(torch.tensor([0, pages], dtype=torch.int32), torch.arange(pages, dtype=torch.int32, device=q.device),
            torch.tensor([kv_len - (pages - 1) * page if kv_len else 0], dtype=torch.int32),
            int(q.shape[0]), hkv, d, page, pos_encoding_mode=pos_encoding_mode, window_left=window_left,

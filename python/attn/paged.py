@@ -27,6 +27,13 @@ def q_kv_dtypes(q_data_type, kv_data_type, data_type=None, o_data_type=None):
     return q
 
 
+def decode_query(q_len_per_req):
+    """(query_rows, causal) of the decode kernels for ``q_len_per_req``
+    query tokens per request: one row (no mask) for 1, else rows that vary
+    per batch, each seeing the keys up to its own position."""
+    return (1, False) if q_len_per_req == 1 else (None, True)
+
+
 def make_spec(*, num_qo_heads, num_kv_heads, head_dim, page_size, dtype, kv_layout, query_rows,
               indexing="paged", custom_mask=False, **variant_kwargs):
     """(AttentionSpec, parameter values) from FlashInfer-style keywords.

@@ -18,6 +18,7 @@ from . import core
 from .core import check_tensor, dtype_name, host_i32, reject_extra_args, reject_unsupported, torch_module
 from .errors import not_implemented
 from .paged import PagedWrapperBase, check_heads, make_spec, planned_keywords, q_kv_dtypes
+from .utils import get_workspace_size
 
 
 def _check_head_dim_vo(head_dim_qk, head_dim_vo):
@@ -314,7 +315,8 @@ def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=N
                                  rope_theta=None, backend="auto", return_lse=False, **kwargs):
     """Prefill of one request: ``q`` ``[qo_len, Hq, D]`` against ``k``/``v`` ``[kv_len, Hkv, D]``.
 
-    Runs the ragged prefill wrapper (a 32 MiB workspace kept per device);
+    Runs the ragged prefill wrapper, with a workspace kept per device and
+    sized for the call (:func:`attn.get_workspace_size`, grown when needed);
     ``kwargs`` go to its plan() (``backend`` is accepted and ignored, as by
     the wrappers).
     attn difference: causal with ``qo_len > kv_len`` is well defined (the
@@ -327,11 +329,15 @@ def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=N
     check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device)
     kv_len = int(k.shape[0] if kv_layout == "NHD" else k.shape[1])
     hkv = int(k.shape[1] if kv_layout == "NHD" else k.shape[0])
-    key = (str(q.device), kv_layout)
-    if key not in _single:
-        ws = torch.empty(32 << 20, dtype=torch.uint8, device=q.device)
-        _single[key] = BatchPrefillWithRaggedKVCacheWrapper(ws, kv_layout)
-    w = _single[key]
+    # The scratch workspace this call's plan needs, grown when a call needs more.
+    need = get_workspace_size(int(q.shape[1]), hkv, int(q.shape[2]), kind="ragged", max_batch=1,
+                              max_total_q_rows=max(1, int(q.shape[0])), dtype=q.dtype, kv_layout=kv_layout,
+                              causal=causal, custom_mask=custom_mask is not None or packed_custom_mask is not None,
+                              window_left=window_left, logits_soft_cap=logits_soft_cap,
+                              pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
+                              device=q.device, **{n: kwargs[n] for n in core.SIZING_KEYWORDS if n in kwargs})
+    w = core.scratch_wrapper(_single, (str(q.device), kv_layout),
+                             lambda ws: BatchPrefillWithRaggedKVCacheWrapper(ws, kv_layout), need, q.device)
     w.plan(torch.tensor([0, int(q.shape[0])], dtype=torch.int32), torch.tensor([0, kv_len], dtype=torch.int32),
            int(q.shape[1]), hkv, int(q.shape[2]), custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
            causal=causal, pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale, window_left=window_left,

@@ -1,13 +1,15 @@
 """The names engines import from ``flashinfer.utils`` that attn can honestly provide.
 
 Enums with FlashInfer's values, the cached index/workspace buffers engines
-reuse, and small helpers with FlashInfer's semantics. ``FP4Tensor`` exists so
+reuse, small helpers with FlashInfer's semantics, and attn's
+:func:`get_workspace_size` (the float workspace a configuration needs). ``FP4Tensor`` exists so
 that imports work: attn has no NVFP4, and constructing one raises
 NotImplementedError.
 """
 
 import enum
 
+from . import _native, core
 from .core import torch_module
 
 
@@ -100,3 +102,95 @@ class FP4Tensor:
     def __init__(self, *args, **kwargs):
         raise NotImplementedError("attn: FP4Tensor (NVFP4 output) is not implemented; attn writes the output "
                                   "in q's dtype (bfloat16/float16): pass a plain tensor as out=")
+
+
+WORKSPACE_KINDS = ("decode", "prefill", "ragged")
+
+
+def get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size=16, *, kind="decode", max_batch=1,
+                       max_total_q_rows=None, q_len_per_req=1, dtype="bfloat16", kv_layout="NHD", causal=False,
+                       custom_mask=False, window_left=-1, logits_soft_cap=None, pos_encoding_mode="NONE",
+                       rope_scale=None, rope_theta=None, logits_scale=None, sinks=None, variant=None,
+                       variant_params=None, use_cuda_graph=False, device=None, arch=None, num_sms=None):
+    """The bytes of ``float_workspace_buffer`` a wrapper's plan() needs:
+    every plan of up to ``max_batch`` requests and ``max_total_q_rows``
+    query rows fits in a buffer of this size (plan() raises ValueError
+    naming the size when it does not).
+
+    ``kind``: ``"decode"`` (BatchDecodeWithPagedKVCacheWrapper;
+    ``q_len_per_req`` query tokens per request, so ``max_total_q_rows`` is
+    ``max_batch * q_len_per_req``), ``"prefill"``
+    (BatchPrefillWithPagedKVCacheWrapper) or ``"ragged"``
+    (BatchPrefillWithRaggedKVCacheWrapper; ``page_size`` is ignored); the
+    prefill kinds need ``max_total_q_rows``. The remaining keywords are
+    plan()'s (``custom_mask``: True when plan() gets a custom or packed
+    mask; ``sinks``: anything not None, the table itself is not read), and
+    ``use_cuda_graph`` the constructor's. The size is computed as plan()
+    computes it (:func:`attn.core.plan_config`, then the C++ planner's
+    ``plan_workspace_size``), from the kernels' tile candidates (their
+    launch contracts: compiled in milliseconds, or looked up in the kernel
+    cache) and the SM count: of ``device`` (default: the current CUDA
+    device), or, without a GPU, ``arch`` and ``num_sms`` (an H100/H200:
+    ``arch="sm_90a", num_sms=132``).
+
+    >>> get_workspace_size(32, 8, 128, 16, kind="prefill", max_batch=128,
+    ...                    max_total_q_rows=16384, arch="sm_90a", num_sms=132)  # doctest: +SKIP
+    """
+    from .paged import check_heads, decode_query, make_spec, q_kv_dtypes
+    if kind not in WORKSPACE_KINDS:
+        raise ValueError(f"attn: kind must be one of {', '.join(WORKSPACE_KINDS)}, got {kind!r}")
+    check_heads(num_qo_heads, num_kv_heads, head_dim, page_size if kind != "ragged" else None)
+    k = q_len_per_req
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"attn: q_len_per_req must be a positive int, got {k!r}")
+    if not isinstance(max_batch, int) or max_batch < 1:
+        raise ValueError(f"attn: max_batch must be a positive int, got {max_batch!r}")
+    if kind == "decode":
+        query_rows, causal = decode_query(k)
+        max_total_q_rows = max_batch * k
+    elif not isinstance(max_total_q_rows, int) or max_total_q_rows < 1:
+        raise ValueError(f"attn: kind={kind!r} needs max_total_q_rows (a positive int: the most query rows "
+                         f"of one plan), got {max_total_q_rows!r}")
+    else:
+        query_rows = None
+    has_mask = bool(custom_mask)
+    spec, values = make_spec(num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                             page_size=page_size if kind != "ragged" else 1, dtype=q_kv_dtypes(dtype, None),
+                             kv_layout=core.check_kv_layout(kv_layout), query_rows=query_rows,
+                             indexing="ragged" if kind == "ragged" else "paged", custom_mask=has_mask,
+                             causal=bool(causal) and not has_mask, window_left=window_left,
+                             pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
+                             rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
+                             variant_params=variant_params, logits_scale=logits_scale)
+    info = _sizing_info(spec, device, arch, num_sms)
+    config = core.plan_config(info, core.variant_args(spec, values, None), custom_mask=has_mask,
+                              graph_mode=use_cuda_graph, max_batch=max_batch, max_total_q_rows=max_total_q_rows)
+    return int(_native.native().plan_workspace_size(config)[1])
+
+
+def _sizing_info(spec, device, arch, num_sms):
+    """The KernelInfo plan() would use: that of ``device`` (or the current
+    CUDA device) unless ``arch``/``num_sms`` say the chip."""
+    if arch is None and num_sms is None:
+        if device is None:
+            device = _current_cuda_device("arch= and num_sms=")
+        return core.kernel_info(spec, device)
+    if (arch is None or num_sms is None) and device is None:
+        device = _current_cuda_device("both arch= and num_sms=")
+    arch = arch or core.device_arch(device)
+    num_sms = num_sms or core.num_sms(device)
+    if not isinstance(num_sms, int) or num_sms < 1:
+        raise ValueError(f"attn: num_sms must be a positive int, got {num_sms!r}")
+    from .compiler import describe
+    return core.KernelInfo(spec, arch, device, describe(spec, arch), num_sms)
+
+
+def _current_cuda_device(instead):
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        raise ValueError("attn: get_workspace_size: no CUDA device to size for; without one give "
+                         f"{instead} (an H100/H200: arch='sm_90a', num_sms=132)")
+    return torch.device("cuda", torch.cuda.current_device())
