@@ -7,9 +7,13 @@ Switching from FlashInfer is an import change::
 Kernels are compiled on first use and kept in an on-disk cache
 (``$ATTN_CACHE_DIR`` or ``~/.cache/attn``); machines without the compiler
 load kernels precompiled with ``python -m attn.precompile``. Importing needs
-neither a GPU nor PyTorch; running attention needs both. See docs/Python.md.
+neither a GPU nor PyTorch; running attention needs both.
+``python -m attn show-config`` says what this installation has (compiler,
+arch, cache), ``ATTN_LOGLEVEL=INFO`` logs what is compiled, and
+:func:`get_workspace_size` how big the float workspace must be. See docs/Python.md.
 """
 
+from . import log as _log
 from . import cascade, decode, mla, page, prefill, utils
 from .cache import KernelCache, default_cache, default_cache_dir
 from .cascade import MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place, merge_states
@@ -21,11 +25,13 @@ from .mla import BatchMLAPagedAttentionWrapper
 from .page import append_paged_kv_cache, get_batch_indices_positions, get_seq_lens
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
                       single_prefill_with_kv_cache, single_prefill_with_kv_cache_return_lse)
-from .utils import next_positive_power_of_2
+from .utils import get_workspace_size, next_positive_power_of_2
 from .variants import AttentionSpec, Variant
 from ._native import has_compiler, has_native
 
 __version__ = "0.1.0"
+
+_log.configure()  # ATTN_LOGLEVEL
 
 __all__ = [
     "BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
@@ -36,5 +42,5 @@ __all__ = [
     "BatchMLAPagedAttentionWrapper", "BatchDecodeMlaWithPagedKVCacheWrapper",
     "Variant", "AttentionSpec", "KernelCache", "default_cache", "default_cache_dir",
     "AttnError", "CompileError", "KernelNotFoundError", "has_compiler", "has_native",
-    "packbits", "segment_packbits",
+    "packbits", "segment_packbits", "get_workspace_size",
 ]

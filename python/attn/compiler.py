@@ -13,11 +13,14 @@ batches all decode never compiles its 128-row tile. On a runtime-only build
 with ``python -m attn.precompile`` (docs/Python.md).
 """
 
+import logging
 import os
+import time
 
 from . import _native
 from .cache import CachedKernel, cache_key, default_cache
 from .errors import CompileError, KernelNotFoundError
+from .log import logger
 
 
 _build_id = None
@@ -70,6 +73,29 @@ def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False,
     return r
 
 
+def spec_summary(spec):
+    """A one-line description of an AttentionSpec for logs and messages:
+    ``decode heads 32/8 d=128 page=16 bf16 NHD [soft_cap, causal]``.
+
+    >>> from attn.variants import AttentionSpec
+    >>> spec_summary(AttentionSpec(128, 32, 8, 16, variants=("causal",)))
+    'decode heads 32/8 d=128 page=16 bf16 NHD [causal]'
+    """
+    kind = "decode" if spec.query_rows == 1 else (
+        f"{spec.query_rows}-row" if spec.query_rows is not None else
+        "ragged prefill" if spec.indexing == "ragged" else "prefill")
+    page = f" page={spec.page_size}" if spec.indexing == "paged" else ""
+    variants = list(spec.variants) + (["custom_mask"] if spec.custom_mask else [])
+    return (f"{kind} heads {spec.num_qo_heads}/{spec.num_kv_heads} d={spec.head_dim}{page} {spec.dtype} "
+            f"{spec.layout}" + (f" [{', '.join(variants)}]" if variants else ""))
+
+
+def _log_hit(hit, what, spec, arch, key, in_memory):
+    if hit is not None:
+        logger.debug("kernel cache hit (%s): %s of %s for %s (key %s)", "memory" if in_memory else "disk",
+                     what, spec_summary(spec), arch, key[:16])
+
+
 def _lookup_or_compile(spec, arch, cache, emit, candidate):
     cache = cache or default_cache()
     ir = spec.to_ir()
@@ -78,7 +104,9 @@ def _lookup_or_compile(spec, arch, cache, emit, candidate):
     what = "the launch contracts" if emit == "manifest" else (
         "the kernels" if candidate is None else f"tile candidate {candidate}'s kernels")
     if version is None or key in cache.memory:
+        in_memory = key in cache.memory
         hit = cache.lookup(key, version)
+        _log_hit(hit, what, spec, arch, key, in_memory)
         if hit is None:
             raise KernelNotFoundError(
                 f"attn: {what} of {spec} on {arch} are not in {cache.directory} (key {key[:16]}...), "
@@ -89,13 +117,22 @@ def _lookup_or_compile(spec, arch, cache, emit, candidate):
     with cache.locked(key):
         hit = cache.lookup(key, version)
         if hit is not None:
+            _log_hit(hit, what, spec, arch, key, False)
             return hit
+        logger.debug("kernel cache miss: %s of %s for %s (key %s) in %s; compiling", what, spec_summary(spec),
+                     arch, key[:16], cache.directory)
+        t0 = time.perf_counter()
         r = compile_ir(ir, arch, emit == "cubin", manifest_only=emit == "manifest", candidate=candidate)
+        ms = (time.perf_counter() - t0) * 1e3
         image = b"" if emit == "manifest" else r["cubin"] if emit == "cubin" else r["ptx"].encode()
         kernel = CachedKernel(image, r["manifest"], version, "compiled", stages=r["stages"])
         cache.store(key, kernel, inputs={"arch": arch, "emit": emit, "candidate": candidate, "spec": repr(spec),
                                          "generator": r["generator"],
                                          "stages_ms": [[n, round(ms, 3)] for n, ms in r["stages"]]})
+    if logger.isEnabledFor(logging.INFO):
+        stages = ", ".join(f"{n} {t:.1f}" for n, t in r["stages"])
+        logger.info("compiled %s of %s for %s (%s, key %s) in %.0f ms%s", what, spec_summary(spec), arch, emit,
+                    key[:16], ms, f" (stages, ms: {stages})" if stages else "")
     return kernel
 
 
