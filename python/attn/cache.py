@@ -345,6 +345,192 @@ class KernelCache:
         return d
 
 
+    # -- inspecting and clearing (python -m attn show-config / clear-cache) --
+
+    def entries(self):
+        """What the cache directory holds, for ``python -m attn show-config``:
+        a list of dicts ``{"key", "bytes", "age_s", "status", "what"}``, one
+        per entry directory (a 64-hex-digit name), sorted by key.
+
+        ``status`` is ``"ok"`` (meta.json of the shape :meth:`store` writes),
+        ``"incomplete"`` (no meta.json yet: being written, or a write that
+        died), ``"corrupt"`` or ``"refused"`` (with ``"reason"``); ``what``
+        summarises meta.json's inputs (arch, emit, candidate). Nothing is
+        followed through a symbolic link. Raises _Refused when the cache
+        directory itself is not trusted, FileNotFoundError when it does not
+        exist.
+        """
+        root = self._open_root()
+        out = []
+        try:
+            for name in sorted(os.listdir(root)):
+                if not _SHA256_RE.fullmatch(name):
+                    continue
+                out.append(self._describe_entry(root, name))
+        finally:
+            os.close(root)
+        return out
+
+    def _open_root(self):
+        """A descriptor of the cache directory, checked as lookups check it
+        (this user's, not group- or world-writable). The directory itself may
+        be reached through a symbolic link (lookups follow it too); nothing
+        below it is."""
+        fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _check_owner(os.fstat(fd), f"the cache directory {self.directory}")
+        except _Refused:
+            os.close(fd)
+            raise
+        return fd
+
+    def _describe_entry(self, root, name):
+        e = {"key": name, "bytes": 0, "age_s": None, "status": "ok", "what": ""}
+        try:
+            st = os.stat(name, dir_fd=root, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                e.update(status="refused", reason="a symbolic link or not a directory")
+                return e
+            e["age_s"] = max(0.0, time.time() - st.st_mtime)
+            _check_owner(st, "the entry directory")
+            dfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root)
+        except (_Refused, OSError) as err:
+            e.update(status="refused", reason=str(err))
+            return e
+        try:
+            for f in os.listdir(dfd):
+                fst = os.stat(f, dir_fd=dfd, follow_symlinks=False)
+                if stat.S_ISREG(fst.st_mode):
+                    e["bytes"] += fst.st_size
+            try:
+                raw = _read(dfd, "meta.json", MAX_META_BYTES)
+                _parse_meta(raw, name)
+                meta = json.loads(raw.decode())
+                e["age_s"] = max(0.0, time.time() - os.stat("meta.json", dir_fd=dfd, follow_symlinks=False).st_mtime)
+                inputs = meta.get("inputs") if isinstance(meta.get("inputs"), dict) else {}
+                parts = [str(inputs[k]) for k in ("arch", "emit") if isinstance(inputs.get(k), str)]
+                if isinstance(inputs.get("candidate"), int):
+                    parts.append(f"candidate {inputs['candidate']}")
+                e["what"] = " ".join(parts)
+                if isinstance(inputs.get("spec"), str):
+                    e["spec"] = inputs["spec"][:2000]
+                e["compiler_version"] = meta.get("compiler_version")
+            except FileNotFoundError:
+                e["status"] = "incomplete"
+            except _Refused as err:
+                e.update(status="refused", reason=str(err))
+            except (OSError, ValueError, RecursionError) as err:
+                e.update(status="corrupt", reason=str(err))
+        finally:
+            os.close(dfd)
+        return e
+
+    def clear(self, dry_run=False):
+        """Removes the cache's entries and lock files; returns a report
+        ``{"removed": [(key, bytes)], "kept": [(name, reason)], "bytes": n}``
+        (with ``dry_run``, what would be removed, nothing removed).
+
+        Only what this cache writes is removed, by the rules lookups trust:
+        entry directories with a 64-hex-digit name owned by this user, and in
+        them only the files :meth:`store` writes (``kernel.cubin``,
+        ``kernel.ptx``, ``kernel.json``, ``meta.json`` and their temporary
+        ``.<name>*`` files); an entry holding anything else keeps that and its
+        directory. Symbolic links are never followed (one at an entry's name
+        is left alone). Each entry is removed holding its key's lock
+        (:meth:`locked`, without waiting): an entry being compiled right now
+        is kept. The lock file goes too, still held, so a process that
+        opened it before is not locked out; one that opens it afterwards
+        makes a new one, and at worst compiles the (absent) key again. Other
+        files in the cache directory are left alone. Raises _Refused when
+        the cache directory is not trusted; an absent directory is empty.
+        """
+        report = {"removed": [], "kept": [], "bytes": 0}
+        try:
+            root = self._open_root()
+        except FileNotFoundError:
+            return report
+        try:
+            names = sorted(os.listdir(root))
+            keys = sorted({n for n in names if _SHA256_RE.fullmatch(n)} |
+                          {n[:-5] for n in names if n.endswith(".lock") and _SHA256_RE.fullmatch(n[:-5])})
+            for key in keys:
+                self._clear_key(root, key, key in names, key + ".lock" in names, dry_run, report)
+        finally:
+            os.close(root)
+        for key, _ in report["removed"]:
+            if not dry_run:
+                self.memory.pop(key, None)
+        return report
+
+    _ENTRY_FILES = ("kernel.cubin", "kernel.ptx", "kernel.json", "meta.json")
+
+    def _clear_key(self, root, key, has_entry, has_lock, dry_run, report):
+        lock = None
+        if has_lock:
+            try:
+                lock = os.open(key + ".lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root)
+                _check_owner(os.fstat(lock), "the lock file")
+                if not stat.S_ISREG(os.fstat(lock).st_mode):
+                    raise _Refused("the lock file is not a regular file")
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(lock)
+                report["kept"].append((key, "being compiled now (its lock is held)"))
+                return
+            except (OSError, _Refused) as e:
+                if lock is not None:
+                    os.close(lock)
+                why = "its lock file is a symbolic link" if isinstance(e, OSError) and e.errno == errno.ELOOP \
+                    else f"its lock file is not trusted ({e})"
+                report["kept"].append((key, why))
+                return
+        try:
+            size, complete = 0, True
+            if has_entry:
+                size, complete = self._clear_entry(root, key, dry_run, report)
+            if lock is not None and complete and not dry_run:
+                os.unlink(key + ".lock", dir_fd=root)
+            if complete:
+                report["removed"].append((key, size))
+                report["bytes"] += size
+        finally:
+            if lock is not None:
+                os.close(lock)  # releases it
+
+    def _clear_entry(self, root, key, dry_run, report):
+        """(bytes removed, whether the whole entry went) for entry ``key``."""
+        try:
+            st = os.stat(key, dir_fd=root, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                raise _Refused("a symbolic link or not a directory: not an entry this cache wrote")
+            _check_owner(st, "the entry directory")
+            dfd = os.open(key, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root)
+        except (OSError, _Refused) as e:
+            report["kept"].append((key, str(e)))
+            return 0, False
+        size, foreign = 0, []
+        try:
+            for f in sorted(os.listdir(dfd)):
+                ours = f in self._ENTRY_FILES or any(f.startswith("." + n) for n in self._ENTRY_FILES)
+                fst = os.stat(f, dir_fd=dfd, follow_symlinks=False)
+                if not ours or not (stat.S_ISREG(fst.st_mode) or stat.S_ISLNK(fst.st_mode)) or \
+                        fst.st_uid != os.geteuid():
+                    foreign.append(f)
+                    continue
+                size += fst.st_size if stat.S_ISREG(fst.st_mode) else 0
+                if not dry_run:
+                    os.unlink(f, dir_fd=dfd)  # a symbolic link goes itself, never its target
+        finally:
+            os.close(dfd)
+        if foreign:
+            report["kept"].append((key, f"holds files attn does not write ({', '.join(foreign[:3])}"
+                                        f"{', ...' if len(foreign) > 3 else ''}): only attn's files go"))
+            return size, False
+        if not dry_run:
+            os.rmdir(key, dir_fd=root)
+        return size, True
+
+
 _default = None
 
 
