@@ -1,0 +1,231 @@
+"""attn.get_workspace_size against what plan() requires.
+
+On the CPU the wrappers' plan() runs up to the planner with a stand-in for
+torch (plan()'s workspace check comes before anything touches the device):
+a workspace of exactly get_workspace_size() bytes passes it, one byte less
+is refused with a message naming the size and the function. The launch
+contracts are compiled for sm_90a (needs the compiler). On the GPU the
+same, end to end, and the single-request functions' own scratch."""
+
+import types
+
+import pytest
+
+import attn
+from attn import _native, core, decode, paged, prefill
+
+HQ, HKV, D, PAGE, SMS = 32, 8, 128, 16, 132
+
+
+class FakeTensor:
+    """Enough of a tensor for plan() up to the planner."""
+
+    def __init__(self, n, dtype="torch.uint8", device="cuda:0"):
+        self.shape, self.dtype, self.device = (int(n),), dtype, device
+
+    def numel(self):
+        return self.shape[0]
+
+    def element_size(self):
+        return 4 if self.dtype == "torch.int32" else 1
+
+    def is_contiguous(self):
+        return True
+
+    def data_ptr(self):
+        return 0
+
+    def __mul__(self, k):
+        return self
+
+    def __getitem__(self, s):
+        return self
+
+
+class Planned(Exception):
+    """Raised by the stand-in planner: plan() got past its workspace check."""
+
+
+@pytest.fixture
+def cpu_plan(monkeypatch, tmp_path, native):
+    fake = types.SimpleNamespace(
+        int32="torch.int32", uint8="torch.uint8",
+        cuda=types.SimpleNamespace(is_current_stream_capturing=lambda: False),
+        arange=lambda n, dtype=None, device=None: FakeTensor(n, dtype, device),
+        empty=lambda n, dtype=None, device=None, pin_memory=False: FakeTensor(n, dtype, device or "cpu"))
+    for m in (core, decode, paged, prefill):
+        monkeypatch.setattr(m, "torch_module", lambda: fake)
+    monkeypatch.setattr(core, "num_sms", lambda device: SMS)
+    monkeypatch.setattr(core, "_kernel_infos", {})
+    monkeypatch.setenv("ATTN_ARCH", "sm_90a")
+    monkeypatch.setenv("ATTN_CACHE_DIR", str(tmp_path / "kernels"))
+
+    def plan(config, *args, **kwargs):
+        raise Planned(config)
+    monkeypatch.setattr(native, "plan", plan)
+
+
+def size(**kw):
+    return attn.get_workspace_size(HQ, HKV, D, PAGE, arch="sm_90a", num_sms=SMS, **kw)
+
+
+def exactly_enough(make, plan, need):
+    """plan() refuses need - 1 bytes (naming need) and accepts need."""
+    with pytest.raises(ValueError, match=rf"has {need - 1} bytes .*this plan needs {need} .*get_workspace_size"):
+        plan(make(FakeTensor(need - 1)))
+    with pytest.raises(Planned):
+        plan(make(FakeTensor(need)))
+
+
+def decode_plan(batch, pages_each=3, **kw):
+    def plan(w):
+        w.plan(list(range(0, pages_each * batch + 1, pages_each)), FakeTensor(pages_each * batch, "torch.int32"),
+               [5] * batch, HQ, HKV, D, PAGE, q_data_type="bfloat16", **kw)
+    return plan
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("batch", [1, 7, 256])
+def test_decode_plan_needs_exactly_the_size(cpu_plan, batch):
+    exactly_enough(attn.BatchDecodeWithPagedKVCacheWrapper, decode_plan(batch), size(kind="decode", max_batch=batch))
+
+
+@pytest.mark.compiler
+def test_decode_variants_and_several_tokens_per_request(cpu_plan):
+    exactly_enough(attn.BatchDecodeWithPagedKVCacheWrapper, decode_plan(9, logits_soft_cap=30.0, window_left=64),
+                   size(kind="decode", max_batch=9, logits_soft_cap=30.0, window_left=64))
+    exactly_enough(attn.BatchDecodeWithPagedKVCacheWrapper, decode_plan(9, q_len_per_req=4),
+                   size(kind="decode", max_batch=9, q_len_per_req=4))
+
+
+@pytest.mark.compiler
+def test_decode_in_cuda_graph_mode_needs_the_maxima(cpu_plan):
+    """A captured wrapper's workspace is sized by its buffers' batch, whatever the plan's."""
+    bufs = [FakeTensor(65, "torch.int32"), FakeTensor(64 * 3, "torch.int32"), FakeTensor(64, "torch.int32")]
+
+    def make(ws):
+        return attn.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, paged_kv_indptr_buffer=bufs[0],
+                                                       paged_kv_indices_buffer=bufs[1],
+                                                       paged_kv_last_page_len_buffer=bufs[2])
+    need = size(kind="decode", max_batch=64, use_cuda_graph=True)
+    exactly_enough(make, decode_plan(5), need)
+    assert size(kind="decode", max_batch=5) < need
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("qo_lens", [[1], [2048], [17, 300, 5], [127] * 128])
+def test_paged_prefill_plan_needs_exactly_the_size(cpu_plan, qo_lens):
+    qo = [0]
+    for n in qo_lens:
+        qo.append(qo[-1] + n)
+    b = len(qo_lens)
+    kv = [0]
+    for n in qo_lens:
+        kv.append(kv[-1] + -(-n // PAGE))
+
+    def plan(w):
+        w.plan(qo, kv, FakeTensor(kv[-1], "torch.int32"), [qo_lens[i] - (kv[i + 1] - kv[i] - 1) * PAGE
+                                                         for i in range(b)],
+               HQ, HKV, D, PAGE, causal=True, q_data_type="bfloat16")
+    exactly_enough(attn.BatchPrefillWithPagedKVCacheWrapper, plan,
+                   size(kind="prefill", max_batch=b, max_total_q_rows=qo[-1], causal=True))
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("causal", [False, True])
+def test_ragged_prefill_plan_needs_exactly_the_size(cpu_plan, causal):
+    qo, kv = [0, 2048, 2100], [0, 4096, 5000]
+
+    def plan(w):
+        w.plan(qo, kv, HQ, HKV, D, causal=causal, q_data_type="bfloat16")
+    exactly_enough(attn.BatchPrefillWithRaggedKVCacheWrapper, plan,
+                   size(kind="ragged", max_batch=2, max_total_q_rows=2100, causal=causal))
+
+
+@pytest.mark.compiler
+def test_sizes_grow_with_the_batch_and_the_single_prefill_of_2048_rows_needs_more_than_32_mib(cpu_plan):
+    sizes = [size(kind="prefill", max_batch=b, max_total_q_rows=128 * b) for b in (1, 8, 64)]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    # What used to be single_prefill's fixed scratch is too small for this one.
+    assert size(kind="ragged", max_batch=1, max_total_q_rows=2048) > 32 << 20
+
+
+def test_arguments_are_checked():
+    with pytest.raises(ValueError, match="kind must be one of decode, prefill, ragged"):
+        attn.get_workspace_size(HQ, HKV, D, kind="append", arch="sm_90a", num_sms=SMS)
+    with pytest.raises(ValueError, match="kind='prefill' needs max_total_q_rows"):
+        attn.get_workspace_size(HQ, HKV, D, kind="prefill", max_batch=4, arch="sm_90a", num_sms=SMS)
+    with pytest.raises(ValueError, match="multiple of num_kv_heads"):
+        attn.get_workspace_size(HQ, 5, D, arch="sm_90a", num_sms=SMS)
+    with pytest.raises(ValueError, match="max_batch must be a positive int"):
+        attn.get_workspace_size(HQ, HKV, D, max_batch=0, arch="sm_90a", num_sms=SMS)
+    assert attn.get_workspace_size is attn.utils.get_workspace_size
+
+
+def test_without_a_gpu_the_chip_must_be_given(monkeypatch):
+    try:
+        import torch
+        if torch.cuda.is_available():
+            pytest.skip("a CUDA device is present: it is the default")
+    except ImportError:
+        pass
+    with pytest.raises(ValueError, match="no CUDA device to size for; without one give arch= and num_sms="):
+        attn.get_workspace_size(HQ, HKV, D)
+
+
+# -- on the GPU --------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_gpu_wrappers_plan_and_run_in_exactly_the_size():
+    import torch
+    batch, pages = 33, 4
+    need = attn.get_workspace_size(HQ, HKV, D, PAGE, kind="decode", max_batch=batch)
+    kv = torch.randn(batch * pages, 2, PAGE, HKV, D, dtype=torch.bfloat16, device="cuda")
+    args = (torch.arange(0, batch * pages + 1, pages, dtype=torch.int32),
+            torch.arange(batch * pages, dtype=torch.int32, device="cuda"), torch.full((batch,), 7, dtype=torch.int32),
+            HQ, HKV, D, PAGE)
+    small = attn.BatchDecodeWithPagedKVCacheWrapper(torch.empty(need - 1, dtype=torch.uint8, device="cuda"))
+    with pytest.raises(ValueError, match=rf"this plan needs {need} .*get_workspace_size"):
+        small.plan(*args, q_data_type=torch.bfloat16)
+    w = attn.BatchDecodeWithPagedKVCacheWrapper(torch.empty(need, dtype=torch.uint8, device="cuda"))
+    w.plan(*args, q_data_type=torch.bfloat16)
+    q = torch.randn(batch, HQ, D, dtype=torch.bfloat16, device="cuda")
+    assert torch.isfinite(w.run(q, kv).float()).all()
+    qo = torch.tensor([0, 1000, 3000], dtype=torch.int32)
+    kvi = torch.tensor([0, 1000, 4000], dtype=torch.int32)
+    need = attn.get_workspace_size(HQ, HKV, D, kind="ragged", max_batch=2, max_total_q_rows=3000, causal=True)
+    r = attn.BatchPrefillWithRaggedKVCacheWrapper(torch.empty(need, dtype=torch.uint8, device="cuda"))
+    r.plan(qo, kvi, HQ, HKV, D, causal=True, q_data_type=torch.bfloat16)
+    k = torch.randn(4000, HKV, D, dtype=torch.bfloat16, device="cuda")
+    o = r.run(torch.randn(3000, HQ, D, dtype=torch.bfloat16, device="cuda"), k, k)
+    assert torch.isfinite(o.float()).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("qo_len,kv_len", [(2048, 4096), (4096, 4096)])
+def test_gpu_single_prefill_sizes_its_own_scratch(qo_len, kv_len):
+    """Refused with the fixed 32 MiB scratch of before; now sized per call."""
+    import math
+
+    import torch
+    gen = torch.Generator().manual_seed(7)
+    q = torch.randn(qo_len, HQ, D, generator=gen).to(torch.bfloat16).cuda()
+    k = torch.randn(kv_len, HKV, D, generator=gen).to(torch.bfloat16).cuda()
+    v = torch.randn(kv_len, HKV, D, generator=gen).to(torch.bfloat16).cuda()
+    o = attn.single_prefill_with_kv_cache(q, k, v, causal=True)
+    # Reference on a few rows (the last ones see every key).
+    rows = torch.arange(qo_len - 64, qo_len, device="cuda")
+    g = HQ // HKV
+    s = torch.einsum("qhd,khd->hqk", q[rows].float(), k.float().repeat_interleave(g, 1)) / math.sqrt(D)
+    pos = kv_len - qo_len + rows
+    s = s.masked_fill(torch.arange(kv_len, device="cuda")[None, :] > pos[:, None], float("-inf"))
+    ref = torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v.float().repeat_interleave(g, 1))
+    torch.testing.assert_close(o[rows].float(), ref, atol=2e-2, rtol=2e-2)
+    need = attn.get_workspace_size(HQ, HKV, D, kind="ragged", max_batch=1, max_total_q_rows=qo_len, causal=True)
+    ws = prefill._single[(str(q.device), "NHD")]._workspace
+    assert ws.numel() >= need
+    # A single decode sizes its own too.
+    o1 = attn.single_decode_with_kv_cache(q[0], k, v)
+    assert o1.shape == (HQ, D) and decode._single[str(q.device)]._workspace.numel() >= \
+        attn.get_workspace_size(HQ, HKV, D, 16, kind="decode", max_batch=1)
