@@ -111,6 +111,47 @@ void BM_PlanDecodeUniform(benchmark::State &s) {
 }
 void BM_PlanPrefillCausal(benchmark::State &s) { run(s, true, false, false); }
 
+/// docs/Benchmarks.md P1 (range 1: one causal 8192-token request) and P2
+/// (range 16: 16 causal requests of 256-4096 tokens) on the sm_90a prefill
+/// candidate (128 rows packing 4 heads, 128-key tiles): the longest-first
+/// assignment.
+void BM_PlanPrefillLongestFirst(benchmark::State &state) {
+  const int32_t p2[] = {1024, 256, 3840, 2048, 512, 3072, 1536, 4096,
+                        768,  2816, 1280, 3584, 1792, 2304, 3328, 2560};
+  std::vector<int32_t> qo{0}, kv{0};
+  const int32_t n = int32_t(state.range(0));
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t len = n == 1 ? 8192 : p2[i % 16];
+    qo.push_back(qo.back() + len);
+    kv.push_back(kv.back() + len);
+  }
+  PlanConfig c;
+  c.num_qo_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.indexing = KVIndexing::Ragged;
+  c.causal = 1;
+  c.num_sms = 132;
+  c.max_batch = n;
+  c.max_total_q_rows = qo.back();
+  c.num_candidates = 1;
+  c.candidates[0] = {128, 128, 4, 256, 1, 1, 0};
+  std::vector<int32_t> ws(planHostWorkspaceBytes(c) / 4);
+  PlanInputs in;
+  in.batch = n;
+  in.qo_indptr = qo.data();
+  in.kv_indptr = kv.data();
+  for (auto _ : state) {
+    Status s = plan(c, in, ws.data(), ws.size() * 4);
+    if (!s.ok())
+      state.SkipWithError(s.message().c_str());
+    benchmark::DoNotOptimize(ws.data());
+  }
+  PlanView v{ws.data()};
+  state.counters["items"] = v.numItems();
+  state.counters["merges"] = v.numMergeUnits();
+}
+
 } // namespace
 
 BENCHMARK(BM_PlanDecodeSkewed)->Arg(1)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
@@ -118,5 +159,6 @@ BENCHMARK(BM_PlanDecodeSkewedGraph)->Arg(1)->Arg(64)->Arg(256)->Arg(1024)->Unit(
 BENCHMARK(BM_PlanDecodeSkewedCheckIndices)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeUniform)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanPrefillCausal)->Arg(1)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlanPrefillLongestFirst)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

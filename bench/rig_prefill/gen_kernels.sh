@@ -51,6 +51,10 @@ if [ -n "${PERF:-}" ]; then
   gen perf_p1_kv64_causal       bf16 128 32 8  ragged NHD 8192 causal "$Q128"
   gen perf_p1_kv128_causal      bf16 128 32 8  ragged NHD 8192 causal \
       "q = 128, kv = 128, warps = 8, stages = 2, gqa_pack = 1"
+  gen perf_p1_kv128_pack4_causal bf16 128 32 8  ragged NHD 32   causal \
+      "q = 128, kv = 128, warps = 8, stages = 2, gqa_pack = 4"
+  gen perf_p2_pg16_kv128_pack4_causal bf16 128 32 8 16 NHD 32 causal \
+      "q = 128, kv = 128, warps = 8, stages = 2, gqa_pack = 4"
   gen perf_p1_kv128_s3_causal   bf16 128 32 8  ragged NHD 8192 causal \
       "q = 128, kv = 128, warps = 8, stages = 3, gqa_pack = 1"
   gen perf_p3_d64_kv128_causal  bf16 64  32 8  ragged NHD 8192 causal \

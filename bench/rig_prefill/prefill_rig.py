@@ -32,11 +32,60 @@ def load_kernel(mpath):
     return fn, k
 
 
+def assign(items, costs, C, sched, KV, fixed):
+    """Items -> per-CTA lists under a schedule (the rig's experiments):
+      lpt         longest first onto the least loaded CTA (cost: visible keys + 2 tiles)
+      walk        the runtime planner's no-split walk: items in (request, row tile, head
+                  group) order, CTA after CTA up to a running target of remaining cost /
+                  remaining CTAs
+      walk-desc   the same walk over the items longest first
+      *-round     costs count whole KV tiles (what the kernel iterates)
+    `fixed` replaces the per-item cost (default 2 KV tiles)."""
+    import heapq
+    n = len(items)
+    base = sched.replace("-round", "")
+    fx = 2 * KV if fixed is None else fixed
+    cost = []
+    for i in range(n):
+        keys = costs[i] - 2 * KV
+        if sched.endswith("-round"):
+            keys = -(-keys // KV) * KV
+        cost.append(keys + fx)
+    per = [[] for _ in range(C)]
+    if base == "lpt":
+        heap = [(0, c) for c in range(C)]
+        for i in sorted(range(n), key=lambda i: -cost[i]):
+            l, c = heapq.heappop(heap)
+            per[c].append(i)
+            heapq.heappush(heap, (l + cost[i], c))
+        return per
+    order = list(range(n))
+    if base == "walk":
+        order.sort(key=lambda i: (items[i][0], items[i][2], items[i][1]))
+    elif base == "walk-desc":
+        order.sort(key=lambda i: -cost[i])
+    else:
+        raise ValueError(f"unknown schedule {sched}")
+    left, cta, acc = sum(cost), 0, 0
+    target = -(-left // C)
+    for i in order:
+        c = cost[i]
+        if cta < C - 1 and acc > 0 and acc + c > target and acc + c - target > target - acc:
+            left -= acc; cta += 1; acc = 0
+            target = -(-left // (C - cta))
+        per[cta].append(i)
+        acc += c
+        if cta < C - 1 and acc >= target:
+            left -= acc; cta += 1; acc = 0
+            target = -(-left // (C - cta))
+    return per
+
+
 # ----------------------------------------------------------------------------
 # Planner (mirrors Plan.h's flat layout only as far as the kernel reads it)
 # ----------------------------------------------------------------------------
 
-def plan(k, qo_lens, kv_lens, causal, split=False, ctas=None):
+def plan(k, qo_lens, kv_lens, causal, split=False, ctas=None, sched="lpt", fixed=None):
     Q, P = k["tile"]["q"], k["tile"]["gqa_pack"]
     KV = k["tile"]["kv"]
     groups = k["num_qo_heads"] // P
@@ -64,15 +113,7 @@ def plan(k, qo_lens, kv_lens, causal, split=False, ctas=None):
                     costs.append(vis + 2 * KV)
     n = len(items)
     C = ctas or max(1, min(n, NUM_SMS * k.get("_ctas_per_sm", 1)))
-    order = sorted(range(n), key=lambda i: -costs[i])
-    load = [0] * C
-    per = [[] for _ in range(C)]
-    import heapq
-    heap = [(0, c) for c in range(C)]
-    for i in order:
-        l, c = heapq.heappop(heap)
-        per[c].append(i)
-        heapq.heappush(heap, (l + costs[i], c))
+    per = assign(items, costs, C, sched, KV, fixed)
     indptr = [0]
     flat = []
     for c in range(C):
@@ -259,10 +300,10 @@ def causal_flops(qo_lens, kv_lens, D, H):
     return sum(4 * q * kv * D * H / 2 for q, kv in zip(qo_lens, kv_lens))
 
 
-def time_kernel(fn, k, qo_lens, kv_lens, ctas_per_sm):
-    pb = make_problem(k, qo_lens, kv_lens, seed=7, poison_tail=False)
+def time_kernel(fn, k, qo_lens, kv_lens, ctas_per_sm, sched="lpt", fixed=None, pb=None):
+    pb = pb or make_problem(k, qo_lens, kv_lens, seed=7, poison_tail=False)
     kk = dict(k); kk["_ctas_per_sm"] = ctas_per_sm
-    pl = plan(kk, qo_lens, kv_lens, True)
+    pl = plan(kk, qo_lens, kv_lens, True, sched=sched, fixed=fixed)
     T = pb["q"].shape[0]
     o = torch.empty((T, pb["Hq"], pb["D"]), dtype=pb["dt"], device=DEV)
     lse = torch.empty((T, pb["Hq"]), dtype=torch.float32, device=DEV)
@@ -299,6 +340,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="out/prefill")
     ap.add_argument("--no-time", action="store_true")
+    ap.add_argument("--schedules", default="",
+                    help="comma-separated schedules (see assign()) to time on each perf kernel, "
+                         "each optionally with :fixed cost, e.g. walk,lpt,walk-round:384")
     args = ap.parse_args()
     info = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d %H:%M"),
             "torch": torch.__version__, "sms": NUM_SMS}
@@ -351,6 +395,11 @@ def main():
         err = max(float((o[qi[b]:qi[b + 1]].float() - outs[b][0].transpose(0, 1).float()).abs().max())
                   for b in range(len(lens)))
         res = k.get("resources", {})
+        for sc in filter(None, args.schedules.split(",")):
+            name, _, fx = sc.partition(":")
+            sms, _, _ = time_kernel(fn, k, lens, lens, cps, sched=name, fixed=int(fx) if fx else None, pb=pb)
+            print(json.dumps({"workload": wl, "kernel": tag, "schedule": sc, "ms": round(sms, 4),
+                              "tflops": round(fl / (sms * 1e-3) / 1e12, 1)}), flush=True)
         rows.append((wl, tag, res.get("registers"), ms, tf, sd_ms, sd_tf, err))
         print(json.dumps({"workload": wl, "kernel": tag, "ms": round(ms, 4), "tflops": round(tf, 1),
                           "sdpa_flash_ms": round(sd_ms, 4), "sdpa_tflops": round(sd_tf, 1),

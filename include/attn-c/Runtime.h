@@ -102,7 +102,8 @@ typedef struct attnRtModule *attnRtModule_t;
 ATTN_RT_EXPORT const char *attnRtLastError(void);
 ATTN_RT_EXPORT const char *attnRtStatusName(attnRtStatus status);
 
-/* Workspace sizing: host bytes (the flat plan) and device bytes (plan + partials). */
+/* Workspace sizing: host bytes (the flat plan and the planner's scratch) and
+ * device bytes (plan + partials). */
 ATTN_RT_EXPORT attnRtStatus attnRtPlanWorkspaceSize(const attnRtPlanConfig *config,
                                                     size_t *host_bytes,
                                                     size_t *device_bytes);

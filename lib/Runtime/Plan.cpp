@@ -12,7 +12,12 @@
 //      (num_sms * its ctas_per_sm) and cost its query tiles (fixed cost +
 //      keys * cost per key, keys clipped to what causal/window masks leave
 //      visible);
-//   3. walk the tiles in (request, row tile, head group) order (when
+//   3. masked batches (causal, window) whose tiles differ in cost, all within
+//      the slack of a CTA's share, more tiles than CTAs (prefill, chunked
+//      prefill): longest first onto the least loaded CTA (LongestFirst), kept
+//      when its largest CTA is within 1/16 of the mean or no other plan
+//      balances better; otherwise
+//      walk the tiles in (request, row tile, head group) order (when
 //      splitting: the tiles too short to split first, then the rest) and fill
 //      CTA after CTA up to a running target of remaining cost / remaining
 //      CTAs, splitting a tile's KV range at a granule boundary when it
@@ -30,8 +35,9 @@
 // Each CTA boundary splits at most one tile, so work items <= tiles + CTAs,
 // which is how the workspace is sized. Integer arithmetic only: deterministic.
 //
-// Plan time (every batch step, bench/NOTES.md v2d): no allocation and no
-// scratch; a few passes over the requests, each skipped when the cost pass
+// Plan time (every batch step, bench/NOTES.md v2d): no allocation (the
+// longest-first scratch is in the host workspace, after the flat plan); a
+// few passes over the requests, each skipped when the cost pass
 // shows it has nothing to do (the split-cost estimate when no tile exceeds the
 // target, either half of the short-tiles-first walk when all tiles are long
 // or short); only the chosen candidate is costed.
@@ -53,6 +59,15 @@ static Status invalid(StatusCode code, std::string msg) {
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+namespace {
+/// One query tile of a request in every head group, as the longest-first
+/// assignment sorts them (host scratch).
+struct RowTile {
+  int32_t request, row, kvBegin, kvEnd;
+};
+} // namespace
+constexpr int64_t kRowTileWords = sizeof(RowTile) / 4;
 
 int64_t getCandidateCtas(const PlanConfig &c, const TileCandidate &t) {
   return int64_t(c.num_sms) * (t.ctas_per_sm > 0 ? t.ctas_per_sm : c.ctas_per_sm);
@@ -92,7 +107,7 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
     return invalid(StatusCode::InvalidArgument,
                    "graph_candidate out of range of the candidates");
   int32_t group = c.num_qo_heads / c.num_kv_heads;
-  int64_t maxTiles = 0, maxItems = 0, partialRows = 0;
+  int64_t maxTiles = 0, maxRowTiles = 0, maxItems = 0, partialRows = 0;
   for (int32_t i = 0; i < c.num_candidates; ++i) {
     const TileCandidate &t = c.candidates[i];
     // Built only for a message: plan() calls this every step.
@@ -114,9 +129,10 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
                      which() + ": ctas_per_sm must be in [0, 64] and "
                                "min_chunk_tokens >= 0 (0: the config's)");
     int64_t groups = c.num_qo_heads / t.gqa_pack;
-    int64_t tiles =
-        groups * (int64_t(c.max_total_q_rows) * t.gqa_pack / t.q_rows +
-                  c.max_batch);
+    int64_t rowTiles =
+        int64_t(c.max_total_q_rows) * t.gqa_pack / t.q_rows + c.max_batch;
+    int64_t tiles = groups * rowTiles;
+    maxRowTiles = std::max(maxRowTiles, rowTiles);
     // A candidate's work list holds its tiles plus at most one extra chunk
     // per CTA of its grid, and each item may need a partial slot of q_rows.
     int64_t items = tiles + (c.disable_split ? 0 : getCandidateCtas(c, t));
@@ -137,10 +153,14 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   words += maxTiles + 1;
   int64_t offMergeUnits = words;
   words += maxTiles * kMergeUnitWords;
-  if (words > std::numeric_limits<int32_t>::max() / 2)
+  // Scratch (LongestFirst): a RowTile per row tile, an owner per tile, and
+  // an 8-byte heap key per CTA and 4 sentinels, on an 8-byte boundary.
+  int64_t offScratch = words;
+  int64_t scratch = maxRowTiles * kRowTileWords + maxTiles + 1 + 2 * (maxCtas + 4);
+  if (words + scratch > std::numeric_limits<int32_t>::max() / 2)
     return invalid(StatusCode::InvalidArgument,
                    "plan maxima too large: the flat plan would need " +
-                       std::to_string(words) + " words");
+                       std::to_string(words + scratch) + " words");
   PlanLayout &l = *layout;
   l.max_ctas = int32_t(maxCtas);
   l.max_items = int32_t(maxItems);
@@ -151,8 +171,10 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   l.off_merge_indptr = int32_t(offMergeIndptr);
   l.off_merge_units = int32_t(offMergeUnits);
   l.total_words = int32_t(words);
-  l.host_bytes = size_t(words) * 4;
-  l.partial_o_offset = alignUp(l.host_bytes, kDeviceAlign);
+  l.off_scratch = int32_t(offScratch);
+  l.max_row_tiles = int32_t(maxRowTiles);
+  l.host_bytes = size_t(words + scratch) * 4;
+  l.partial_o_offset = alignUp(size_t(words) * 4, kDeviceAlign);
   l.partial_lse_offset = alignUp(
       l.partial_o_offset + size_t(partialRows) * size_t(c.head_dim) * 4,
       kDeviceAlign);
@@ -466,6 +488,20 @@ static void unmaskedCosts(const Requests &q, const PlanConfig &c, int32_t n,
 /// merge pass cost more than that on the H200 (bench/NOTES.md: D1 unsplit
 /// 96% of copy vs 91% split).
 constexpr int64_t kNoSplitSlackNum = 9, kNoSplitSlackDen = 8;
+
+/// A longest-first plan is kept when its largest CTA is within 1/16 of the
+/// mean; splitting is then not worth its merge pass (D1's 5%), while a
+/// coarser one (random skewed decode batches: 1.10-1.12) is balanced better
+/// by cutting tiles.
+constexpr int64_t kLongestFirstTol = 16;
+/// Longest first is tried on masked batches (causal, window: the tiles of a
+/// request differ, and request order puts the short ones together) of up to
+/// this many tiles per CTA: it costs a heap step per tile (~15 ns; P2's 8704
+/// tiles ~130 us against the walk's ~25 us), and with more tiles per CTA the
+/// walk's grains are fine anyway (256 causal requests, 312 tiles per CTA:
+/// 1.002x). Unmasked batches (decode) keep the walk: their plan time is what
+/// a decode step waits for (skewed 256 requests: 13 us, 37 us longest first).
+constexpr int64_t kLongestFirstMaxPerCta = 128;
 
 /// Equal chunks of a tile whose keys cost `work` on CTAs with `room` for keys
 /// each (the running target less the fixed cost): ceil(work / room) chunks
@@ -886,6 +922,124 @@ struct Assigner {
   }
 };
 
+/// Longest processing time first (step 3 when the tiles differ in cost and
+/// none needs splitting): the tiles in order of falling cost, each onto the
+/// CTA with the least cost so far (ties: the lower index), then each CTA's
+/// tiles written together, longest first. The running-target walk places
+/// tiles in request order, so a causal request's short tiles pile up on the
+/// first CTAs and its longest ones are the last CTAs' coarse grains (P1:
+/// 128 tiles on CTA 0, 8 on CTA 131, the largest CTA 1.12x the mean); longest
+/// first ends with the short tiles filling the gaps (1.00x; on the H200
+/// 1.24x faster, bench/NOTES.md v12). Writes the CTA index and the work
+/// list; returns the largest CTA cost. Needs tiles > CTAs (every CTA gets a
+/// tile) and the layout's scratch.
+class LongestFirst {
+public:
+  /// CTAs are numbered in the low bits of a heap key, their cost above.
+  static constexpr int kCtaBits = 20;
+  static constexpr int64_t kArity = 4;
+  /// Whether the keys can hold `C` CTAs of up to `total` cost each.
+  static bool fits(int64_t C, int64_t total) {
+    return C < (int64_t(1) << kCtaBits) &&
+           total < (std::numeric_limits<int64_t>::max() >> kCtaBits);
+  }
+
+  LongestFirst(const PlanLayout &l, int32_t *w, int64_t numCtas)
+      : rowTiles(reinterpret_cast<RowTile *>(w + l.off_scratch)),
+        owner(w + l.off_scratch + int64_t(l.max_row_tiles) * kRowTileWords),
+        C(numCtas), ctaIndptr(w + l.off_cta_indptr),
+        items(reinterpret_cast<WorkItem *>(w + l.off_items)) {
+    // The heap on the first 8-byte boundary after the owners (one per tile:
+    // max_merge_units is the most tiles).
+    uintptr_t p = reinterpret_cast<uintptr_t>(owner + l.max_merge_units);
+    heap = reinterpret_cast<int64_t *>((p + 7) / 8 * 8);
+  }
+
+  template <bool Masked>
+  int64_t assign(const Requests &q, const TileCandidate &t, int32_t groups,
+                 int32_t *numItems) {
+    const int32_t P = t.gqa_pack, Q = t.q_rows;
+    int64_t n = 0;
+    for (int32_t b = 0; b < q.batch; ++b)
+      q.forEachTile<Masked>(b, P, Q, [&](int32_t r, int32_t, Range k) {
+        rowTiles[n++] = {b, r, k.begin, k.end};
+      });
+    std::sort(rowTiles, rowTiles + n, [](const RowTile &x, const RowTile &y) {
+      const int32_t kx = x.kvEnd - x.kvBegin, ky = y.kvEnd - y.kvBegin;
+      if (kx != ky)
+        return kx > ky;
+      return x.request != y.request ? x.request < y.request : x.row < y.row;
+    });
+    // A min-heap of (cost << kCtaBits | cta): ties go to the lower index.
+    // All costs zero, the CTAs in order already form one.
+    for (int64_t c = 0; c < C; ++c) {
+      heap[c] = c;
+      ctaIndptr[c + 1] = 0;
+    }
+    for (int64_t c = C; c < C + kArity; ++c)
+      heap[c] = std::numeric_limits<int64_t>::max();
+    const int64_t mask = (int64_t(1) << kCtaBits) - 1;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t cost = itemCost(t, rowTiles[i].kvEnd - rowTiles[i].kvBegin)
+                           << kCtaBits;
+      for (int32_t g = 0; g < groups; ++g) {
+        const int32_t c = int32_t(heap[0] & mask);
+        owner[i * groups + g] = c;
+        ++ctaIndptr[c + 1];
+        siftDown(heap[0] + cost);
+      }
+    }
+    // Counts to ends, shifted down by one: ctaIndptr[c + 1] is then CTA c's
+    // start, the cursor its tiles advance to its end.
+    ctaIndptr[0] = 0;
+    for (int64_t c = 0; c < C; ++c)
+      ctaIndptr[c + 1] += ctaIndptr[c];
+    for (int64_t c = C; c > 0; --c)
+      ctaIndptr[c] = ctaIndptr[c - 1];
+    for (int64_t i = 0; i < n; ++i) {
+      const RowTile &rt = rowTiles[i];
+      const int32_t rows = q.qoLen(rt.request) * P;
+      const int32_t rc = std::min(Q, rows - rt.row);
+      for (int32_t g = 0; g < groups; ++g)
+        items[ctaIndptr[owner[i * groups + g] + 1]++] = {
+            rt.request, g, rt.row, rc, rt.kvBegin, rt.kvEnd, -1,
+            kItemFirstChunk | kItemLastChunk | kItemDirect};
+    }
+    int64_t makespan = 0;
+    for (int64_t c = 0; c < C; ++c)
+      makespan = std::max(makespan, heap[c] >> kCtaBits);
+    *numItems = int32_t(n * groups);
+    return makespan;
+  }
+
+private:
+  /// Replaces the root by `key` (larger) and restores the heap: 4-ary, so
+  /// half as deep as a binary one (each level's load waits for the last),
+  /// the smallest child picked without branches (the comparisons are coin
+  /// tosses), and kArity sentinels after the CTAs so the last parent needs
+  /// no bounds test.
+  void siftDown(int64_t key) {
+    int64_t i = 0;
+    for (int64_t first = 1; first < C; first = kArity * i + 1) {
+      const int64_t *k = heap + first;
+      const int64_t a = k[1] < k[0], b = 2 + (k[3] < k[2]);
+      const int64_t child = first + (k[b] < k[a] ? b : a);
+      if (key < heap[child])
+        break;
+      heap[i] = heap[child];
+      i = child;
+    }
+    heap[i] = key;
+  }
+
+  RowTile *rowTiles;
+  int32_t *owner;
+  int64_t *heap = nullptr;
+  int64_t C;
+  int32_t *ctaIndptr;
+  WorkItem *items;
+};
+
 } // namespace
 
 Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
@@ -1028,16 +1182,38 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // makespan is within kNoSplitSlack of the balanced one.
   Assigner a;
   bool planned = false;
+  // Tiles of different costs, more than the CTAs, none over the slack of
+  // the balanced target (prefill, chunked prefill): longest first, kept when
+  // its largest CTA is within kLongestFirstTol of the mean (else the tiles
+  // are too coarse for the grid, and the plans below split them). Without
+  // splitting it is the plan whatever its balance.
+  const int64_t slack = target0 * kNoSplitSlackNum / kNoSplitSlackDen;
+  const bool fits = largest * kNoSplitSlackDen <= target0 * kNoSplitSlackNum;
+  int32_t lptItems = 0;
+  int64_t lptMakespan = 0;
+  bool longestFirst = false;
+  LongestFirst lpt(l, w, C);
+  auto assignLongestFirst = [&] {
+    lptMakespan = masked ? lpt.assign<true>(req, t, groups, &lptItems)
+                         : lpt.assign<false>(req, t, groups, &lptItems);
+  };
+  const bool tryLongestFirst = masked && tiles > C &&
+                               tiles <= kLongestFirstMaxPerCta * C &&
+                               itemCost(t, st.fewestKeys) < largest &&
+                               (c.disable_split || fits) &&
+                               LongestFirst::fits(C, total);
+  if (tryLongestFirst) {
+    assignLongestFirst();
+    longestFirst = planned = c.disable_split ||
+                             lptMakespan <= target0 + target0 / kLongestFirstTol;
+  }
   // Only batches of similar tiles are tried: with a tile over twice the mean
   // (skewed batches) the greedy fill piles the difference on the last CTAs
   // and the trial fails, at the price of a whole extra walk.
-  if (!c.disable_split &&
-      largest * kNoSplitSlackDen <= target0 * kNoSplitSlackNum &&
-      largest * tiles <= 2 * total) {
+  if (!planned && !c.disable_split && fits && largest * tiles <= 2 * total) {
     // The trial writes its plan as it goes (kept when it holds, so a batch
     // that passes is walked once) and stops at the first CTA over the slack;
     // a failed one is overwritten by the split plan.
-    const int64_t slack = target0 * kNoSplitSlackNum / kNoSplitSlackDen;
     assign(a, false, slack, 0);
     planned = !a.overflow && a.makespan <= slack;
   }
@@ -1075,6 +1251,22 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
                bestTarget);
     }
   }
+  // A longest-first plan outside the tolerance still wins over a plan that
+  // balances no better (coarse tiles: 280 causal tiles of one 4480-token
+  // request on 132 CTAs, 1.08x whole against 1.19x with 92 tiles split).
+  if (tryLongestFirst && !longestFirst && !a.overflow &&
+      lptMakespan <= a.makespan) {
+    assignLongestFirst();
+    longestFirst = true;
+  }
+  if (longestFirst) {
+    // The longest-first plan: every CTA holds tiles, none split.
+    a.numItems = lptItems;
+    a.numUnits = a.numSlots = 0;
+    a.cta = C - 1;
+    a.ctaIndptr = w + l.off_cta_indptr;
+    w[l.off_merge_indptr] = 0;
+  }
   int32_t numItems = a.numItems, numUnits = a.numUnits, numSlots = a.numSlots;
   int64_t cta = a.cta;
   int32_t *ctaIndptr = a.ctaIndptr;
@@ -1105,7 +1297,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   w[kHdrCandidate] = cand;
   w[kHdrTileQ] = Q;
   w[kHdrGqaPack] = P;
-  w[kHdrKvGranule] = int32_t(a.granule);
+  w[kHdrKvGranule] = int32_t(granule);
   w[kHdrNumHeadGroups] = groups;
   w[kHdrMaxCtas] = l.max_ctas;
   w[kHdrMaxItems] = l.max_items;

@@ -27,6 +27,9 @@ struct ExecCase {
   int32_t causal = 0, window = -1, sinks = 0, softcap = 0, alibi = 0,
           rope = 0, mask = 0; // mask: 1 boolean, 2 bit-packed
   int32_t skewed = 0;
+  /// Which assignment the batch must get: split KV (a 3000-key request is
+  /// added, over any CTA's share) or longest first (whole tiles, no merge).
+  int32_t longestFirst = 0;
 };
 
 std::vector<std::pair<int32_t, int32_t>> lensFor(const ExecCase &k, uint32_t seed) {
@@ -44,6 +47,8 @@ std::vector<std::pair<int32_t, int32_t>> lensFor(const ExecCase &k, uint32_t see
   }
   v.push_back({0, 0});
   v.push_back({3, 0});
+  if (!k.longestFirst && !k.skewed)
+    v.push_back({2, 3000});
   return v;
 }
 
@@ -98,7 +103,10 @@ TEST_P(PlanExecution, EqualsDirectAttention) {
   Status s = planInto(c, inputsOf(b), &ws);
   ASSERT_TRUE(s.ok()) << s.message();
   PlanView v{ws.data()};
-  if (k.window < 0) {
+  if (k.longestFirst) {
+    ASSERT_EQ(v.numMergeUnits(), 0) << "case should keep every tile whole";
+    ASSERT_EQ(v.numCtas(), c.num_sms * c.ctas_per_sm);
+  } else if (k.window < 0) {
     ASSERT_GT(v.numMergeUnits(), 0) << "case should exercise split KV";
   }
 
@@ -131,7 +139,10 @@ INSTANTIATE_TEST_SUITE_P(
         ExecCase{"rope_standard", 16, 4, 1, 4, 16, 16, 10, 1, -1, 0, 0, 0, 1},
         ExecCase{"rope_llama31_sinks", 16, 4, 2, 2, 16, 16, 10, 1, -1, 1, 0, 0, 2},
         ExecCase{"custom_mask_bool", 16, 4, 1, 4, 16, 16, 10, 0, -1, 0, 0, 0, 0, 1},
-        ExecCase{"custom_mask_packed_window", 1, 4, 2, 2, 8, 16, 10, 0, 30, 0, 0, 0, 0, 2}),
+        ExecCase{"custom_mask_packed_window", 1, 4, 2, 2, 8, 16, 10, 0, 30, 0, 0, 0, 0, 2},
+        ExecCase{"longest_first_causal", 16, 8, 2, 4, 16, 16, 4, 1, -1, 0, 0, 0, 0, 0, 0, 1},
+        ExecCase{"longest_first_sinks_rope", 1, 4, 2, 2, 8, 16, 4, 1, -1, 1, 0, 0, 2, 0, 0, 1},
+        ExecCase{"longest_first_mask", 64, 4, 1, 4, 16, 64, 4, 0, -1, 0, 0, 0, 0, 2, 0, 1}),
     [](const auto &info) { return std::string(info.param.name); });
 
 /// The one-request 131072-token decode: executing the plan is still exact.

@@ -686,6 +686,98 @@ TEST(PlanSplitPolicy, DisableSplitStillPlansEverything) {
   EXPECT_EQ(v.numItems(), 64 * 8);
 }
 
+/// The prefill kernels' manifest values on sm_90a (one CTA per SM, 128-row
+/// tiles packing the GQA group of 4 over 128-key tiles, cost 256 + 1 per key).
+PlanConfig h200PrefillConfig(const Batch &b) {
+  PlanConfig c = makeConfig(32, 8, 128, b.block_size, 132, 128, 128, 4, b);
+  c.causal = 1;
+  c.candidates[0] = {128, 128, 4, 256, 1, 1, 0};
+  return c;
+}
+
+TEST(PlanLongestFirst, PrefillWorkloadsBalancedWithoutSplitting) {
+  // P1 (one causal 8192-token request), P2 (16 ragged causal requests) and
+  // P5 (16 chunks of 512 over 4096-token caches): tiles of different costs,
+  // all far below a CTA's share. The request-order walk left P1's largest CTA
+  // 1.12x the mean (128 short tiles on the first CTA, 8 long ones on the
+  // last) and split 79 of P2's tiles; longest first keeps every tile whole
+  // and every CTA within 1% of the mean (P5: 4%).
+  struct W {
+    const char *name;
+    std::vector<std::pair<int32_t, int32_t>> lens;
+    int32_t blockSize;
+    double bound;
+  };
+  std::vector<std::pair<int32_t, int32_t>> p2;
+  for (int n : {1024, 256, 3840, 2048, 512, 3072, 1536, 4096, 768, 2816, 1280,
+                3584, 1792, 2304, 3328, 2560})
+    p2.push_back({n, n});
+  // P5's 2048 tiles of nearly equal cost are 15.5 per CTA: 16 is 1.03x.
+  std::vector<W> ws = {{"P1", uniform(1, 8192, 8192), 1, 1.01},
+                       {"P2", p2, 16, 1.01},
+                       {"P5", uniform(16, 512, 4096), 16, 1.04}};
+  for (const W &w : ws) {
+    Batch b = makeBatch(w.lens, w.blockSize, 5);
+    PlanConfig c = h200PrefillConfig(b);
+    std::vector<int32_t> buf;
+    ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok()) << w.name;
+    PlanView v{buf.data()};
+    checkPlan(c, b, v);
+    EXPECT_EQ(v.numMergeUnits(), 0) << w.name;
+    EXPECT_EQ(v.numCtas(), 132) << w.name;
+    EXPECT_LE(imbalance(c, v), w.bound) << w.name;
+    // Each CTA runs its tiles longest first.
+    const TileCandidate &t = c.candidates[0];
+    for (int32_t cta = 0; cta < v.numCtas(); ++cta)
+      for (int32_t i = v.ctaIndptr()[cta] + 1; i < v.ctaIndptr()[cta + 1]; ++i) {
+        const WorkItem &a = v.items()[i - 1], &z = v.items()[i];
+        ASSERT_GE(itemCost(t, a.kv_end - a.kv_begin),
+                  itemCost(t, z.kv_end - z.kv_begin))
+            << w.name << " CTA " << cta;
+      }
+  }
+}
+
+TEST(PlanLongestFirst, GraphModeAndDisabledSplitKeepTheGrid) {
+  Batch b = makeBatch(uniform(1, 8192, 8192), 1, 5);
+  PlanConfig c = h200PrefillConfig(b);
+  c.graph_mode = 1;
+  c.disable_split = 1;
+  std::vector<int32_t> buf;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  PlanView v{buf.data()};
+  checkPlan(c, b, v);
+  EXPECT_EQ(v.numCtas(), 132);
+  EXPECT_EQ(v.numMergeUnits(), 0);
+  EXPECT_LE(imbalance(c, v), 1.01);
+}
+
+TEST(PlanLongestFirst, CoarseTilesStayWholeUnlessSplittingBalancesBetter) {
+  // 280 causal tiles of one 4480-token request on 132 CTAs: longest first
+  // leaves the largest CTA 1.08x the mean, outside its tolerance; the
+  // splitting plans balance no better (1.19x), so the tiles stay whole.
+  Batch b = makeBatch(uniform(1, 4480, 4480), 1, 5);
+  PlanConfig c = h200PrefillConfig(b);
+  c.num_qo_heads = 8;
+  c.num_kv_heads = 8;
+  c.candidates[0].gqa_pack = 1;
+  std::vector<int32_t> buf;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  PlanView v{buf.data()};
+  checkPlan(c, b, v);
+  EXPECT_EQ(v.numMergeUnits(), 0);
+  EXPECT_LE(imbalance(c, v), 1.09);
+  // 2048 tokens (128 tiles, fewer than the CTAs) are split: whole tiles
+  // would leave the largest CTA 1.77x the mean.
+  b = makeBatch(uniform(1, 2048, 2048), 1, 5);
+  c.max_total_q_rows = 2048;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  PlanView s{buf.data()};
+  checkPlan(c, b, s);
+  EXPECT_GT(s.numMergeUnits(), 0);
+  EXPECT_LE(imbalance(c, s, 132), 1.10);
+}
+
 TEST(PlanDeterminism, SameInputsSameBytes) {
   Batch b = makeBatch(randomLens(100, 5, 5000, 9), 16, 3);
   PlanConfig c = defaultDecodeConfig(b);

@@ -23,6 +23,7 @@
 //   merge_indptr  [max_merge_units + 1]       unit u merges slots merge_indptr[u] .. merge_indptr[u+1]-1
 //   merge_units   [max_merge_units][kMergeUnitWords] see MergeUnit
 //
+// The host workspace continues with planner scratch that is never uploaded.
 // Device workspace (bytes): [flat plan, padded to 256] [partial_o] [partial_lse]
 //   partial_o   float32 [partial_rows][head_dim]   = [max_slots][slot_rows][head_dim]
 //   partial_lse float32 [partial_rows]             (base-2 log-sum-exp)
@@ -212,7 +213,10 @@ struct PlanLayout {
   }
   int32_t off_cta_indptr = 0, off_items = 0, off_merge_indptr = 0,
           off_merge_units = 0, total_words = 0;
-  size_t host_bytes = 0;         ///< flat plan bytes
+  /// Host-only planner scratch after the flat plan (never uploaded): the
+  /// longest-first assignment's row tiles, tile owners and CTA heap.
+  int32_t off_scratch = 0, max_row_tiles = 0;
+  size_t host_bytes = 0;         ///< flat plan + scratch bytes
   size_t partial_o_offset = 0;   ///< in the device workspace
   size_t partial_lse_offset = 0;
   size_t device_bytes = 0;       ///< whole device workspace
@@ -225,7 +229,8 @@ int64_t getCandidateCtas(const PlanConfig &config, const TileCandidate &t);
 /// Validates the config and computes the layout.
 Status computePlanLayout(const PlanConfig &config, PlanLayout *layout);
 
-/// Bytes of host workspace plan() needs (the flat plan). 0 on a bad config.
+/// Bytes of host workspace plan() needs (the flat plan and the planner's
+/// scratch). 0 on a bad config.
 size_t planHostWorkspaceBytes(const PlanConfig &config);
 /// Bytes of device workspace run() needs (flat plan + partial buffers).
 size_t planDeviceWorkspaceBytes(const PlanConfig &config);
