@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test suite of attn against a build directory: lit (check-attn),
-# GoogleTest (through ctest) and pytest. Each runner prints its own summary;
+# GoogleTest (through ctest), the installed package (test/Consumer, built
+# against `cmake --install` into a scratch prefix, for the full build and for
+# a runtime-only one) and pytest. Each runner prints its own summary;
 # every suite runs even when an earlier one fails, and the exit status is
 # non-zero if any failed.
 set -uo pipefail
 build=${1:-build}
 python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
 status=0
 
 echo "=== lit (check-attn) ==="
@@ -13,6 +16,12 @@ ninja -C "$build" check-attn || status=1
 
 echo "=== GoogleTest (ctest) ==="
 ctest --test-dir "$build" --output-on-failure -j2 --progress || status=1
+
+echo "=== installed package (test/Consumer) ==="
+"$here/../test/Consumer/check.sh" "$build" || status=1
+
+echo "=== runtime-only package (test/Consumer) ==="
+"$here/../test/Consumer/check.sh" --runtime-only "$build/runtime-only" || status=1
 
 echo "=== pytest ==="
 # The compiler finds ptxas and libdevice through CUDA_HOME.
