@@ -14,11 +14,11 @@ arch, cache), ``ATTN_LOGLEVEL=INFO`` logs what is compiled, and
 """
 
 from . import log as _log
-from . import cascade, decode, mla, page, prefill, utils
+from . import cascade, decode, mla, ops, page, prefill, utils
 from .cache import KernelCache, default_cache, default_cache_dir
 from .cascade import MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place, merge_states
-from .decode import (BatchDecodeMlaWithPagedKVCacheWrapper, BatchDecodeWithPagedKVCacheWrapper, fast_decode_plan,
-                     single_decode_with_kv_cache)
+from .decode import (BatchDecodeMlaWithPagedKVCacheWrapper, BatchDecodeWithPagedKVCacheWrapper,
+                     CUDAGraphBatchDecodeWithPagedKVCacheWrapper, fast_decode_plan, single_decode_with_kv_cache)
 from .errors import AttnError, CompileError, KernelNotFoundError
 from .mask import packbits, segment_packbits
 from .mla import BatchMLAPagedAttentionWrapper
@@ -32,9 +32,11 @@ from ._native import has_compiler, has_native
 __version__ = "0.1.0"
 
 _log.configure()  # ATTN_LOGLEVEL
+ops.register_if_loaded()  # torch.ops.attn.* for torch.compile, when torch is already imported
 
 __all__ = [
-    "BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
+    "BatchDecodeWithPagedKVCacheWrapper", "CUDAGraphBatchDecodeWithPagedKVCacheWrapper",
+    "BatchPrefillWithPagedKVCacheWrapper",
     "BatchPrefillWithRaggedKVCacheWrapper", "MultiLevelCascadeAttentionWrapper",
     "merge_state", "merge_state_in_place", "merge_states", "append_paged_kv_cache",
     "get_batch_indices_positions", "get_seq_lens", "fast_decode_plan", "single_prefill_with_kv_cache",

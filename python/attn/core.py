@@ -12,13 +12,15 @@ torch is imported lazily: the argument checks are duck-typed (``shape``,
 without it.
 """
 
+import collections
 import ctypes
 import json
 import math
 import numbers
 import os
+import threading
 
-from . import _native
+from . import _native, ops
 from .compiler import describe, get_kernel
 
 KV_LAYOUTS = ("NHD", "HND")
@@ -28,12 +30,15 @@ _DTYPE_NAMES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "half": "f
 
 
 def torch_module():
-    """Imports torch, or explains that this call needs it."""
+    """Imports torch, or explains that this call needs it (and registers
+    attn's torch.compile ops, :mod:`attn.ops`, on first use)."""
     try:
         import torch
     except ImportError as e:
         raise ImportError("attn: running attention needs PyTorch with CUDA (torch is not installed); "
                           "planning and compiling work without it") from e
+    if ops._torch is None:
+        ops.register()
     return torch
 
 
@@ -425,6 +430,124 @@ def scratch_wrapper(wrappers, key, make, need, device):
     return w
 
 
+def plain_key(*values, kwargs=None):
+    """A hashable key of plain arguments (None, bools, numbers, strings, dtypes),
+    or None when one of them is not plain (a tensor, a Variant, a dict): such
+    a call's plan depends on more than its key."""
+    items = values + (tuple(sorted(kwargs.items())) if kwargs else ())
+
+    def plain(v):
+        if isinstance(v, tuple):
+            return all(plain(x) for x in v)
+        return v is None or isinstance(v, (bool, int, float, str)) or type(v).__name__ == "dtype"
+    return items if plain(items) else None
+
+
+def _in_helper_thread(fn):
+    """Runs ``fn()`` on a short-lived thread and returns its result (re-raising
+    its exception). CUDA-graph trees route every allocation of the calling
+    thread to their pool while they warm up or record; the buffers a plan
+    keeps (workspace, index arrays) must not live in that pool, and another
+    thread's allocations do not."""
+    result = {}
+
+    def body():
+        try:
+            result["value"] = fn()
+        except BaseException as e:  # re-raised in the caller
+            result["error"] = e
+    t = threading.Thread(target=body, name="attn-plan")
+    t.start()
+    t.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+class SinglePlans:
+    """The planned wrappers of a single-request function (``single_decode_with_kv_cache``,
+    ``single_prefill_with_kv_cache``), one per call key (device, shapes, dtype,
+    variant arguments), each with its own workspace.
+
+    A call whose key was planned before runs that plan again without
+    re-planning (the plan depends on the key alone), and such a run may be
+    captured into a CUDA graph (torch.compile's ``mode="reduce-overhead"``
+    warms up before it records): a wrapper once captured, or used from the
+    traced op (:mod:`attn.ops`), is pinned, never re-planned nor dropped,
+    since a graph may replay it. The other keys are kept least-recently-used,
+    ``capacity`` of them; a new key re-plans the oldest one's wrapper (its
+    buffers reused, grown when needed). A call without a key (tensor
+    arguments: a custom mask, sinks, a Variant) plans every time into a
+    scratch wrapper and cannot be captured.
+
+    ``last[device_key]`` is the wrapper of the last call on that device.
+    """
+
+    def __init__(self, capacity=4):
+        self.capacity = capacity
+        self.lru = collections.OrderedDict()
+        self.pinned = {}
+        self.scratch = {}
+        self.last = {}
+
+    def get(self, key, device_key, device, need, make, plan, *, pin=False, where="attn"):
+        """The wrapper planned for ``key``: found, or ``make(workspace)`` /
+        an evicted one re-planned with ``plan(wrapper)`` (workspace of at least
+        ``need()`` bytes). ``pin``: the call comes from a traced op (its plan
+        is made on a helper thread, outside any CUDA-graph memory pool)."""
+        torch = torch_module()
+        capturing = torch.cuda.is_current_stream_capturing()
+        w = None
+        if key is not None:
+            w = self.pinned.get(key)
+            if w is None and key in self.lru:
+                w = self.lru[key]
+                if pin or capturing:
+                    del self.lru[key]
+                    self.pinned[key] = w
+                else:
+                    self.lru.move_to_end(key)
+        if w is not None:
+            if capturing:
+                w._capture_ok = True
+            self.last[device_key] = w
+            return w
+        if capturing:
+            why = ("it has tensor arguments (a custom mask, sinks or a Variant), so it plans every call" if key is None
+                   else "these shapes and arguments were not planned before")
+            raise RuntimeError(f"attn: {where} is being captured into a CUDA graph but {why}, and a plan cannot be "
+                               "made during capture; call it once with the same arguments outside capture first "
+                               "(torch.compile's mode='reduce-overhead' warms up before it records)")
+        stream = torch.cuda.current_stream(device)
+
+        def build():
+            with torch.cuda.device(device), torch.cuda.stream(stream):
+                if key is None:
+                    w = self.scratch.get(device_key)
+                elif not pin and len(self.lru) >= self.capacity:
+                    w = self.lru.popitem(last=False)[1]
+                else:
+                    w = None
+                n = need()
+                if w is None or w._workspace.numel() * w._workspace.element_size() < n:
+                    buf = torch.empty(-(-max(n, 1) // (1 << 20)) << 20, dtype=torch.uint8, device=device)
+                    if w is None:
+                        w = make(buf)
+                    else:
+                        w.reset_workspace_buffer(buf)
+                plan(w)
+                return w
+        w = _in_helper_thread(build) if pin else build()
+        if key is None:
+            self.scratch[device_key] = w
+        elif pin:
+            self.pinned[key] = w
+        else:
+            self.lru[key] = w
+        self.last[device_key] = w
+        return w
+
+
 class PlannedRun:
     """What plan() leaves for run(): the module, kernels, host plan and arguments."""
 
@@ -464,6 +587,9 @@ class WrapperBase:
         self._planned = None
         self._staging = None        # pinned int32 staging of the index arrays (see _upload_i32)
         self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
+        self._capture_ok = False    # a frozen plan (SinglePlans) may be captured without graph mode
+        self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
+        ops.register_if_loaded()
 
     @property
     def is_cuda_graph_enabled(self):
@@ -661,7 +787,7 @@ class WrapperBase:
 
     def _launch(self, p, args):
         torch = torch_module()
-        if torch.cuda.is_current_stream_capturing() and not self._use_cuda_graph:
+        if torch.cuda.is_current_stream_capturing() and not (self._use_cuda_graph or self._capture_ok):
             raise RuntimeError("attn: run() is being captured into a CUDA graph, but this wrapper was "
                                "built with use_cuda_graph=False; construct it with use_cuda_graph=True "
                                "(and fixed buffers) to capture run()")

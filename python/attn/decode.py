@@ -9,9 +9,9 @@ attn lacks (they raise NotImplementedError when called).
 import array
 import functools
 
-from . import mla
+from . import core, mla, ops
 from .core import (SIZING_KEYWORDS, check_run_matches_plan, check_tensor, dtype_name, reject_extra_args,
-                   reject_unsupported, scratch_wrapper, torch_module)
+                   reject_unsupported, torch_module)
 from .errors import not_implemented
 from .mla import trtllm_batch_decode_with_kv_cache_mla  # noqa: F401  (re-exported, as FlashInfer's decode does)
 from .page import get_seq_lens  # noqa: F401  (FlashInfer's decode module exports it)
@@ -157,6 +157,8 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         float32 ``[batch * q_len_per_req, num_qo_heads]``, base 2.
         Launches on ``torch.cuda.current_stream()``; capturable in a CUDA
         graph when the wrapper was built with ``use_cuda_graph=True``.
+        Traced by torch.compile it is the op ``torch.ops.attn.paged_run``
+        (:mod:`attn.ops`), which runs the wrapper's plan of the moment.
         ``window_left``, ``sinks`` and ``q_len_per_req``, if given, must be
         plan()'s; custom-kernel ``*args``, ``kv_cache_sf`` (NVFP4) and
         ``skip_softmax_threshold_scale_factor`` raise NotImplementedError.
@@ -164,6 +166,10 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         reject_extra_args("BatchDecodeWithPagedKVCacheWrapper.run", args)
         reject_unsupported("BatchDecodeWithPagedKVCacheWrapper.run", kv_cache_sf=kv_cache_sf,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor)
+        if ops.compiling():  # torch.compile: the op attn::paged_run (attn.ops), the plan read when it runs
+            return ops.paged_run(self, q, paged_kv_cache, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+                                 out=out, lse=lse, return_lse=return_lse, window_left=window_left,
+                                 q_len_per_req=q_len_per_req, sinks=sinks)
         p = self._check_planned()
         check_run_matches_plan(p, q_len_per_req=q_len_per_req, window_left=window_left)
         return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
@@ -193,6 +199,33 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
 
     def end_forward(self):
         """Nothing to release (FlashInfer compatibility)."""
+
+
+class CUDAGraphBatchDecodeWithPagedKVCacheWrapper(BatchDecodeWithPagedKVCacheWrapper):
+    """FlashInfer's CUDA-graph decode wrapper: :class:`BatchDecodeWithPagedKVCacheWrapper`
+    with ``use_cuda_graph=True`` and the page-table buffers fixed at construction.
+
+    ``indptr_buffer`` (int32 ``[max_batch + 1]``), ``indices_buffer`` (int32,
+    the most pages a plan will hold) and ``last_page_len_buffer`` (int32
+    ``[max_batch]``) are device buffers that every ``plan()`` writes into, so
+    a ``run()`` captured once replays correctly after each later plan: plan
+    on the host outside the graph, then replay. As in graph mode of the
+    plain wrapper, a plan may hold up to ``max_batch`` requests (FlashInfer:
+    exactly ``max_batch``), ``run`` takes a ``q`` of up to the buffers'
+    rows (``max_batch * q_len_per_req``), and every plan keeps the first
+    plan's heads, head_dim, page size, variant and ``q_len_per_req``.
+    ``use_tensor_cores`` is accepted and ignored.
+
+    >>> w = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(ws, indptr_buf, indices_buf, last_buf)  # doctest: +SKIP
+    >>> w.plan(indptr, indices, last, 32, 8, 128, 16, q_data_type=torch.bfloat16)          # doctest: +SKIP
+    >>> with torch.cuda.graph(g): w.run(q, kv, out=o)                                       # doctest: +SKIP
+    """
+
+    def __init__(self, workspace_buffer, indptr_buffer, indices_buffer, last_page_len_buffer, kv_layout="NHD",
+                 use_tensor_cores=False):
+        super().__init__(workspace_buffer, kv_layout, use_cuda_graph=True, use_tensor_cores=use_tensor_cores,
+                         paged_kv_indptr_buffer=indptr_buffer, paged_kv_indices_buffer=indices_buffer,
+                         paged_kv_last_page_len_buffer=last_page_len_buffer)
 
 
 def fast_decode_plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
@@ -231,7 +264,8 @@ class BatchDecodeMlaWithPagedKVCacheWrapper:
         raise NotImplementedError(f"attn: BatchDecodeMlaWithPagedKVCacheWrapper is not implemented; {mla.INSTEAD}")
 
 
-_single = {}
+_plans = core.SinglePlans()
+_single = _plans.last   # device -> the wrapper of the last call there
 
 
 def single_decode_with_kv_cache(q, k, v, kv_layout="NHD", pos_encoding_mode="NONE", use_tensor_cores=False,
@@ -244,11 +278,33 @@ def single_decode_with_kv_cache(q, k, v, kv_layout="NHD", pos_encoding_mode="NON
 
     attn difference: this runs the paged decode kernel with 16-token pages
     over the same memory when ``kv_len`` is a multiple of 16 in NHD, and over
-    a padded (or transposed) copy otherwise; a wrapper is kept per device,
-    its workspace sized for the call (:func:`attn.get_workspace_size`).
+    a padded (or transposed) copy otherwise. Plans are kept per call
+    signature (device, shapes, dtype, variant arguments; a few of them, see
+    :class:`attn.core.SinglePlans`), each in a workspace sized for it
+    (:func:`attn.get_workspace_size`), so a repeated call does not re-plan
+    and can be captured in a CUDA graph. Under torch.compile this is the op
+    ``torch.ops.attn.single_decode`` (:mod:`attn.ops`).
 
     >>> o = single_decode_with_kv_cache(q, k, v)   # doctest: +SKIP
     """
+    if ops.compiling():
+        extra = ops.traced_extras("single_decode_with_kv_cache", kwargs)
+        o, lse = ops._torch.ops.attn.single_decode(q, k, v, kv_layout, pos_encoding_mode, q_scale, k_scale, v_scale,
+                                                    window_left, logits_soft_cap, sm_scale, rope_scale, rope_theta,
+                                                    extra["logits_scale"], extra["sinks"])
+        return (o, lse) if return_lse else o
+    out, lse = _single_decode(q, k, v, kv_layout=kv_layout, pos_encoding_mode=pos_encoding_mode, q_scale=q_scale,
+                              k_scale=k_scale, v_scale=v_scale, window_left=window_left,
+                              logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, rope_scale=rope_scale,
+                              rope_theta=rope_theta, kwargs=kwargs)
+    return (out, lse) if return_lse else out
+
+
+def _single_decode(q, k, v, *, kv_layout, pos_encoding_mode, q_scale, k_scale, v_scale, window_left,
+                   logits_soft_cap, sm_scale, rope_scale, rope_theta, kwargs, out=None, lse=None, from_op=False):
+    """single_decode_with_kv_cache's work: ``(out, lse)``, into ``out``/``lse``
+    when given (``[num_qo_heads, head_dim]``, ``[num_qo_heads]``); ``from_op``:
+    called by the op ``attn::single_decode``."""
     torch = torch_module()
     check_tensor("q", q, dims=2, dtype=("bf16", "f16"))
     check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device)
@@ -256,6 +312,7 @@ def single_decode_with_kv_cache(q, k, v, kv_layout="NHD", pos_encoding_mode="NON
     if kv_layout == "HND":
         k, v = k.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()
     kv_len, hkv, d = (int(x) for x in k.shape)
+    hq = int(q.shape[0])
     page = 16
     pages = max(1, -(-kv_len // page))
     if kv_len % page or kv_len == 0:
@@ -264,18 +321,29 @@ def single_decode_with_kv_cache(q, k, v, kv_layout="NHD", pos_encoding_mode="NON
         kp[:kv_len], vp[:kv_len] = k, v
         k, v = kp, vp
     k, v = k.view(pages, page, hkv, d), v.view(pages, page, hkv, d)
-    # The scratch workspace this call's plan needs, grown when a call needs more.
-    need = get_workspace_size(int(q.shape[0]), hkv, d, page, kind="decode", max_batch=1, dtype=q.dtype,
-                              window_left=window_left, logits_soft_cap=logits_soft_cap,
-                              pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
-                              device=q.device, **{n: kwargs[n] for n in SIZING_KEYWORDS if n in kwargs})
-    w = scratch_wrapper(_single, str(q.device), lambda ws: BatchDecodeWithPagedKVCacheWrapper(ws, "NHD"), need,
-                        q.device)
-    w.plan(torch.tensor([0, pages], dtype=torch.int32), torch.arange(pages, dtype=torch.int32, device=q.device),
-           torch.tensor([kv_len - (pages - 1) * page if kv_len else 0], dtype=torch.int32),
-           int(q.shape[0]), hkv, d, page, pos_encoding_mode=pos_encoding_mode, window_left=window_left,
-           logits_soft_cap=logits_soft_cap, q_data_type=q.dtype, sm_scale=sm_scale, rope_scale=rope_scale,
-           rope_theta=rope_theta, **kwargs)
-    r = w.run(q.unsqueeze(0).contiguous(), (k, v), q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
-              return_lse=return_lse)
-    return (r[0][0], r[1][0]) if return_lse else r[0]
+    variant = dict(pos_encoding_mode=pos_encoding_mode, window_left=window_left, logits_soft_cap=logits_soft_cap,
+                   sm_scale=sm_scale, rope_scale=rope_scale, rope_theta=rope_theta)
+    key = core.plain_key("decode", str(q.device), str(q.dtype), hq, hkv, d, kv_len,
+                         tuple(sorted(variant.items())), kwargs=kwargs)
+
+    def need():
+        # The scratch workspace this call's plan needs.
+        return get_workspace_size(hq, hkv, d, page, kind="decode", max_batch=1, dtype=q.dtype,
+                                  window_left=window_left, logits_soft_cap=logits_soft_cap,
+                                  pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
+                                  device=q.device, **{n: kwargs[n] for n in SIZING_KEYWORDS if n in kwargs})
+
+    def plan(w):
+        w.plan(torch.tensor([0, pages], dtype=torch.int32), torch.arange(pages, dtype=torch.int32, device=q.device),
+               torch.tensor([kv_len - (pages - 1) * page if kv_len else 0], dtype=torch.int32),
+               hq, hkv, d, page, q_data_type=q.dtype, **variant, **kwargs)
+
+    w = _plans.get(key, str(q.device), q.device, need, lambda ws: BatchDecodeWithPagedKVCacheWrapper(ws, "NHD"), plan,
+                   pin=from_op, where="single_decode_with_kv_cache")
+    if out is None:
+        out = torch.empty((hq, d), dtype=q.dtype, device=q.device)
+    if lse is None:
+        lse = torch.empty((hq,), dtype=torch.float32, device=q.device)
+    w.run(q.unsqueeze(0).contiguous(), (k, v), q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+          out=out.unsqueeze(0), lse=lse.unsqueeze(0), return_lse=True, sinks=kwargs.get("sinks"))
+    return out, lse

@@ -14,7 +14,7 @@ NotImplementedError unless they have their "off" value.
 
 import functools
 
-from . import core
+from . import core, ops
 from .core import check_tensor, dtype_name, host_i32, reject_extra_args, reject_unsupported, torch_module
 from .errors import not_implemented
 from .paged import PagedWrapperBase, check_heads, make_spec, planned_keywords, q_kv_dtypes
@@ -131,6 +131,9 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
         reject_unsupported(where, kv_cache_sf=kv_cache_sf,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            use_fp16_softmax=use_fp16_softmax, uses_spcompress=uses_spcompress)
+        if ops.compiling():  # torch.compile: the op attn::paged_run (attn.ops), the plan read when it runs
+            return ops.paged_run(self, q, paged_kv_cache, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+                                 out=out, lse=lse, return_lse=return_lse, window_left=window_left, sinks=sinks)
         p = self._check_planned()
         core.check_run_matches_plan(p, window_left=window_left)
         return self._run_paged(q, paged_kv_cache, out=out, lse=lse, return_lse=return_lse,
@@ -263,6 +266,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         reject_extra_args(where, args)
         reject_unsupported(where, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, o_scale=o_scale,
                            kv_cache_sf=kv_cache_sf)
+        if ops.compiling():  # torch.compile: the op attn::ragged_run (attn.ops), the plan read when it runs
+            return ops.ragged_run(self, q, k, v, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, o_scale=o_scale,
+                                  out=out, lse=lse, return_lse=return_lse)
         p = self._check_planned()
         s = p.spec
         check_tensor("q", q, dtype=p.dtype, shape=(("nnz_qo", None if self._use_cuda_graph else p.total_q),
@@ -306,7 +312,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         """Nothing to release (FlashInfer compatibility)."""
 
 
-_single = {}
+_plans = core.SinglePlans()
+_single = _plans.last   # (device, kv_layout) -> the wrapper of the last call there
 
 
 def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=None, causal=False,
@@ -315,35 +322,71 @@ def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=N
                                  rope_theta=None, backend="auto", return_lse=False, **kwargs):
     """Prefill of one request: ``q`` ``[qo_len, Hq, D]`` against ``k``/``v`` ``[kv_len, Hkv, D]``.
 
-    Runs the ragged prefill wrapper, with a workspace kept per device and
-    sized for the call (:func:`attn.get_workspace_size`, grown when needed);
+    Runs the ragged prefill wrapper, planned once per call signature
+    (device, layout, shapes, dtype, variant arguments; a few of them, see
+    :class:`attn.core.SinglePlans`) in a workspace sized for it
+    (:func:`attn.get_workspace_size`), so a repeated call does not re-plan
+    and can be captured in a CUDA graph (a custom mask plans every call);
     ``kwargs`` go to its plan() (``backend`` is accepted and ignored, as by
-    the wrappers).
+    the wrappers). Under torch.compile this is the op
+    ``torch.ops.attn.single_prefill`` (:mod:`attn.ops`).
     attn difference: causal with ``qo_len > kv_len`` is well defined (the
     leading rows see no key: output 0, LSE -inf).
 
     >>> o = single_prefill_with_kv_cache(q, k, v, causal=True)   # doctest: +SKIP
     """
+    if ops.compiling():
+        extra = ops.traced_extras("single_prefill_with_kv_cache", kwargs)
+        o, lse = ops._torch.ops.attn.single_prefill(q, k, v, custom_mask, packed_custom_mask, bool(causal), kv_layout,
+                                                     pos_encoding_mode, sm_scale, window_left, logits_soft_cap,
+                                                     rope_scale, rope_theta, extra["logits_scale"], extra["sinks"])
+        return (o, lse) if return_lse else o
+    out, lse = _single_prefill(q, k, v, custom_mask=custom_mask, packed_custom_mask=packed_custom_mask, causal=causal,
+                               kv_layout=kv_layout, pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale,
+                               window_left=window_left, logits_soft_cap=logits_soft_cap, rope_scale=rope_scale,
+                               rope_theta=rope_theta, kwargs=kwargs)
+    return (out, lse) if return_lse else out
+
+
+def _single_prefill(q, k, v, *, custom_mask, packed_custom_mask, causal, kv_layout, pos_encoding_mode, sm_scale,
+                    window_left, logits_soft_cap, rope_scale, rope_theta, kwargs, out=None, lse=None,
+                    from_op=False):
+    """single_prefill_with_kv_cache's work: ``(out, lse)``, into ``out``/``lse``
+    when given; ``from_op``: called by the op ``attn::single_prefill``."""
     torch = torch_module()
     check_tensor("q", q, dims=3, dtype=("bf16", "f16"))
     check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device)
     kv_len = int(k.shape[0] if kv_layout == "NHD" else k.shape[1])
     hkv = int(k.shape[1] if kv_layout == "NHD" else k.shape[0])
-    # The scratch workspace this call's plan needs, grown when a call needs more.
-    need = get_workspace_size(int(q.shape[1]), hkv, int(q.shape[2]), kind="ragged", max_batch=1,
-                              max_total_q_rows=max(1, int(q.shape[0])), dtype=q.dtype, kv_layout=kv_layout,
-                              causal=causal, custom_mask=custom_mask is not None or packed_custom_mask is not None,
-                              window_left=window_left, logits_soft_cap=logits_soft_cap,
-                              pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
-                              device=q.device, **{n: kwargs[n] for n in core.SIZING_KEYWORDS if n in kwargs})
-    w = core.scratch_wrapper(_single, (str(q.device), kv_layout),
-                             lambda ws: BatchPrefillWithRaggedKVCacheWrapper(ws, kv_layout), need, q.device)
-    w.plan(torch.tensor([0, int(q.shape[0])], dtype=torch.int32), torch.tensor([0, kv_len], dtype=torch.int32),
-           int(q.shape[1]), hkv, int(q.shape[2]), custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-           causal=causal, pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale, window_left=window_left,
-           logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta,
-           q_data_type=q.dtype, **kwargs)
-    return w.run(q, k, v, return_lse=return_lse)
+    qo_len, hq, d = (int(x) for x in q.shape)
+    has_mask = custom_mask is not None or packed_custom_mask is not None
+    variant = dict(causal=causal, pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale, window_left=window_left,
+                   logits_soft_cap=logits_soft_cap, rope_scale=rope_scale, rope_theta=rope_theta)
+    key = None if has_mask else core.plain_key("ragged", str(q.device), kv_layout, str(q.dtype), qo_len, hq, hkv,
+                                                d, kv_len, tuple(sorted(variant.items())), kwargs=kwargs)
+
+    def need():
+        # The scratch workspace this call's plan needs.
+        return get_workspace_size(hq, hkv, d, kind="ragged", max_batch=1, max_total_q_rows=max(1, qo_len),
+                                  dtype=q.dtype, kv_layout=kv_layout, causal=causal, custom_mask=has_mask,
+                                  window_left=window_left, logits_soft_cap=logits_soft_cap,
+                                  pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
+                                  device=q.device, **{n: kwargs[n] for n in core.SIZING_KEYWORDS if n in kwargs})
+
+    def plan(w):
+        w.plan(torch.tensor([0, qo_len], dtype=torch.int32), torch.tensor([0, kv_len], dtype=torch.int32),
+               hq, hkv, d, custom_mask=custom_mask, packed_custom_mask=packed_custom_mask, q_data_type=q.dtype,
+               **variant, **kwargs)
+
+    w = _plans.get(key, (str(q.device), kv_layout), q.device, need,
+                   lambda ws: BatchPrefillWithRaggedKVCacheWrapper(ws, kv_layout), plan, pin=from_op,
+                   where="single_prefill_with_kv_cache")
+    if out is None:
+        out = torch.empty(tuple(q.shape), dtype=q.dtype, device=q.device)
+    if lse is None:
+        lse = torch.empty((qo_len, hq), dtype=torch.float32, device=q.device)
+    w.run(q, k, v, out=out, lse=lse, return_lse=True)
+    return out, lse
 
 
 single_prefill_with_kv_cache_return_lse = functools.partial(single_prefill_with_kv_cache, return_lse=True)
