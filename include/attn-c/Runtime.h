@@ -135,11 +135,20 @@ ATTN_RT_EXPORT attnRtStatus attnRtManifestCandidates(const char *manifest_json,
                                                      int32_t *count);
 /* The candidate attnRtPlan picks for a batch of `batch` requests holding
  * `total_q_rows` query tokens (the smallest tile that holds the average
- * packed query length); -1 when there is none. Graph mode fixes a candidate
+ * packed query length); -1 when there is none, or when total_q_rows or
+ * batch is outside [0, 2^31-1]. Graph mode fixes a candidate
  * for all plans: pick it with this from the first batch. */
 ATTN_RT_EXPORT int32_t attnRtSelectTileCandidate(
     const attnRtTileCandidate *candidates, int32_t count, int64_t total_q_rows,
     int64_t batch);
+
+/* The _Sized variants below take the device workspace's size (device_bytes,
+ * e.g. attnRtPlanWorkspaceSize's) and refuse, with
+ * ATTN_RT_WORKSPACE_TOO_SMALL, a workspace smaller than the plan and its
+ * partial buffers reach, before anything is copied or launched; the
+ * variants without it cannot check and trust the caller. Every variant
+ * validates the host plan first (a corrupt or foreign buffer is
+ * ATTN_RT_INVALID_ARGUMENT naming the bad field). */
 
 /* One async host-to-device copy of the plan into the device workspace. */
 ATTN_RT_EXPORT attnRtStatus attnRtUploadPlan(const void *host_workspace,
@@ -162,6 +171,24 @@ ATTN_RT_EXPORT attnRtStatus attnRtMerge(attnRtModule_t module,
                                         size_t host_bytes, uint64_t device_workspace,
                                         const attnRtArg *args, int32_t num_args,
                                         uint64_t stream);
+
+/* attnRtUploadPlan, attnRtRun and attnRtMerge with the device workspace's
+ * size checked. */
+ATTN_RT_EXPORT attnRtStatus attnRtUploadPlanSized(const void *host_workspace,
+                                                  size_t host_bytes,
+                                                  uint64_t device_workspace,
+                                                  size_t device_bytes,
+                                                  uint64_t stream);
+ATTN_RT_EXPORT attnRtStatus attnRtRunSized(
+    attnRtModule_t module, const char *attention_kernel,
+    const char *merge_kernel, const void *host_workspace, size_t host_bytes,
+    uint64_t device_workspace, size_t device_bytes, const attnRtArg *args,
+    int32_t num_args, uint64_t stream);
+ATTN_RT_EXPORT attnRtStatus attnRtMergeSized(
+    attnRtModule_t module, const char *merge_kernel,
+    const void *host_workspace, size_t host_bytes, uint64_t device_workspace,
+    size_t device_bytes, const attnRtArg *args, int32_t num_args,
+    uint64_t stream);
 
 #ifdef __cplusplus
 }

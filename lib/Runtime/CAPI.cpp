@@ -14,6 +14,7 @@
 #include "attn/Runtime/Launcher.h"
 #include "attn/Runtime/Plan.h"
 
+#include <limits>
 #include <string>
 
 using namespace attnrt;
@@ -223,27 +224,36 @@ attnRtStatus attnRtManifestCandidates(const char *manifest_json,
 int32_t attnRtSelectTileCandidate(const attnRtTileCandidate *candidates,
                                   int32_t count, int64_t total_q_rows,
                                   int64_t batch) {
-  if (!candidates || count < 1)
+  if (!candidates || count < 1 || count > kMaxTileCandidates ||
+      total_q_rows < 0 || batch < 0 ||
+      total_q_rows > std::numeric_limits<int32_t>::max() ||
+      batch > std::numeric_limits<int32_t>::max())
     return -1;
   return selectTileCandidate(
       reinterpret_cast<const TileCandidate *>(candidates), count,
       total_q_rows, batch);
 }
 
-attnRtStatus attnRtUploadPlan(const void *ws, size_t bytes, uint64_t device,
-                              uint64_t stream) {
+/// The device workspace size the unsized entry points pass (with `sized`
+/// false: not checked).
+constexpr size_t kUnsized = 0;
+
+static attnRtStatus uploadImpl(const void *ws, size_t bytes, uint64_t device,
+                               bool sized, size_t deviceBytes, uint64_t stream) {
   return guarded([&] {
     PlanView v;
     if (Status s = viewPlan(ws, bytes, &v); !s.ok())
       return report(s);
-    return report(uploadPlan(v, device, stream));
+    return report(sized ? uploadPlan(v, device, deviceBytes, stream)
+                        : uploadPlan(v, device, stream));
   });
 }
 
-attnRtStatus attnRtRun(attnRtModule_t module, const char *attentionKernel,
-                       const char *mergeKernel, const void *ws, size_t bytes,
-                       uint64_t device, const attnRtArg *args, int32_t numArgs,
-                       uint64_t stream) {
+static attnRtStatus runImpl(attnRtModule_t module, const char *attentionKernel,
+                            const char *mergeKernel, const void *ws,
+                            size_t bytes, uint64_t device, bool sized,
+                            size_t deviceBytes, const attnRtArg *args,
+                            int32_t numArgs, uint64_t stream) {
   return guarded([&] {
     if (!module || !attentionKernel)
       return invalidArg("module and attention_kernel must not be null");
@@ -253,15 +263,19 @@ attnRtStatus attnRtRun(attnRtModule_t module, const char *attentionKernel,
     PlanView v;
     if (Status s = viewPlan(ws, bytes, &v); !s.ok())
       return report(s);
-    return report(run(*module->module, attentionKernel,
-                      mergeKernel ? mergeKernel : "", v, device, converted,
-                      numArgs, stream));
+    const char *merge = mergeKernel ? mergeKernel : "";
+    return report(sized ? run(*module->module, attentionKernel, merge, v,
+                              device, deviceBytes, converted, numArgs, stream)
+                        : run(*module->module, attentionKernel, merge, v,
+                              device, converted, numArgs, stream));
   });
 }
 
-attnRtStatus attnRtMerge(attnRtModule_t module, const char *mergeKernel,
-                         const void *ws, size_t bytes, uint64_t device,
-                         const attnRtArg *args, int32_t numArgs, uint64_t stream) {
+static attnRtStatus mergeImpl(attnRtModule_t module, const char *mergeKernel,
+                              const void *ws, size_t bytes, uint64_t device,
+                              bool sized, size_t deviceBytes,
+                              const attnRtArg *args, int32_t numArgs,
+                              uint64_t stream) {
   return guarded([&] {
     if (!module || !mergeKernel)
       return invalidArg("module and merge_kernel must not be null");
@@ -271,9 +285,53 @@ attnRtStatus attnRtMerge(attnRtModule_t module, const char *mergeKernel,
     PlanView v;
     if (Status s = viewPlan(ws, bytes, &v); !s.ok())
       return report(s);
-    return report(runMerge(*module->module, mergeKernel, v, device, converted,
-                           numArgs, stream));
+    return report(sized ? runMerge(*module->module, mergeKernel, v, device,
+                                   deviceBytes, converted, numArgs, stream)
+                        : runMerge(*module->module, mergeKernel, v, device,
+                                   converted, numArgs, stream));
   });
+}
+
+attnRtStatus attnRtUploadPlan(const void *ws, size_t bytes, uint64_t device,
+                              uint64_t stream) {
+  return uploadImpl(ws, bytes, device, false, kUnsized, stream);
+}
+
+attnRtStatus attnRtUploadPlanSized(const void *ws, size_t bytes, uint64_t device,
+                                   size_t deviceBytes, uint64_t stream) {
+  return uploadImpl(ws, bytes, device, true, deviceBytes, stream);
+}
+
+attnRtStatus attnRtRun(attnRtModule_t module, const char *attentionKernel,
+                       const char *mergeKernel, const void *ws, size_t bytes,
+                       uint64_t device, const attnRtArg *args, int32_t numArgs,
+                       uint64_t stream) {
+  return runImpl(module, attentionKernel, mergeKernel, ws, bytes, device, false,
+                 kUnsized, args, numArgs, stream);
+}
+
+attnRtStatus attnRtRunSized(attnRtModule_t module, const char *attentionKernel,
+                            const char *mergeKernel, const void *ws,
+                            size_t bytes, uint64_t device, size_t deviceBytes,
+                            const attnRtArg *args, int32_t numArgs,
+                            uint64_t stream) {
+  return runImpl(module, attentionKernel, mergeKernel, ws, bytes, device, true,
+                 deviceBytes, args, numArgs, stream);
+}
+
+attnRtStatus attnRtMerge(attnRtModule_t module, const char *mergeKernel,
+                         const void *ws, size_t bytes, uint64_t device,
+                         const attnRtArg *args, int32_t numArgs, uint64_t stream) {
+  return mergeImpl(module, mergeKernel, ws, bytes, device, false, kUnsized,
+                   args, numArgs, stream);
+}
+
+attnRtStatus attnRtMergeSized(attnRtModule_t module, const char *mergeKernel,
+                              const void *ws, size_t bytes, uint64_t device,
+                              size_t deviceBytes, const attnRtArg *args,
+                              int32_t numArgs, uint64_t stream) {
+  return mergeImpl(module, mergeKernel, ws, bytes, device, true, deviceBytes,
+                   args, numArgs, stream);
 }
 
 } // extern "C"

@@ -66,6 +66,9 @@ static Loaded load() {
 #undef ATTN_RESOLVE
   l.table.launchKernelEx = reinterpret_cast<decltype(l.table.launchKernelEx)>(
       dlsym(lib, ATTN_STR(cuLaunchKernelEx)));
+  l.table.funcGetParamInfo =
+      reinterpret_cast<decltype(l.table.funcGetParamInfo)>(
+          dlsym(lib, "cuFuncGetParamInfo"));
   if (missing) {
     l.status = Status(StatusCode::CudaUnavailable,
                       "libcuda.so.1 lacks " + which + " (driver too old)");

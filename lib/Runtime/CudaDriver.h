@@ -41,6 +41,9 @@ struct CudaDriver {
   /// Optional (CUDA 12+ drivers): null when the driver lacks it; the
   /// launcher then launches plainly (no programmatic dependent launch).
   decltype(&::cuLaunchKernelEx) launchKernelEx;
+  /// Optional (CUDA 12.4+ drivers; declared here so that older headers
+  /// build): null when absent; Module::load then checks no parameter sizes.
+  CUresult (*funcGetParamInfo)(CUfunction, size_t, size_t *, size_t *);
 };
 
 /// Loads libcuda.so.1 and cuInit()s once; returns the table or nullptr with

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #ifdef ATTN_HAVE_CUDA_H
@@ -72,6 +73,46 @@ static Status checkAgainstPlanView(const KernelManifest &k, const PlanView &p) {
                     std::to_string(k.gqa_pack) + " vs plan " +
                     std::to_string(p.tileQ()) + "/" + std::to_string(p.gqaPack()));
   return Status::success();
+}
+
+Status checkDeviceWorkspace(const PlanView &plan, uint64_t ws, size_t bytes) {
+  if (!plan.words || !ws)
+    return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
+  if (bytes < plan.deviceBytes())
+    return Status(StatusCode::WorkspaceTooSmall,
+                  "device workspace has " + std::to_string(bytes) +
+                      " bytes, the plan and its partial buffers need " +
+                      std::to_string(plan.deviceBytes()) +
+                      " (planDeviceWorkspaceBytes of its config)");
+  if (ws % kDeviceAlign != 0)
+    return Status(StatusCode::InvalidArgument,
+                  "device workspace is not " + std::to_string(kDeviceAlign) +
+                      "-byte aligned");
+  return Status::success();
+}
+
+Status uploadPlan(const PlanView &plan, uint64_t ws, size_t bytes,
+                  uint64_t stream) {
+  if (Status s = checkDeviceWorkspace(plan, ws, bytes); !s.ok())
+    return s;
+  return uploadPlan(plan, ws, stream);
+}
+
+Status run(const Module &m, std::string_view attentionKernel,
+           std::string_view mergeKernel, const PlanView &plan, uint64_t ws,
+           size_t bytes, const KernelArg *args, int32_t numArgs,
+           uint64_t stream) {
+  if (Status s = checkDeviceWorkspace(plan, ws, bytes); !s.ok())
+    return s;
+  return run(m, attentionKernel, mergeKernel, plan, ws, args, numArgs, stream);
+}
+
+Status runMerge(const Module &m, std::string_view mergeKernel,
+                const PlanView &plan, uint64_t ws, size_t bytes,
+                const KernelArg *args, int32_t numArgs, uint64_t stream) {
+  if (Status s = checkDeviceWorkspace(plan, ws, bytes); !s.ok())
+    return s;
+  return runMerge(m, mergeKernel, plan, ws, args, numArgs, stream);
 }
 
 Status Module::loadFiles(const std::string &imagePath,
@@ -139,6 +180,44 @@ void *Module::function(std::string_view name) const {
   return nullptr;
 }
 
+/// Checks the manifest's argument list against the parameters the driver
+/// reports for kernel `f` (count and sizes: 8 bytes for ptr and i64, 4 for
+/// i32 and f32), when the driver can tell (cuFuncGetParamInfo, CUDA 12.4+).
+static Status checkParams(const CudaDriver &d, CUfunction f,
+                          const KernelManifest &k) {
+  if (!d.funcGetParamInfo)
+    return Status::success();
+  auto mismatch = [&](const std::string &what) {
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" in the module disagrees with its "
+                  "manifest: " + what);
+  };
+  const size_t n = k.args.size();
+  for (size_t i = 0; i <= n; ++i) {
+    size_t offset = 0, size = 0;
+    CUresult r = d.funcGetParamInfo(f, i, &offset, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+      if (i == n)
+        return Status::success(); // exactly n parameters
+      return mismatch("it takes " + std::to_string(i) +
+                      " parameters, the manifest lists " + std::to_string(n));
+    }
+    if (r != CUDA_SUCCESS)
+      return Status::success(); // the driver cannot tell for this image
+    if (i == n)
+      return mismatch("it takes more parameters than the " + std::to_string(n) +
+                      " the manifest lists");
+    const ArgKind kind = k.args[i].kind;
+    const size_t want = kind == ArgKind::Ptr || kind == ArgKind::I64 ? 8 : 4;
+    if (size != want)
+      return mismatch("parameter " + std::to_string(i) + " (\"" +
+                      k.args[i].name + "\", " + argKindName(kind) + ") is " +
+                      std::to_string(size) + " bytes in the image, not " +
+                      std::to_string(want));
+  }
+  return Status::success();
+}
+
 Status Module::load(const void *image, size_t bytes, std::string_view manifestJson,
                     std::unique_ptr<Module> *out) {
   if (!image || bytes == 0 || !out)
@@ -183,6 +262,8 @@ Status Module::load(const void *image, size_t bytes, std::string_view manifestJs
     if (r != CUDA_SUCCESS)
       return Status(StatusCode::ManifestMismatch,
                     "kernel \"" + k.name + "\" named in the manifest is not in the module");
+    if (Status p = checkParams(*d, f, k); !p.ok())
+      return p;
     if (k.shared_bytes > 48 * 1024) {
       r = d->funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               k.shared_bytes);
@@ -316,17 +397,30 @@ static Status launch(const CudaDriver &d, const Module &m, const KernelManifest 
 /// max_ctas in graph mode (the kernel is grid-strided), else the number of
 /// units capped at max_ctas (`units`), or one CTA per (unit, row group)
 /// (`unit_rows`).
-static int32_t mergeGrid(const KernelManifest &k, const PlanView &plan) {
+static int64_t mergeGrid(const KernelManifest &k, const PlanView &plan) {
   int64_t maxCtas = plan.header(kHdrMaxCtas);
   if (plan.header(kHdrGraphMode) != 0)
-    return int32_t(maxCtas);
+    return maxCtas;
   int64_t units = plan.numMergeUnits();
   if (k.merge_grid == MergeGrid::Units)
-    return int32_t(std::min(units, maxCtas));
+    return std::min(units, maxCtas);
   // Short CTAs, one per (unit, row group): all of them at once (the grid
   // only has to be fixed in graph mode).
   int64_t rows = k.merge_rows_per_cta;
-  return int32_t(units * ((plan.slotRows() + rows - 1) / rows));
+  return units * ((int64_t(plan.slotRows()) + rows - 1) / rows);
+}
+
+/// The merge grid, refused when it passes CUDA's 2^31-1 blocks.
+static Status mergeGridChecked(const KernelManifest &k, const PlanView &plan,
+                               uint32_t *grid) {
+  const int64_t g = mergeGrid(k, plan);
+  if (g < 0 || g > std::numeric_limits<int32_t>::max())
+    return Status(StatusCode::InvalidArgument,
+                  "merge kernel \"" + k.name + "\": a grid of " +
+                      std::to_string(g) + " CTAs (merge units x row groups of "
+                      "merge_rows_per_cta) exceeds 2^31-1");
+  *grid = uint32_t(g);
+  return Status::success();
 }
 
 static Status lookup(const Module &m, std::string_view name, KernelRole role,
@@ -366,7 +460,9 @@ Status runMerge(const Module &m, std::string_view mergeKernel, const PlanView &p
   if (Status p = prepare(m, mergeKernel, KernelRole::Merge, plan, ws, &d, &k);
       !p.ok())
     return p;
-  int32_t grid = mergeGrid(*k, plan);
+  uint32_t grid = 0;
+  if (Status g = mergeGridChecked(*k, plan, &grid); !g.ok())
+    return g;
   if (grid == 0)
     return Status::success();
   ParamBlock pb;
@@ -394,11 +490,14 @@ Status run(const Module &m, std::string_view attentionKernel,
   if (Status b = bindArgs(*k, plan, ws, args, numArgs, &pb); !b.ok())
     return b;
   const KernelManifest *mk = nullptr;
+  uint32_t grid = 0;
   if (needMerge) {
     if (Status l = lookup(m, mergeKernel, KernelRole::Merge, &mk); !l.ok())
       return l;
     if (Status c = checkAgainstPlanView(*mk, plan); !c.ok())
       return c;
+    if (Status g = mergeGridChecked(*mk, plan, &grid); !g.ok())
+      return g;
     if (Status b = bindArgs(*mk, plan, ws, args, numArgs, &pbMerge); !b.ok())
       return b;
   }
@@ -407,8 +506,7 @@ Status run(const Module &m, std::string_view attentionKernel,
       return l;
   if (!needMerge)
     return Status::success();
-  int32_t grid = mergeGrid(*mk, plan);
-  return grid > 0 ? launch(*d, m, *mk, uint32_t(grid), pbMerge, stream)
+  return grid > 0 ? launch(*d, m, *mk, grid, pbMerge, stream)
                   : Status::success();
 }
 

@@ -60,6 +60,25 @@ static Status invalid(StatusCode code, std::string msg) {
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+/// Saturation value of satMul: above every limit below, and small enough
+/// that a few of them add without overflow.
+constexpr int64_t kSat = int64_t(1) << 60;
+/// The flat plan and its scratch: int32 word offsets with room to spare.
+constexpr int64_t kMaxPlanWords = int64_t(1) << 30;
+/// The device workspace (partial buffers included).
+constexpr int64_t kMaxWorkspaceBytes = int64_t(1) << 48;
+/// A batch's total cost under its candidate's model; with this bound every
+/// sum, running target and scaled comparison of plan() stays in int64.
+constexpr int64_t kMaxPlanCost = int64_t(1) << 56;
+
+/// a * b for a, b >= 0, saturating at kSat.
+static int64_t satMul(int64_t a, int64_t b) {
+  if (a == 0 || b == 0)
+    return 0;
+  return a > kSat / b ? kSat : std::min(a * b, kSat);
+}
+
 namespace {
 /// One query tile of a request in every head group, as the longest-first
 /// assignment sorts them (host scratch).
@@ -107,7 +126,11 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
     return invalid(StatusCode::InvalidArgument,
                    "graph_candidate out of range of the candidates");
   int32_t group = c.num_qo_heads / c.num_kv_heads;
+  // Every size below is computed in 64 bits, saturating at kSat, and checked
+  // against its limit before it is narrowed (docs/Runtime.md, Errors and
+  // limits): the flat plan's offsets are int32 words, rows and keys int32.
   int64_t maxTiles = 0, maxRowTiles = 0, maxItems = 0, partialRows = 0;
+  int64_t maxCtas = 0;
   for (int32_t i = 0; i < c.num_candidates; ++i) {
     const TileCandidate &t = c.candidates[i];
     // Built only for a message: plan() calls this every step.
@@ -128,22 +151,53 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
       return invalid(StatusCode::InvalidArgument,
                      which() + ": ctas_per_sm must be in [0, 64] and "
                                "min_chunk_tokens >= 0 (0: the config's)");
+    // Packed rows (token x packed head) of one request are int32.
+    if (int64_t(c.max_total_q_rows) * t.gqa_pack > kMaxInt32)
+      return invalid(StatusCode::InvalidArgument,
+                     "max_total_q_rows " + std::to_string(c.max_total_q_rows) +
+                         " x " + which() + "'s gqa_pack " +
+                         std::to_string(t.gqa_pack) +
+                         " packed rows exceed 2^31-1");
+    // Chunk boundaries are int32 key positions.
+    if (c.indexing == KVIndexing::Paged &&
+        ceilDiv(t.kv_tile, c.block_size) * c.block_size > kMaxInt32)
+      return invalid(StatusCode::InvalidArgument,
+                     which() + ": kv_tile " + std::to_string(t.kv_tile) +
+                         " rounded up to whole blocks of block_size " +
+                         std::to_string(c.block_size) + " exceeds 2^31-1 keys");
+    const int64_t ctas = getCandidateCtas(c, t);
+    if (ctas > kMaxPlanWords)
+      return invalid(StatusCode::InvalidArgument,
+                     "num_sms " + std::to_string(c.num_sms) +
+                         " x ctas_per_sm of " + which() + " = " +
+                         std::to_string(ctas) + " CTAs exceed the limit of 2^30");
+    maxCtas = std::max(maxCtas, ctas);
     int64_t groups = c.num_qo_heads / t.gqa_pack;
     int64_t rowTiles =
         int64_t(c.max_total_q_rows) * t.gqa_pack / t.q_rows + c.max_batch;
-    int64_t tiles = groups * rowTiles;
+    int64_t tiles = satMul(groups, rowTiles);
+    if (tiles > kMaxPlanWords / kMergeUnitWords)
+      return invalid(StatusCode::GraphMaximaExceeded,
+                     which() + ": " + std::to_string(groups) +
+                         " head groups (num_qo_heads / gqa_pack) x " +
+                         std::to_string(rowTiles) +
+                         " row tiles (max_total_q_rows x gqa_pack / q_rows + "
+                         "max_batch) = " + std::to_string(tiles) +
+                         " tiles exceed the plan's limit of 2^28");
     maxRowTiles = std::max(maxRowTiles, rowTiles);
     // A candidate's work list holds its tiles plus at most one extra chunk
     // per CTA of its grid, and each item may need a partial slot of q_rows.
-    int64_t items = tiles + (c.disable_split ? 0 : getCandidateCtas(c, t));
+    int64_t items = tiles + (c.disable_split ? 0 : ctas);
+    if (items > kMaxPlanWords / kWorkItemWords)
+      return invalid(StatusCode::GraphMaximaExceeded,
+                     which() + ": " + std::to_string(items) +
+                         " work items (tiles + num_sms x ctas_per_sm) exceed "
+                         "the plan's limit of 2^27 (lower max_total_q_rows, "
+                         "max_batch or num_qo_heads)");
     maxTiles = std::max(maxTiles, tiles);
     maxItems = std::max(maxItems, items);
-    partialRows = std::max(partialRows, items * t.q_rows);
+    partialRows = std::max(partialRows, items * t.q_rows); // < 2^58
   }
-  // Room for the largest grid any candidate keeps resident.
-  int64_t maxCtas = 0;
-  for (int32_t i = 0; i < c.num_candidates; ++i)
-    maxCtas = std::max(maxCtas, getCandidateCtas(c, c.candidates[i]));
   int64_t words = kPlanHeaderWords;
   int64_t offCta = words;
   words += maxCtas + 1;
@@ -157,10 +211,29 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   // an 8-byte heap key per CTA and 4 sentinels, on an 8-byte boundary.
   int64_t offScratch = words;
   int64_t scratch = maxRowTiles * kRowTileWords + maxTiles + 1 + 2 * (maxCtas + 4);
-  if (words + scratch > std::numeric_limits<int32_t>::max() / 2)
-    return invalid(StatusCode::InvalidArgument,
-                   "plan maxima too large: the flat plan would need " +
-                       std::to_string(words + scratch) + " words");
+  if (words + scratch > kMaxPlanWords)
+    return invalid(StatusCode::GraphMaximaExceeded,
+                   "plan maxima too large: the flat plan and its scratch would "
+                   "need " +
+                       std::to_string(words + scratch) +
+                       " words, over the limit of 2^30 (lower max_batch, "
+                       "max_total_q_rows, num_qo_heads or num_sms)");
+  // The partial buffers: partial_rows x head_dim floats, then partial_rows.
+  const uint64_t oBytes =
+      satMul(satMul(partialRows, c.head_dim), 4); // saturates at kSat
+  const uint64_t oOffset = alignUp(size_t(words) * 4, kDeviceAlign);
+  const uint64_t deviceBytes =
+      oBytes >= uint64_t(kMaxWorkspaceBytes)
+          ? uint64_t(kSat)
+          : alignUp(alignUp(oOffset + oBytes, kDeviceAlign) + partialRows * 4,
+                    kDeviceAlign);
+  if (deviceBytes > uint64_t(kMaxWorkspaceBytes) ||
+      deviceBytes > std::numeric_limits<size_t>::max())
+    return invalid(StatusCode::GraphMaximaExceeded,
+                   "device workspace too large: " + std::to_string(partialRows) +
+                       " partial rows (work items x q_rows) x head_dim " +
+                       std::to_string(c.head_dim) +
+                       " floats exceed the limit of 2^48 bytes");
   PlanLayout &l = *layout;
   l.max_ctas = int32_t(maxCtas);
   l.max_items = int32_t(maxItems);
@@ -174,10 +247,8 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   l.off_scratch = int32_t(offScratch);
   l.max_row_tiles = int32_t(maxRowTiles);
   l.host_bytes = size_t(words + scratch) * 4;
-  l.partial_o_offset = alignUp(size_t(words) * 4, kDeviceAlign);
-  l.partial_lse_offset = alignUp(
-      l.partial_o_offset + size_t(partialRows) * size_t(c.head_dim) * 4,
-      kDeviceAlign);
+  l.partial_o_offset = size_t(oOffset);
+  l.partial_lse_offset = alignUp(l.partial_o_offset + size_t(oBytes), kDeviceAlign);
   l.device_bytes =
       alignUp(l.partial_lse_offset + size_t(partialRows) * 4, kDeviceAlign);
   return Status::success();
@@ -246,11 +317,14 @@ struct Requests {
   template <bool Masked, typename F>
   void forEachTile(int32_t b, int32_t P, int32_t Q, F &&f) const {
     const int32_t qo = qoLen(b), kv = kvLen(b);
-    const int32_t rows = qo * P;
-    for (int32_t r = 0; r < rows; r += Q) {
-      const int32_t rc = std::min(Q, rows - r);
-      f(r, rc,
-        Masked ? visibleKeys(qo, kv, r / P, (r + rc - 1) / P) : Range{0, kv});
+    // 64-bit rows: r + Q must not wrap past the last tile (rows and Q may
+    // both be near 2^31).
+    const int64_t rows = int64_t(qo) * P;
+    for (int64_t r = 0; r < rows; r += Q) {
+      const int32_t rc = int32_t(std::min<int64_t>(Q, rows - r));
+      f(int32_t(r), rc,
+        Masked ? visibleKeys(qo, kv, int32_t(r / P), int32_t((r + rc - 1) / P))
+               : Range{0, kv});
     }
   }
 };
@@ -617,7 +691,8 @@ struct Assigner {
   /// order after the current one (or to the first, when `start`).
   void nextFiller(bool start) {
     const Requests &q = *req;
-    int32_t b = fill.b, r = fill.r, g = fill.g + 1;
+    int32_t b = fill.b, g = fill.g + 1;
+    int64_t r = fill.r; // 64-bit: r + Q must not wrap
     if (start)
       b = 0, r = 0, g = 0;
     else if (g < groups) {
@@ -629,17 +704,19 @@ struct Assigner {
       r += Q, g = 0;
     for (; b < q.batch; ++b, r = 0) {
       const int32_t qo = q.qoLen(b), kv = q.kvLen(b);
-      const int32_t rows = qo * P;
+      const int64_t rows = int64_t(qo) * P;
       if (!masked && (rows == 0 || !isFiller(kv, fi + int64_t(kv) * ft)))
         continue;
       for (; r < rows; r += Q) {
-        const int32_t rc = std::min(Q, rows - r);
-        const Range k = masked ? q.visibleKeys(qo, kv, r / P, (r + rc - 1) / P)
-                               : Range{0, kv};
+        const int32_t rc = int32_t(std::min<int64_t>(Q, rows - r));
+        const Range k =
+            masked ? q.visibleKeys(qo, kv, int32_t(r / P),
+                                   int32_t((r + rc - 1) / P))
+                   : Range{0, kv};
         const int64_t keys = k.end - k.begin;
         if (!isFiller(keys, fi + keys * ft))
           continue;
-        fill = {b, r, rc, 0, k.begin, k.end, k.begin, k.end, 0, true};
+        fill = {b, int32_t(r), rc, 0, k.begin, k.end, k.begin, k.end, 0, true};
         return;
       }
     }
@@ -1046,6 +1123,47 @@ private:
 
 } // namespace
 
+/// Refuses a batch whose total cost under candidate `cand` exceeds
+/// kMaxPlanCost, so that no sum of plan() can overflow: an O(1) bound first
+/// (the row tiles the layout allows for the batch, each over the most keys a
+/// request can have), the exact sum (one pass) only when that bound is over.
+static Status checkBatchCost(const PlanConfig &c, const Requests &q,
+                             int32_t cand) {
+  const TileCandidate &t = c.candidates[cand];
+  const int64_t groups = c.num_qo_heads / t.gqa_pack;
+  const int64_t totalQ = q.qoIndptr[q.batch];
+  const int64_t rowTiles = totalQ * t.gqa_pack / t.q_rows + q.batch;
+  // No request has more keys than the batch or than 2^31-1.
+  const int64_t kvTotal =
+      q.ragged ? q.kvIndptr[q.batch] : satMul(q.kvIndptr[q.batch], q.blockSize);
+  const int64_t keys = std::min(kvTotal, kMaxInt32);
+  const int64_t tileBound = t.cost_per_item + satMul(keys, t.cost_per_kv_token);
+  if (satMul(groups, satMul(rowTiles, tileBound)) <= kMaxPlanCost)
+    return Status::success();
+  const int64_t cap = kMaxPlanCost / groups;
+  int64_t sum = 0;
+  for (int32_t b = 0; b < q.batch && sum <= cap; ++b) {
+    if (q.masked()) {
+      q.forEachTile<true>(b, t.gqa_pack, t.q_rows, [&](int32_t, int32_t, Range k) {
+        if (sum <= cap)
+          sum += itemCost(t, k.end - k.begin); // each < 2^63 - cap
+      });
+    } else {
+      const int64_t tiles = ceilDiv(int64_t(q.qoLen(b)) * t.gqa_pack, t.q_rows);
+      sum += satMul(tiles, itemCost(t, q.kvLen(b)));
+    }
+  }
+  if (sum <= cap)
+    return Status::success();
+  return invalid(StatusCode::InvalidArgument,
+                 "the batch's cost under candidate " + std::to_string(cand) +
+                     " (cost_per_item " + std::to_string(t.cost_per_item) +
+                     ", cost_per_kv_token " +
+                     std::to_string(t.cost_per_kv_token) + ", " +
+                     std::to_string(groups) +
+                     " head groups) exceeds the planner's limit of 2^56");
+}
+
 Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
             size_t workspaceBytes) {
   PlanLayout l;
@@ -1070,6 +1188,8 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   if (!c.graph_mode && c.num_candidates > 1)
     cand = selectTileCandidate(c.candidates, c.num_candidates,
                                in.qo_indptr[in.batch], in.batch);
+  if (Status s = checkBatchCost(c, req, cand); !s.ok())
+    return s;
   TileStats st;
   if (masked) {
     const TileCandidate &t = c.candidates[cand];
@@ -1100,7 +1220,9 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   const int64_t minChunk = t.min_chunk_tokens > 0   ? t.min_chunk_tokens
                            : c.min_chunk_tokens > 0 ? c.min_chunk_tokens
                                                     : 2 * granule;
-  const int64_t longKeys = 2 * minChunk;
+  const int64_t longKeys = 2 * minChunk; // < 2^34
+  // No tile has 2^31 keys: the clamp keeps its cost in int64.
+  const int64_t longKeysCost = itemCost(t, std::min(longKeys, kMaxInt32 + 1));
   int64_t splitReserve = 0, splitTarget = target0;
   if (!c.disable_split && t.cost_per_item > 0) {
     for (int round = 0; round < kReserveRounds; ++round) {
@@ -1118,7 +1240,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
 
   // One greedy pass (step 3) into the workspace, splitting or not.
   const bool anyShort = st.fewestKeys < longKeys;
-  const bool anyLong = tiles > 0 && largest >= itemCost(t, longKeys);
+  const bool anyLong = tiles > 0 && largest >= longKeysCost;
   auto assign = [&](Assigner &a, bool split, int64_t failAbove,
                     int64_t splitReserve, int64_t fixedTarget = 0) {
     a = Assigner();
@@ -1214,7 +1336,9 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // Only batches of similar tiles are tried: with a tile over twice the mean
   // (skewed batches) the greedy fill piles the difference on the last CTAs
   // and the trial fails, at the price of a whole extra walk.
-  if (!planned && !c.disable_split && fits && largest * tiles <= 2 * total) {
+  // (largest * tiles <= 2 * total, without the product's overflow.)
+  if (!planned && !c.disable_split && fits &&
+      (tiles == 0 || largest <= 2 * total / tiles)) {
     // The trial writes its plan as it goes (kept when it holds, so a batch
     // that passes is walked once) and stops at the first CTA over the slack;
     // a failed one is overwritten by the split plan.
@@ -1337,9 +1461,23 @@ size_t PlanView::partialLseOffset() const {
          (size_t(uint32_t(words[kHdrPartialLseOffsetHi])) << 32);
 }
 
+size_t PlanView::deviceBytes() const {
+  // viewPlan() checked that this does not overflow.
+  return partialLseOffset() +
+         size_t(words[kHdrMaxSlots]) * size_t(words[kHdrSlotRows]) * 4;
+}
+
+/// "plan header: <what>" as the InvalidArgument viewPlan() returns.
+static Status badPlan(const std::string &what) {
+  return invalid(StatusCode::InvalidArgument,
+                 "plan buffer is corrupt or not from this planner: " + what);
+}
+
 Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
   if (!workspace || !view)
     return invalid(StatusCode::InvalidArgument, "plan buffer or view is null");
+  if (reinterpret_cast<uintptr_t>(workspace) % 4 != 0)
+    return invalid(StatusCode::InvalidArgument, "plan buffer is not 4-byte aligned");
   if (bytes < kPlanHeaderWords * 4)
     return invalid(StatusCode::WorkspaceTooSmall, "plan buffer smaller than a header");
   const int32_t *w = static_cast<const int32_t *>(workspace);
@@ -1347,10 +1485,165 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
     return invalid(StatusCode::InvalidArgument,
                    "buffer holds no plan of ABI version " +
                        std::to_string(kPlanAbiVersion));
-  if (size_t(w[kHdrTotalWords]) * 4 > bytes || w[kHdrNumItems] > w[kHdrMaxItems] ||
-      w[kHdrNumCtas] > w[kHdrMaxCtas] ||
-      w[kHdrNumMergeUnits] > w[kHdrMaxMergeUnits])
-    return invalid(StatusCode::InvalidArgument, "plan header is inconsistent");
+  auto field = [&](PlanHeaderField f, const char *name) {
+    return std::string(name) + " = " + std::to_string(w[f]);
+  };
+  // Header fields the views and the launches read, each against its range.
+  struct Range64 {
+    PlanHeaderField f;
+    const char *name;
+    int64_t lo, hi;
+  };
+  const int64_t total = w[kHdrTotalWords];
+  const Range64 ranges[] = {
+      {kHdrTotalWords, "total_words", kPlanHeaderWords,
+       std::min<int64_t>(kMaxPlanWords, int64_t(bytes / 4))},
+      {kHdrMaxCtas, "max_ctas", 0, kMaxPlanWords},
+      {kHdrMaxItems, "max_items", 0, kMaxPlanWords / kWorkItemWords},
+      {kHdrMaxMergeUnits, "max_merge_units", 0, kMaxPlanWords / kMergeUnitWords},
+      {kHdrMaxSlots, "max_slots", 0, kMaxInt32},
+      {kHdrNumCtas, "num_ctas", 0, w[kHdrMaxCtas]},
+      {kHdrNumItems, "num_items", 0, w[kHdrMaxItems]},
+      {kHdrNumMergeUnits, "num_merge_units", 0, w[kHdrMaxMergeUnits]},
+      {kHdrNumSlots, "num_slots", 0, w[kHdrMaxSlots]},
+      {kHdrCandidate, "candidate", 0, kMaxTileCandidates - 1},
+      {kHdrTileQ, "tile_q", 1, kMaxInt32},
+      {kHdrGqaPack, "gqa_pack", 1, kMaxInt32},
+      {kHdrSlotRows, "slot_rows", w[kHdrTileQ], kMaxInt32},
+      {kHdrKvGranule, "kv_granule", 1, kMaxInt32},
+      {kHdrNumHeadGroups, "num_head_groups", 1, kMaxInt32},
+      {kHdrHeadDim, "head_dim", 1, kMaxInt32},
+      {kHdrNumQoHeads, "num_qo_heads", 1, kMaxInt32},
+      {kHdrNumKvHeads, "num_kv_heads", 1, kMaxInt32},
+      {kHdrBatch, "batch", 0, kMaxInt32},
+      {kHdrTotalQRows, "total_q_rows", 0, kMaxInt32},
+      {kHdrGraphMode, "graph_mode", 0, 1},
+  };
+  for (const Range64 &r : ranges)
+    if (w[r.f] < r.lo || w[r.f] > r.hi)
+      return badPlan(field(r.f, r.name) + " is outside [" +
+                     std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]" +
+                     (r.f == kHdrTotalWords ? " (the buffer's words)" : ""));
+  const int64_t P = w[kHdrGqaPack], groups = w[kHdrNumHeadGroups];
+  if (int64_t(w[kHdrNumQoHeads]) % w[kHdrNumKvHeads] != 0 ||
+      groups * P != w[kHdrNumQoHeads] ||
+      (w[kHdrNumQoHeads] / w[kHdrNumKvHeads]) % P != 0)
+    return badPlan("num_head_groups x gqa_pack (" + std::to_string(groups) +
+                   " x " + std::to_string(P) + ") is not num_qo_heads " +
+                   std::to_string(w[kHdrNumQoHeads]) +
+                   ", or gqa_pack does not divide its GQA group");
+  // The arrays, in order, inside total_words and not overlapping.
+  const int64_t offCta = w[kHdrOffCtaIndptr], offItems = w[kHdrOffItems],
+                offMi = w[kHdrOffMergeIndptr], offMu = w[kHdrOffMergeUnits];
+  const struct {
+    int64_t off, begin;
+    const char *name;
+  } arrays[] = {
+      {offCta, kPlanHeaderWords, "off_cta_indptr"},
+      {offItems, offCta + w[kHdrMaxCtas] + 1, "off_items"},
+      {offMi, offItems + int64_t(w[kHdrMaxItems]) * kWorkItemWords,
+       "off_merge_indptr"},
+      {offMu, offMi + w[kHdrMaxMergeUnits] + 1, "off_merge_units"},
+      {total, offMu + int64_t(w[kHdrMaxMergeUnits]) * kMergeUnitWords,
+       "total_words"},
+  };
+  for (const auto &a : arrays)
+    if (a.off < a.begin || a.off > total)
+      return badPlan(std::string(a.name) + " = " + std::to_string(a.off) +
+                     ": the arrays must follow each other (this one from " +
+                     std::to_string(a.begin) + ") inside total_words " +
+                     std::to_string(total));
+  // The partial buffers after the plan, aligned, inside 2^48 bytes.
+  const uint64_t oOff = uint64_t(uint32_t(w[kHdrPartialOOffsetLo])) |
+                        (uint64_t(uint32_t(w[kHdrPartialOOffsetHi])) << 32);
+  const uint64_t lseOff = uint64_t(uint32_t(w[kHdrPartialLseOffsetLo])) |
+                          (uint64_t(uint32_t(w[kHdrPartialLseOffsetHi])) << 32);
+  const uint64_t slotFloats =
+      uint64_t(w[kHdrMaxSlots]) * uint64_t(w[kHdrSlotRows]); // < 2^58
+  if (oOff < uint64_t(total) * 4 || oOff % kDeviceAlign != 0 ||
+      oOff > uint64_t(kMaxWorkspaceBytes))
+    return badPlan("partial_o offset " + std::to_string(oOff) +
+                   " is not a 256-byte aligned offset after the plan's " +
+                   std::to_string(total * 4) + " bytes, within 2^48");
+  if (slotFloats > uint64_t(kMaxWorkspaceBytes) ||
+      satMul(int64_t(slotFloats), int64_t(w[kHdrHeadDim]) * 4) >
+          kMaxWorkspaceBytes - int64_t(oOff) ||
+      lseOff < oOff + slotFloats * uint64_t(w[kHdrHeadDim]) * 4 ||
+      lseOff % kDeviceAlign != 0 ||
+      lseOff + slotFloats * 4 > uint64_t(kMaxWorkspaceBytes))
+    return badPlan("partial_lse offset " + std::to_string(lseOff) +
+                   " does not follow partial_o (" + std::to_string(oOff) +
+                   " + max_slots x slot_rows x head_dim floats) 256-byte "
+                   "aligned within 2^48 bytes");
+  // The CTA index partitions the work list.
+  const int32_t numCtas = w[kHdrNumCtas], numItems = w[kHdrNumItems],
+                numUnits = w[kHdrNumMergeUnits], numSlots = w[kHdrNumSlots];
+  const int32_t *ci = w + offCta;
+  if (ci[0] != 0 || ci[numCtas] != numItems)
+    return badPlan("cta_indptr must run from 0 to num_items " +
+                   std::to_string(numItems) + " (it runs from " +
+                   std::to_string(ci[0]) + " to " + std::to_string(ci[numCtas]) +
+                   ")");
+  for (int32_t c = 0; c < numCtas; ++c)
+    if (ci[c + 1] < ci[c])
+      return badPlan("cta_indptr decreases at CTA " + std::to_string(c));
+  // The merge map lists every slot once, in order.
+  const int32_t *mi = w + offMi;
+  if (mi[0] != 0 || mi[numUnits] != numSlots)
+    return badPlan("merge_indptr must run from 0 to num_slots " +
+                   std::to_string(numSlots) + " (it runs from " +
+                   std::to_string(mi[0]) + " to " + std::to_string(mi[numUnits]) +
+                   ")");
+  const int64_t packedRows = int64_t(w[kHdrTotalQRows]) * P;
+  const int32_t batch = w[kHdrBatch], Q = w[kHdrTileQ];
+  auto rowsBad = [&](int32_t request, int32_t group, int32_t rowBegin,
+                     int32_t rowCount) {
+    return request < 0 || request >= batch || group < 0 || group >= groups ||
+           rowBegin < 0 || rowCount < 1 || rowCount > Q ||
+           int64_t(rowBegin) + rowCount > packedRows;
+  };
+  const MergeUnit *mu = reinterpret_cast<const MergeUnit *>(w + offMu);
+  for (int32_t u = 0; u < numUnits; ++u) {
+    if (mi[u + 1] <= mi[u])
+      return badPlan("merge_indptr does not increase at unit " +
+                     std::to_string(u));
+    if (rowsBad(mu[u].request, mu[u].head_group, mu[u].row_begin,
+                mu[u].row_count))
+      return badPlan("merge unit " + std::to_string(u) + " (request " +
+                     std::to_string(mu[u].request) + ", head group " +
+                     std::to_string(mu[u].head_group) + ", rows " +
+                     std::to_string(mu[u].row_begin) + "+" +
+                     std::to_string(mu[u].row_count) +
+                     ") is outside the batch, head groups or tile");
+  }
+  // Work items: rows inside the batch's packed rows, keys ordered, slots in
+  // range (split chunks) or -1 (direct items).
+  const WorkItem *items = reinterpret_cast<const WorkItem *>(w + offItems);
+  constexpr int32_t kAllFlags = kItemFirstChunk | kItemLastChunk | kItemDirect;
+  for (int32_t i = 0; i < numItems; ++i) {
+    const WorkItem &it = items[i];
+    const bool direct = (it.flags & kItemDirect) != 0;
+    const char *bad = nullptr;
+    if (rowsBad(it.request, it.head_group, it.row_begin, it.row_count))
+      bad = "its rows are outside the batch, head groups or tile";
+    else if (it.kv_begin < 0 || it.kv_end < it.kv_begin)
+      bad = "its key range is negative or reversed";
+    else if ((it.flags & ~kAllFlags) != 0 ||
+             (direct && (it.flags != kAllFlags || it.slot != -1)))
+      bad = "its flags are unknown or a direct item has a slot";
+    else if (!direct && (it.slot < 0 || it.slot >= numSlots))
+      bad = "its partial slot is outside [0, num_slots)";
+    if (bad)
+      return badPlan("work item " + std::to_string(i) + " (request " +
+                     std::to_string(it.request) + ", head group " +
+                     std::to_string(it.head_group) + ", rows " +
+                     std::to_string(it.row_begin) + "+" +
+                     std::to_string(it.row_count) + ", keys " +
+                     std::to_string(it.kv_begin) + ".." +
+                     std::to_string(it.kv_end) + ", slot " +
+                     std::to_string(it.slot) + ", flags " +
+                     std::to_string(it.flags) + "): " + bad);
+  }
   view->words = w;
   return Status::success();
 }

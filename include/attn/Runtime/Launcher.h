@@ -116,12 +116,30 @@ Status checkKernelMatchesPlan(const KernelManifest &kernel, const PlanConfig &co
 
 /// Copies the flat plan (host workspace) to the start of the device workspace:
 /// one cuMemcpyHtoDAsync on `stream` (truly async when the host buffer is pinned).
+/// `deviceBytes` is the device workspace's size: WorkspaceTooSmall when it
+/// is below plan.deviceBytes().
+Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
+                  size_t deviceBytes, uint64_t stream);
+/// The same without the size check (the caller vouches for the workspace).
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream);
+
+/// Checks a device workspace of `deviceBytes` at `deviceWorkspace` can hold
+/// `plan` and the partial buffers the kernels write (plan.deviceBytes()):
+/// InvalidArgument for a null plan or workspace, WorkspaceTooSmall naming
+/// both sizes. uploadPlan, run and runMerge with a size call it first.
+Status checkDeviceWorkspace(const PlanView &plan, uint64_t deviceWorkspace,
+                            size_t deviceBytes);
 
 /// Launches the attention kernel over the plan's persistent grid and then, if
 /// `mergeKernel` is given and the plan needs it (always in graph mode), the merge
 /// kernel. Plan arguments are bound from `deviceWorkspace`; every other manifest
 /// argument from `args` by name. No allocation, no host synchronization.
+/// `deviceBytes` is the device workspace's size (checkDeviceWorkspace).
+Status run(const Module &module, std::string_view attentionKernel,
+           std::string_view mergeKernel, const PlanView &plan,
+           uint64_t deviceWorkspace, size_t deviceBytes, const KernelArg *args,
+           int32_t numArgs, uint64_t stream);
+/// The same without the device workspace's size (not checked).
 Status run(const Module &module, std::string_view attentionKernel,
            std::string_view mergeKernel, const PlanView &plan,
            uint64_t deviceWorkspace, const KernelArg *args, int32_t numArgs,
@@ -130,6 +148,11 @@ Status run(const Module &module, std::string_view attentionKernel,
 /// Launches only the merge kernel (grid: max CTAs in graph mode, else
 /// min(merge units, max CTAs)); nothing is launched for an empty merge map
 /// outside graph mode.
+Status runMerge(const Module &module, std::string_view mergeKernel,
+                const PlanView &plan, uint64_t deviceWorkspace,
+                size_t deviceBytes, const KernelArg *args, int32_t numArgs,
+                uint64_t stream);
+/// The same without the device workspace's size (not checked).
 Status runMerge(const Module &module, std::string_view mergeKernel,
                 const PlanView &plan, uint64_t deviceWorkspace,
                 const KernelArg *args, int32_t numArgs, uint64_t stream);

@@ -265,9 +265,21 @@ struct PlanView {
   size_t bytes() const { return size_t(words[kHdrTotalWords]) * 4; }
   size_t partialOOffset() const;
   size_t partialLseOffset() const;
+  /// Device workspace bytes the plan's arrays reach (the end of the
+  /// partial_lse rows of max_slots slots): run() refuses a smaller device
+  /// workspace. At most planDeviceWorkspaceBytes of the plan's config.
+  size_t deviceBytes() const;
 };
 
-/// Checks a buffer holds a plan of this ABI version (magic, version, bounds).
+/// Checks that `bytes` of `workspace` hold a plan of this ABI version before
+/// anything reads it: magic and version; every count within its maximum and
+/// every maximum within the planner's limits; the arrays in order inside
+/// total_words (<= bytes / 4); the partial buffers aligned after the plan;
+/// cta_indptr from 0 to num_items and monotone; merge_indptr from 0 to
+/// num_slots and increasing; each merge unit's and work item's request, head
+/// group and rows inside the header's batch, head groups and tile, its keys
+/// ordered, its slot below num_slots (or -1 for a direct item). A corrupt or
+/// foreign buffer gets InvalidArgument naming the first bad field.
 Status viewPlan(const void *workspace, size_t bytes, PlanView *view);
 
 /// Cost of one work item under a candidate (the planner's model).
