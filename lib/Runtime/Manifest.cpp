@@ -105,12 +105,27 @@ struct Reader {
   }
 };
 
+/// Whether `name` can name a kernel symbol or an argument: non-empty, at
+/// most 1024 bytes, no NUL, control or space characters (a NUL would cut the
+/// name the driver looks up short of the one the manifest lists).
+bool isSymbolName(const std::string &name) {
+  if (name.empty() || name.size() > 1024)
+    return false;
+  for (unsigned char c : name)
+    if (c <= 0x20 || c == 0x7f)
+      return false;
+  return true;
+}
+
 bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
   std::string where = "kernels[" + std::to_string(index) + "]";
   if (k.kind != Value::Kind::Object)
     return r.fail(where + " must be an object");
   if (!r.getString(k, "name", where, &out->name))
     return false;
+  if (!isSymbolName(out->name))
+    return r.fail(where + ": \"name\" must be 1 to 1024 characters without "
+                          "NUL, control characters or spaces");
   where += " (" + out->name + ")";
   std::string role;
   if (!r.getString(k, "role", where, &role))
@@ -159,6 +174,8 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
         !r.getString(*fmt, "layout", fw, &layout) ||
         !r.getString(*fmt, "indexing", fw, &indexing))
       return false;
+    if (out->block_rows < 0 || out->block_cols < 1)
+      return r.fail(fw + ": block_rows must be >= 0 and block_cols >= 1");
     if (layout == "NHD") out->layout = KVLayout::NHD;
     else if (layout == "HND") out->layout = KVLayout::HND;
     else return r.fail(fw + ": layout must be NHD or HND");
@@ -223,6 +240,9 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
     if (!r.getString(args->array[i], "name", aw, &a.name) ||
         !r.getString(args->array[i], "kind", aw, &kind) || !r.kind(kind, aw, &a.kind))
       return false;
+    if (!isSymbolName(a.name))
+      return r.fail(aw + ": \"name\" must be 1 to 1024 characters without "
+                         "NUL, control characters or spaces");
     if (!seen.insert(a.name).second)
       return r.fail(aw + ": duplicate argument name \"" + a.name + "\"");
     out->args.push_back(std::move(a));

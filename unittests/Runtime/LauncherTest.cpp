@@ -69,6 +69,44 @@ TEST(LauncherDevice, RefusesAModuleLackingAManifestKernel) {
   EXPECT_NE(s.message().find("\"m\""), std::string::npos) << s.message();
 }
 
+/// PTX of a kernel "m" with the given parameter types (.u64, .u32, ...).
+std::string ptxWithParams(const std::vector<const char *> &types) {
+  std::string p = ".version 7.0\n.target sm_50\n.address_size 64\n"
+                  ".visible .entry m(";
+  for (size_t i = 0; i < types.size(); ++i)
+    p += std::string(i ? ", " : "") + ".param " + types[i] + " p" +
+         std::to_string(i);
+  return p + ") { ret; }\n";
+}
+
+TEST(LauncherDevice, ChecksParametersAgainstTheManifest) {
+  // Issue #15: a manifest edited to disagree with its cubin (argument count
+  // or sizes) was accepted. The driver's cuFuncGetParamInfo (CUDA 12.4+)
+  // tells; older drivers skip the check.
+  skipWithoutGpu();
+  if (IsSkipped())
+    return;
+  std::unique_ptr<Module> m;
+  std::string ok = ptxWithParams({".u64", ".u64", ".u64", ".u64", ".u64"});
+  Status s = Module::load(ok.data(), ok.size(), kManifest, &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::string fewer = ptxWithParams({".u64", ".u64", ".u64", ".u64"});
+  s = Module::load(fewer.data(), fewer.size(), kManifest, &m);
+  if (s.ok())
+    GTEST_SKIP() << "the driver does not report parameters (cuFuncGetParamInfo)";
+  EXPECT_EQ(s.code(), StatusCode::ManifestMismatch) << s.message();
+  EXPECT_NE(s.message().find("takes 4 parameters"), std::string::npos)
+      << s.message();
+  std::string more = ptxWithParams({".u64", ".u64", ".u64", ".u64", ".u64", ".u32"});
+  s = Module::load(more.data(), more.size(), kManifest, &m);
+  EXPECT_EQ(s.code(), StatusCode::ManifestMismatch) << s.message();
+  EXPECT_NE(s.message().find("more parameters"), std::string::npos) << s.message();
+  std::string narrow = ptxWithParams({".u64", ".u64", ".u32", ".u64", ".u64"});
+  s = Module::load(narrow.data(), narrow.size(), kManifest, &m);
+  EXPECT_EQ(s.code(), StatusCode::ManifestMismatch) << s.message();
+  EXPECT_NE(s.message().find("\"merge_units\""), std::string::npos) << s.message();
+}
+
 TEST(LauncherNoDevice, EntryPointsFailCleanlyWithoutCuda) {
   if (launcherCompiledIn() && cudaAvailable().ok())
     GTEST_SKIP() << "a GPU is present; this checks the CPU-only path";

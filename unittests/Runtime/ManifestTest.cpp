@@ -177,6 +177,24 @@ TEST(Manifest, RefusesBadManifestsWithAMessage) {
       {replace(ex, "\"threads\": 128,", "\"threads\": 12.5,"),
        StatusCode::ManifestParseError, "integer"},
       {std::string(200, '[') , StatusCode::ManifestParseError, "nesting"},
+      // Names the driver could look up as another symbol (a NUL cuts the
+      // C string short), or none at all (issue #15).
+      {replace(ex, "\"attn_merge_d128\"", "\"attn_merge\\u0000evil\""),
+       StatusCode::ManifestParseError, "NUL"},
+      {replace(ex, "\"attn_merge_d128\"", "\"\""),
+       StatusCode::ManifestParseError, "\"name\" must be"},
+      {replace(ex, "\"attn_merge_d128\"", "\"attn merge\""),
+       StatusCode::ManifestParseError, "kernels[1]"},
+      {replace(ex, "{\"name\": \"sm_scale\"", "{\"name\": \"sm\\u0000scale\""),
+       StatusCode::ManifestParseError, "args[15]"},
+      {replace(ex, "\"block_cols\": 16", "\"block_cols\": 0"),
+       StatusCode::ManifestParseError, "block_cols"},
+      {replace(ex, "\"threads\": 128,", "\"threads\": 1e999,"),
+       StatusCode::ManifestParseError, "integer"},
+      {replace(ex, "\"threads\": 128,", "\"threads\": -2147483649,"),
+       StatusCode::ManifestParseError, "integer"},
+      {replace(ex, "\"per_item\": 256", "\"per_item\": 4294967296"),
+       StatusCode::ManifestParseError, "integer"},
   };
   for (const Bad &b : cases) {
     Manifest m;
