@@ -1440,7 +1440,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   w[kHdrHeadDim] = c.head_dim;
   w[kHdrBatch] = in.batch;
   w[kHdrTotalQRows] = in.qo_indptr[in.batch];
-  w[kHdrGraphMode] = c.graph_mode;
+  w[kHdrGraphMode] = c.graph_mode != 0; // any nonzero value turns it on
   w[kHdrPartialOOffsetLo] = int32_t(uint32_t(l.partial_o_offset));
   w[kHdrPartialOOffsetHi] = int32_t(uint32_t(uint64_t(l.partial_o_offset) >> 32));
   w[kHdrPartialLseOffsetLo] = int32_t(uint32_t(l.partial_lse_offset));
@@ -1569,7 +1569,7 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
       satMul(int64_t(slotFloats), int64_t(w[kHdrHeadDim]) * 4) >
           kMaxWorkspaceBytes - int64_t(oOff) ||
       lseOff < oOff + slotFloats * uint64_t(w[kHdrHeadDim]) * 4 ||
-      lseOff % kDeviceAlign != 0 ||
+      lseOff % kDeviceAlign != 0 || lseOff > uint64_t(kMaxWorkspaceBytes) ||
       lseOff + slotFloats * 4 > uint64_t(kMaxWorkspaceBytes))
     return badPlan("partial_lse offset " + std::to_string(lseOff) +
                    " does not follow partial_o (" + std::to_string(oOff) +

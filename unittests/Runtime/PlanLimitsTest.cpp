@@ -403,6 +403,9 @@ TEST(PlanView, DeviceWorkspaceSizeIsChecked) {
 
 namespace {
 
+/// a + b wrapping like the hardware (no signed overflow in the test).
+int32_t wrapAdd(int32_t a, int32_t b) { return int32_t(uint32_t(a) + uint32_t(b)); }
+
 /// Random config and inputs, some valid, most broken in one or more ways.
 struct Adversary {
   std::mt19937 rng;
@@ -478,13 +481,13 @@ struct Adversary {
     for (int32_t b = 0; b < n; ++b) {
       const int32_t q = chance(70) ? uniform(0, 4) : uniform(0, 200);
       const int32_t tokens = chance(80) ? uniform(0, 700) : uniform(0, 5000);
-      const int32_t blocks = (tokens + bs - 1) / bs;
+      const int32_t blocks = int32_t((int64_t(tokens) + bs - 1) / bs);
       s->qo.push_back(s->qo.back() + q);
       if (c.indexing == KVIndexing::Ragged) {
         s->kv.push_back(s->kv.back() + tokens);
       } else {
         s->kv.push_back(s->kv.back() + blocks);
-        s->last.push_back(blocks ? tokens - (blocks - 1) * bs : 0);
+        s->last.push_back(blocks ? int32_t(tokens - int64_t(blocks - 1) * bs) : 0);
       }
       s->lens.push_back(tokens);
     }
@@ -516,11 +519,12 @@ struct Adversary {
         break;
       case 2: // negative or out-of-range last lengths
         if (!s->last.empty())
-          s->last[rng() % s->last.size()] = pick({0, -1, bs + 1, kI32Max});
+          s->last[rng() % s->last.size()] = pick({0, -1, wrapAdd(bs, 1), kI32Max});
         break;
       case 3: // kv_lens that disagree with the blocks
         if (!s->lens.empty()) {
-          s->lens[rng() % s->lens.size()] += pick({-bs, -1, 1, bs, kI32Max / 2});
+          int32_t &len = s->lens[rng() % s->lens.size()];
+          len = wrapAdd(len, pick({-bs, -1, 1, bs, kI32Max / 2}));
           if (c.indexing == KVIndexing::Paged)
             in.kv_lens = s->lens.data();
         }
@@ -533,7 +537,10 @@ struct Adversary {
         in.num_cache_blocks = pick({0, -1});
         break;
       case 6: // more requests than max_batch (nothing past the arrays is read)
-        in.batch = c.max_batch + uniform(1, 1 << 20);
+        in.batch = int32_t(std::min<int64_t>(
+            int64_t(c.max_batch) + uniform(1, 1 << 20), kI32Max));
+        if (in.batch <= c.max_batch)
+          in.batch = n; // max_batch is 2^31-1: nothing above it
         break;
       case 7:
         in.batch = pick({-1, -kI32Max - 1});
@@ -547,7 +554,7 @@ struct Adversary {
           in.kv_lens = nullptr;
         break;
       case 10: // the last query row past max_total_q_rows
-        s->qo.back() = c.max_total_q_rows + uniform(1, 100);
+        s->qo.back() = wrapAdd(c.max_total_q_rows, uniform(1, 100));
         break;
       }
     }
