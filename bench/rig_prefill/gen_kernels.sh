@@ -3,7 +3,8 @@
 #
 # Generates, on the compiler machine, the correctness matrix prefill_rig.py
 # checks (c1-c8: ragged and paged, NHD and HND, d64/128/256, bf16 and f16,
-# GQA 1/4/8, gqa_pack 1/2/4, query tiles 64/128, causal or not). Each is the
+# GQA 1/4/8, gqa_pack 1/2/4, query tiles 64/128, causal or not; c9-c12 with
+# three stages, on sm_90a the software-pipelined K/V loop). Each is the
 # attn IR of one prefill attention with its tile (<out>/<name>.mlir, from
 # bench/attn_ir.sh) compiled by attn-compile into
 # <out>/<name>/attn_kernels.{ptx,cubin,json}; kernel names in the manifests
@@ -47,6 +48,14 @@ gen c6_rag_d64_f16_pack4        f16  64  32 8  ragged NHD 16   -      \
 gen c7_pg_d128_g8_pack2_causal  bf16 128 32 4  16     NHD 64   causal "$Q128"
 gen c8_rag_d256_q64             bf16 256 8  8  ragged NHD 2048 -      \
     "q = 64, kv = 32, warps = 4, stages = 2, gqa_pack = 1"
+# Three stages: on sm_90a the software-pipelined K/V loop (isKVLoopPipelined).
+S3="q = 128, kv = 128, warps = 8, stages = 3, gqa_pack = 1"
+gen c9_rag_d128_causal_s3       bf16 128 32 8  ragged NHD 2048 causal "$S3"
+gen c10_pg_d128_pack4_causal_s3 bf16 128 32 8  16     NHD 32   causal \
+    "q = 128, kv = 128, warps = 8, stages = 3, gqa_pack = 4"
+gen c11_pg_hnd_d128_f16_s3      f16  128 8  8  16     HND 2048 -      "$S3"
+gen c12_rag_d64_kv256_causal_s3 bf16 64  32 8  ragged NHD 2048 causal \
+    "q = 128, kv = 256, warps = 8, stages = 3, gqa_pack = 1"
 if [ -n "${PERF:-}" ]; then
   gen perf_p1_kv64_causal       bf16 128 32 8  ragged NHD 8192 causal "$Q128"
   gen perf_p1_kv128_causal      bf16 128 32 8  ragged NHD 8192 causal \
@@ -55,6 +64,14 @@ if [ -n "${PERF:-}" ]; then
       "q = 128, kv = 128, warps = 8, stages = 2, gqa_pack = 4"
   gen perf_p2_pg16_kv128_pack4_causal bf16 128 32 8 16 NHD 32 causal \
       "q = 128, kv = 128, warps = 8, stages = 2, gqa_pack = 4"
+  gen perf_p1_kv128_pack4_s3_causal bf16 128 32 8 ragged NHD 32 causal \
+      "q = 128, kv = 128, warps = 8, stages = 3, gqa_pack = 4"
+  gen perf_p2_pg16_kv128_pack4_s3_causal bf16 128 32 8 16 NHD 32 causal \
+      "q = 128, kv = 128, warps = 8, stages = 3, gqa_pack = 4"
+  gen perf_p3_d64_kv128_s3_causal bf16 64  32 8  ragged NHD 8192 causal \
+      "q = 128, kv = 128, warps = 8, stages = 3, gqa_pack = 1"
+  gen perf_p3_d64_kv256_s3_causal bf16 64  32 8  ragged NHD 8192 causal \
+      "q = 128, kv = 256, warps = 8, stages = 3, gqa_pack = 1"
   gen perf_p1_kv128_s3_causal   bf16 128 32 8  ragged NHD 8192 causal \
       "q = 128, kv = 128, warps = 8, stages = 3, gqa_pack = 1"
   gen perf_p3_d64_kv128_causal  bf16 64  32 8  ragged NHD 8192 causal \

@@ -34,9 +34,13 @@
 // producer waits on empty[g % stages] for the release of tile g - stages; at
 // step j it waits for its copies of tile g, publishes them to the async
 // proxy and arrives on full[g % stages], then issues tile g + stages - 1 if
-// the item has it. A consumer releases tile g - 1 (the drain releases the
+// the item has it (pipelined: g + stages - 2, see below). A consumer releases tile g - 1 (the drain releases the
 // item's last) and waits on full[g % stages] (phase parity (g / stages) %
-// 2). The roles never meet at a CTA barrier, so the producer fetches the
+// 2). In a software-pipelined loop (isKVLoopPipelined) step j still reads
+// tile j - 1 (its P V), so it releases tile g - 2, the drain the last two,
+// and the producer runs one tile less ahead: issuing g + stages - 1 would
+// wait for the release of g - 1, one step late, and hold up the arrival on
+// full[g + 1] behind it (measured: 524 -> 423 TFLOP/s on P1). The roles never meet at a CTA barrier, so the producer fetches the
 // next item's first tiles while the consumers finish the last one.
 //
 //===----------------------------------------------------------------------===//
@@ -382,8 +386,9 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
     SmallVector<Value> ids =
         loadPageIds(kb, ctx, item, caches, range, kb.idx(0));
     if (ctx.specialized) {
+      // Fill the slots the producer may run ahead by.
       Value base = loadRingBase(kb, op);
-      for (int64_t s = 0; s + 1 < ctx.S; ++s) {
+      for (int64_t s = 0; s < ctx.ringAhead(); ++s) {
         produceTile(kb, ctx, item, caches, range, base, kb.idx(s), ids);
         ids = loadPageIds(kb, ctx, item, caches, range, kb.idx(s + 1));
       }
@@ -430,17 +435,24 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
       Value g = kb.add(base, j);
       stage = kb.remu(g, S);
       if (isProducerOp(op)) {
-        // Publish tile g, then issue the item's tile j + stages - 1.
-        cpAsyncWait(b, S - 2);
+        // Publish tile g, then issue the item's tile j + ringAhead (once
+        // tile g - ringLag is released, which the computing warps do before
+        // waiting for tile g).
+        const int64_t A = ctx.ringAhead();
+        cpAsyncWait(b, A - 1);
         publishSharedWrites(kb, ctx);
         mlir::attn::detail::mbarrierArrive(b, getFullBarrier(kb, ctx, g));
-        produceTile(kb, ctx, item, caches, range, base, ahead, pipe.pageIds);
-        nextIds = loadPageIds(kb, ctx, item, caches, range, kb.add(j, kb.idx(S)));
+        produceTile(kb, ctx, item, caches, range, base, kb.add(j, kb.idx(A)),
+                    pipe.pageIds);
+        nextIds =
+            loadPageIds(kb, ctx, item, caches, range, kb.add(j, kb.idx(A + 1)));
       } else {
-        // Release tile g - 1 of this item, wait for tile g.
-        emitIf(b, kb.sgt(j, kb.idx(0)), [&] {
+        // Release tile g - 1 of this item (pipelined: g - 2, whose P V the
+        // last step awaited), wait for tile g.
+        const int64_t lag = ctx.ringLag();
+        emitIf(b, kb.sgt(j, kb.idx(lag - 1)), [&] {
           mlir::attn::detail::mbarrierArrive(
-              b, getEmptyBarrier(kb, ctx, kb.sub(g, kb.idx(1))));
+              b, getEmptyBarrier(kb, ctx, kb.sub(g, kb.idx(lag))));
         });
         mlir::attn::detail::mbarrierWait(b, getFullBarrier(kb, ctx, g),
                                          getRingParity(kb, ctx, g));
@@ -520,9 +532,16 @@ struct KVDrainLowering : public OpConversionPattern<TileKVDrainOp> {
       RangeValues range = PipeValues::unflatten(adaptor.getPipe()).range;
       Value base = loadRingBase(kb, op);
       Value next = kb.add(base, range.count);
-      if (!isProducerOp(op))
+      if (!isProducerOp(op)) {
         mlir::attn::detail::mbarrierArrive(
             b, getEmptyBarrier(kb, ctx, kb.sub(next, kb.idx(1))));
+        // Pipelined: the tile before the last is still held too.
+        if (ctx.pipelined)
+          emitIf(b, kb.sgt(range.count, kb.idx(1)), [&] {
+            mlir::attn::detail::mbarrierArrive(
+                b, getEmptyBarrier(kb, ctx, kb.sub(next, kb.idx(2))));
+          });
+      }
       storeRingBase(kb, op, next);
       rewriter.eraseOp(op);
       return success();

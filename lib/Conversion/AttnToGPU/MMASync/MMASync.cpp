@@ -46,6 +46,7 @@ KernelContext KernelContext::get(Operation *op) {
               getTileMMA(ctx.tile, ctx.D, *ctx.target) == TileMMA::Wgmma;
   TileMMA mma = ctx.wgmma ? TileMMA::Wgmma : TileMMA::MmaSync;
   ctx.specialized = getProducerWarps(ctx.tile, mma) > 0;
+  ctx.pipelined = isKVLoopPipelined(ctx.tile, mma);
   ctx.smem = getTileSharedMemory(ctx.tile, ctx.D, mma);
   return ctx;
 }

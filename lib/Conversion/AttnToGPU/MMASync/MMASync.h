@@ -57,6 +57,10 @@ struct KernelContext {
   /// tile's warps compute; each runs its own copy of the work loop (ops of
   /// the producer's copy carry kProducerAttr).
   bool specialized;
+  /// The K/V loop is software-pipelined (isKVLoopPipelined): the computing
+  /// warps release a tile one step later, and the GEMMs the tile form marks
+  /// in flight are awaited by their consumers.
+  bool pipelined;
 
   /// The context of the kernel `op` is in (its attn.launch must exist: the
   /// tile ops' verifiers ensure it).
@@ -69,6 +73,13 @@ struct KernelContext {
     return splitKeys ? 32 : specialized ? kProducerThreads : threads();
   }
   static constexpr int64_t kProducerThreads = 128;
+  /// Warp-specialized ring: the tiles a step still holds behind the one it
+  /// computes (pipelined: tile j - 1, whose P V it issues), and the tiles
+  /// the producer keeps issued ahead of it: the stages left. More would
+  /// make the producer wait for a release before announcing the tile the
+  /// computing warps wait for.
+  int64_t ringLag() const { return pipelined ? 2 : 1; }
+  int64_t ringAhead() const { return S - ringLag(); }
   /// Keys a thread's loop advances per step: its warp's tile, or the
   /// shared tile.
   int64_t chunks() const { return D / 8; }

@@ -138,6 +138,11 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     Value tileStart = kv[1], needsMask = kv[2];
     SoftmaxState st = SoftmaxState::unflatten(adaptor.getState(), ctx.D / 8);
     Fragments s = unflattenFragments(adaptor.getScores());
+    // Scores left in flight (wgmma): wait for them, leaving the GEMMs issued
+    // after them running. mma.sync's are never in flight.
+    if (std::optional<uint64_t> pending = op.getAwaitScores(); pending && ctx.wgmma)
+      s = unflattenFragments(mlir::attn::detail::wgmmaWait(
+          b, int32_t(*pending), flattenFragments(s)));
     Value smScale = adaptor.getSmScale().front();
     const int64_t NT = ctx.N / 8;
     Value zeroF = kb.f32(0.0f), negInf = kb.negInf();
@@ -225,7 +230,10 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       s = unflattenFragments(ifOp.getResults());
     }
 
-    // Online softmax, rows g (elements 0, 1) and g + 8 (elements 2, 3).
+    // Online softmax, rows g (elements 0, 1) and g + 8 (elements 2, 3); the
+    // accumulator is rescaled last, so that a P V still in flight has the
+    // rest of the softmax to finish.
+    Value alpha[2];
     for (int64_t r = 0; r < 2; ++r) {
       Value rowMax = negInf;
       for (int64_t nt = 0; nt < NT; ++nt)
@@ -236,7 +244,7 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       Value mNew = kb.fmax(st.m[r], rowMax);
       // A row that has seen only masked keys keeps m = -inf; subtract 0 then.
       Value mUse = kb.select(kb.foeq(mNew, negInf), zeroF, mNew);
-      Value alpha = kb.exp2(kb.fsub(st.m[r], mUse));
+      alpha[r] = kb.exp2(kb.fsub(st.m[r], mUse));
       Value negM = arith::NegFOp::create(b, mUse);
       Value sum = zeroF;
       for (int64_t nt = 0; nt < NT; ++nt)
@@ -248,13 +256,21 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
           x = kb.exp2(arg);
           sum = kb.fadd(sum, x);
         }
-      st.l[r] = kb.fadd(kb.fmul(st.l[r], alpha), sum);
+      st.l[r] = kb.fadd(kb.fmul(st.l[r], alpha[r]), sum);
       st.m[r] = mNew;
-      for (auto &frag : st.acc) {
-        frag[2 * r] = kb.fmul(frag[2 * r], alpha);
-        frag[2 * r + 1] = kb.fmul(frag[2 * r + 1], alpha);
-      }
     }
+    if (std::optional<uint64_t> pending = op.getAwaitAcc(); pending && ctx.wgmma) {
+      SmallVector<Value> acc;
+      for (auto &frag : st.acc)
+        acc.append(frag.begin(), frag.end());
+      acc = mlir::attn::detail::wgmmaWait(b, int32_t(*pending), acc);
+      for (size_t i = 0; i < st.acc.size(); ++i)
+        for (int64_t e = 0; e < 4; ++e)
+          st.acc[i][e] = acc[4 * i + e];
+    }
+    for (auto &frag : st.acc)
+      for (int64_t e = 0; e < 4; ++e)
+        frag[e] = kb.fmul(frag[e], alpha[e / 2]);
 
     // P as the A operand of P V: k16 step kk is n-tiles 2kk and 2kk + 1.
     SmallVector<Value> probs;

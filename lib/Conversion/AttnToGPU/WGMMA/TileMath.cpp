@@ -22,7 +22,9 @@
 // The copies into shared memory are published to the async proxy before the
 // barrier that precedes these reads (KernelContext::wgmma, the sm_80+
 // pipeline and query patterns). Each GEMM waits for its group before its
-// results are used: the tile's softmax needs S, the next tile's rescale O.
+// results are used (the tile's softmax needs S, the next tile's rescale O),
+// unless the tile form leaves it in flight: then the softmax waits, for S
+// leaving the P V issued after it running, and for O before the rescale.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,7 +92,8 @@ struct QKLowering : public OpConversionPattern<TileQKOp> {
           {}, WgmmaOperandB{getKMajorDescriptor(kb, ctx, base, kRow, ks),
                             /*nMajor=*/false});
     mlir::attn::detail::wgmmaCommit(b);
-    s = mlir::attn::detail::wgmmaWait(b, 0, s);
+    if (!op.getInFlight())
+      s = mlir::attn::detail::wgmmaWait(b, 0, s);
     rewriter.replaceOpWithMultiple(op, {s});
     return success();
   }
@@ -135,7 +138,8 @@ struct PVLowering : public OpConversionPattern<TilePVOp> {
                                          WgmmaOperandB{desc, /*nMajor=*/true});
     }
     mlir::attn::detail::wgmmaCommit(b);
-    acc = mlir::attn::detail::wgmmaWait(b, 0, acc);
+    if (!op.getInFlight())
+      acc = mlir::attn::detail::wgmmaWait(b, 0, acc);
     for (int64_t nt = 0; nt < NT; ++nt)
       for (int64_t i = 0; i < 4; ++i)
         st.acc[nt][i] = acc[4 * nt + i];

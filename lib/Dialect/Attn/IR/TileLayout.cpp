@@ -70,6 +70,10 @@ int64_t mlir::attn::getTileThreads(TileAttr tile, TileMMA mma) {
   return (tile.getWarps() + getProducerWarps(tile, mma)) * 32;
 }
 
+bool mlir::attn::isKVLoopPipelined(TileAttr tile, TileMMA mma) {
+  return getProducerWarps(tile, mma) > 0 && tile.getStages() >= 3;
+}
+
 int64_t mlir::attn::getMergeSharedBytes(int64_t threads, int64_t rowsPerCta) {
   return rowsPerCta == 1 ? threads * 10 * 4 : 0;
 }

@@ -192,7 +192,8 @@ SmallVector<Value> getParamValues(OpBuilder &b, gpu::GPUFuncOp func,
 
 /// The body of an attention kernel for `tile`.
 void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
-                        const AttentionInfo &info, TileAttr tile) {
+                        const AttentionInfo &info, TileAttr tile,
+                        bool pipelined) {
   Location loc = func.getLoc();
   MLIRContext *ctx = b.getContext();
   b.setInsertionPointToStart(&func.getBody().front());
@@ -249,35 +250,85 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
                                         kvIndices);
   auto query = TileLoadQueryOp::create(b, loc, queryType, item, arg("q"));
   hooks.fill(b, loc, query.getTransform(), HookKind::query_transform);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto forOp = scf::ForOp::create(b, loc, zero, count, one,
-                                  ValueRange{init, pipe});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(forOp.getBody());
-    Value j = forOp.getInductionVar();
-    Value state = forOp.getRegionIterArgs()[0];
-    Value inFlight = forOp.getRegionIterArgs()[1];
+  Value mask = info.customMask ? arg("custom_mask") : Value();
+  Value maskIndptr = info.customMask ? arg("mask_indptr") : Value();
+  // One K/V tile's steps: the next tile out of the ring (key transform
+  // applied), S = Q Kᵀ, and the softmax of S (logits hooks and masks).
+  auto nextTile = [&](Value inFlight, Value j) {
     auto next = TileKVNextOp::create(b, loc, kvType, pipeType, inFlight, j, item,
                                      arg("k_cache"), arg("v_cache"), kvIndices);
     hooks.fill(b, loc, next.getKeyTransform(), HookKind::key_transform);
-    Value scores = TileQKOp::create(b, loc, scoresType, query, next.getTile());
-    Value mask = info.customMask ? arg("custom_mask") : Value();
-    Value maskIndptr = info.customMask ? arg("mask_indptr") : Value();
-    auto softmax = TileOnlineSoftmaxOp::create(
-        b, loc, stateType, probsType, state, scores, item, next.getTile(),
+    return next;
+  };
+  auto qk = [&](Value tile, bool inFlight) {
+    auto op = TileQKOp::create(b, loc, scoresType, query, tile);
+    op.setInFlight(inFlight);
+    return op.getResult();
+  };
+  auto softmax = [&](Value state, Value scores, Value tile) {
+    auto op = TileOnlineSoftmaxOp::create(
+        b, loc, stateType, probsType, state, scores, item, tile,
         arg("sm_scale"), mask, maskIndptr,
-        /*band_covers_mask=*/hooks.masksAreBanded() && !info.customMask);
-    hooks.fill(b, loc, softmax.getLogitsTransform(),
-               HookKind::logits_transform);
-    hooks.fill(b, loc, softmax.getLogitsMask(), HookKind::logits_mask);
-    Value updated = TilePVOp::create(b, loc, stateType, softmax.getNewState(),
-                                     softmax.getProbs(), next.getTile());
+        /*band_covers_mask=*/hooks.masksAreBanded() && !info.customMask,
+        /*await_scores=*/nullptr, /*await_acc=*/nullptr);
+    hooks.fill(b, loc, op.getLogitsTransform(), HookKind::logits_transform);
+    hooks.fill(b, loc, op.getLogitsMask(), HookKind::logits_mask);
+    return op;
+  };
+  auto pv = [&](Value state, Value probs, Value tile, bool inFlight) {
+    auto op = TilePVOp::create(b, loc, stateType, state, probs, tile);
+    op.setInFlight(inFlight);
+    return op.getResult();
+  };
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value state, drained;
+  if (!pipelined) {
+    // Step j: tile j, S, softmax, O += P V.
+    auto forOp = scf::ForOp::create(b, loc, zero, count, one,
+                                    ValueRange{init, pipe});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    auto next = nextTile(forOp.getRegionIterArgs()[1], forOp.getInductionVar());
+    auto sm = softmax(forOp.getRegionIterArgs()[0],
+                      qk(next.getTile(), /*inFlight=*/false), next.getTile());
+    Value updated = pv(sm.getNewState(), sm.getProbs(), next.getTile(),
+                       /*inFlight=*/false);
     scf::YieldOp::create(b, loc, ValueRange{updated, next.getNext()});
+    state = forOp.getResult(0);
+    drained = forOp.getResult(1);
+  } else {
+    // Software-pipelined (isKVLoopPipelined): tile 0's S and softmax first;
+    // step j >= 1 issues S of tile j, then P V of tile j - 1, and awaits S
+    // (leaving P V running: it was issued last) for the softmax of tile j,
+    // which awaits P V only before its last step, the rescale; P V of the
+    // last tile follows the loop.
+    auto first = nextTile(pipe, zero);
+    auto sm0 = softmax(init, qk(first.getTile(), /*inFlight=*/false),
+                       first.getTile());
+    auto forOp = scf::ForOp::create(
+        b, loc, one, count, one,
+        SmallVector<Value>{sm0.getNewState(), sm0.getProbs(), first.getTile(),
+                           first.getNext()});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(forOp.getBody());
+      ValueRange carried = forOp.getRegionIterArgs();
+      auto next = nextTile(carried[3], forOp.getInductionVar());
+      Value scores = qk(next.getTile(), /*inFlight=*/true);
+      Value acc = pv(carried[0], carried[1], carried[2], /*inFlight=*/true);
+      auto sm = softmax(acc, scores, next.getTile());
+      sm.setAwaitScoresAttr(b.getI64IntegerAttr(1));
+      sm.setAwaitAccAttr(b.getI64IntegerAttr(0));
+      scf::YieldOp::create(b, loc,
+                           SmallVector<Value>{sm.getNewState(), sm.getProbs(),
+                                              next.getTile(), next.getNext()});
+    }
+    state = pv(forOp.getResult(0), forOp.getResult(1), forOp.getResult(2),
+               /*inFlight=*/false);
+    drained = forOp.getResult(3);
   }
-  b.setInsertionPointAfter(forOp);
-  TileKVDrainOp::create(b, loc, forOp.getResult(1));
-  scf::YieldOp::create(b, loc, forOp.getResult(0));
+  TileKVDrainOp::create(b, loc, drained);
+  scf::YieldOp::create(b, loc, state);
 
   b.setInsertionPointAfter(ifOp);
   auto store = TileStoreOp::create(b, loc, ifOp.getResult(0), item, arg("o"),
@@ -413,7 +464,7 @@ struct AttnOutlineKernelsPass
             getAttentionKernelArguments(info->dtype, info->paged(),
                                         info->customMask, info->params),
             launch);
-        buildAttentionBody(b, func, *info, tile);
+        buildAttentionBody(b, func, *info, tile, isKVLoopPipelined(tile, mma));
       }
       kernels.push_back(SymbolRefAttr::get(
           ctx, gpuModuleName, {FlatSymbolRefAttr::get(ctx, name)}));

@@ -244,11 +244,17 @@ def Attn_TileKVDrainOp : Attn_TileOp<"kv_drain"> {
 def Attn_TileQKOp : Attn_TileOp<"qk", [Pure]> {
   let summary = "S = Q Kᵀ for one K/V tile";
   let description = [{
+    `in_flight`: the product may still be running when the op is done (a
+    target with asynchronous GEMMs issues it and moves on); the first op
+    that reads the scores awaits it (`online_softmax`'s `await_scores`).
+    Targets whose GEMMs are synchronous ignore it.
+
     ```mlir
     %s = attn.tile.qk %q, %kv : !attn.query<16x128xbf16>, !attn.kv_tile<16x128xbf16> -> !attn.scores<16x16>
     ```
   }];
-  let arguments = (ins Attn_QueryType:$query, Attn_KVTileType:$tile);
+  let arguments = (ins Attn_QueryType:$query, Attn_KVTileType:$tile,
+                       UnitAttr:$in_flight);
   let results = (outs Attn_ScoresType:$scores);
   let assemblyFormat = [{
     $query `,` $tile attr-dict `:` qualified(type($query)) `,` qualified(type($tile)) `->` qualified(type($scores))
@@ -286,6 +292,13 @@ def Attn_TileOnlineSoftmaxOp : Attn_TileOp<"online_softmax", [
     variants' visible band (all masks declare a band), so tiles in the
     range's interior skip the element mask.
 
+    `await_scores = n` / `await_acc = n`: the scores, or the state's
+    accumulator, come from GEMMs left `in_flight`; the op waits for them
+    (leaving at most `n` of the thread's later GEMMs running) before it
+    reads the scores, and before it rescales the accumulator, which is its
+    last step: the softmax of a tile runs while the previous tile's P V
+    does (the software-pipelined K/V loop of docs/Kernels.md).
+
     ```mlir
     %st1, %p = attn.tile.online_softmax %st0, %s, %item, %kv scale(%sm_scale)
         : !attn.softmax<16x128>, !attn.scores<16x16>, !attn.kv_tile<16x128xbf16>
@@ -305,7 +318,9 @@ def Attn_TileOnlineSoftmaxOp : Attn_TileOp<"online_softmax", [
     F32:$sm_scale,
     Optional<MemRefRankOf<[I8], [1]>>:$custom_mask,
     Optional<Attn_I32Buffer>:$mask_indptr,
-    UnitAttr:$band_covers_mask
+    UnitAttr:$band_covers_mask,
+    OptionalAttr<I64Attr>:$await_scores,
+    OptionalAttr<I64Attr>:$await_acc
   );
   let results = (outs Attn_SoftmaxType:$new_state, Attn_ProbsType:$probs);
   let regions = (region AnyRegion:$logits_transform, AnyRegion:$logits_mask);
@@ -322,13 +337,16 @@ def Attn_TileOnlineSoftmaxOp : Attn_TileOp<"online_softmax", [
 def Attn_TilePVOp : Attn_TileOp<"pv", [Pure, AllTypesMatch<["state", "new_state"]>]> {
   let summary = "O += P V for one K/V tile";
   let description = [{
+    `in_flight`: as for `qk`; the next op to touch the accumulator awaits
+    it (`online_softmax`'s `await_acc`).
+
     ```mlir
     %st2 = attn.tile.pv %st1, %p, %kv
         : !attn.softmax<16x128>, !attn.probs<16x16xbf16>, !attn.kv_tile<16x128xbf16>
     ```
   }];
   let arguments = (ins Attn_SoftmaxType:$state, Attn_ProbsType:$probs,
-                       Attn_KVTileType:$tile);
+                       Attn_KVTileType:$tile, UnitAttr:$in_flight);
   let results = (outs Attn_SoftmaxType:$new_state);
   let assemblyFormat = [{
     $state `,` $probs `,` $tile attr-dict `:` qualified(type($state)) `,` qualified(type($probs)) `,` qualified(type($tile))

@@ -88,6 +88,14 @@ TileMMA getTileMMA(TileAttr tile, int64_t headDim, const TargetInfo &target);
 int64_t getProducerWarps(TileAttr tile, TileMMA mma);
 int64_t getTileThreads(TileAttr tile, TileMMA mma);
 
+/// Whether the K/V loop of `tile`'s kernel is software-pipelined: warp-
+/// specialized wgmma tiles of three or more stages. Step j then issues
+/// S = Q Kᵀ of tile j and O += P V of tile j - 1 before the softmax of tile
+/// j, which runs while the tensor cores do P V; tile j - 1 stays in the ring
+/// until that P V is done, one step longer than otherwise, hence the third
+/// stage.
+bool isKVLoopPipelined(TileAttr tile, TileMMA mma);
+
 /// The dynamic shared memory of a merge kernel of `threads` threads that
 /// merges `rowsPerCta` rows at a time: with one row, each thread publishes
 /// its state (8 accumulator floats, its max and its sum, [10][threads] f32:
