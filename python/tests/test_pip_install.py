@@ -94,6 +94,12 @@ def installed(tmp_path_factory):
     # Same venv path every run (--clear empties it): the persistent CMake cache keeps its Python.
     _run([sys.executable, "-m", "venv", "--clear", "--system-site-packages", venv_dir], outside)
     v = Venv(venv_dir, outside)
+    # The build backend as the venv sees it (system and user site; not PYTHONPATH).
+    r = subprocess.run([v.python, "-c", "import scikit_build_core"], cwd=outside, env=_clean_env(),
+                       capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("scikit-build-core is not importable in a venv of "
+                    f"{sys.executable} (scripts/install-deps.sh installs it)")
     pip = [v.python, "-m", "pip"]
     common = ["--no-build-isolation", "--no-index", "--no-deps", RUNTIME_ONLY, f"--config-settings=build-dir={build}"]
     _run(pip + ["install", *common, REPO], outside)

@@ -97,10 +97,8 @@ TEST(LauncherDevice, ChecksParametersAgainstTheManifest) {
   EXPECT_EQ(s.code(), StatusCode::ManifestMismatch) << s.message();
   EXPECT_NE(s.message().find("takes 4 parameters"), std::string::npos)
       << s.message();
-  std::string more = ptxWithParams({".u64", ".u64", ".u64", ".u64", ".u64", ".u32"});
-  s = Module::load(more.data(), more.size(), kManifest, &m);
-  EXPECT_EQ(s.code(), StatusCode::ManifestMismatch) << s.message();
-  EXPECT_NE(s.message().find("more parameters"), std::string::npos) << s.message();
+  // Extra trailing parameters are not looked for: the driver answers a
+  // query past the last with an API error, which compute-sanitizer reports.
   std::string narrow = ptxWithParams({".u64", ".u64", ".u32", ".u64", ".u64"});
   s = Module::load(narrow.data(), narrow.size(), kManifest, &m);
   EXPECT_EQ(s.code(), StatusCode::ManifestMismatch) << s.message();
