@@ -208,9 +208,9 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   int64_t offMergeUnits = words;
   words += maxTiles * kMergeUnitWords;
   // Scratch (LongestFirst): a RowTile per row tile, an owner per tile, and
-  // an 8-byte heap key per CTA and 4 sentinels, on an 8-byte boundary.
+  // two 8-byte keys per CTA (its order, the raised run), 8-byte aligned.
   int64_t offScratch = words;
-  int64_t scratch = maxRowTiles * kRowTileWords + maxTiles + 1 + 2 * (maxCtas + 4);
+  int64_t scratch = maxRowTiles * kRowTileWords + maxTiles + 1 + 4 * maxCtas;
   if (words + scratch > kMaxPlanWords)
     return invalid(StatusCode::GraphMaximaExceeded,
                    "plan maxima too large: the flat plan and its scratch would "
@@ -574,8 +574,8 @@ constexpr int64_t kLongestFirstTol = 16;
 /// walk is within a tile of the mean too, and keeps each CTA's tiles in one
 /// request (P5, 16 chunks of 512 over 4096 keys, tiles 3872-4352: the walk
 /// ran in 1.25 ms on the H200, longest first in 1.36). Up to this many tiles
-/// per CTA: it costs a heap step per tile (~15 ns; P2's 8704
-/// tiles ~130 us against the walk's ~25 us), and with more tiles per CTA the
+/// per CTA: it costs a merge over the CTAs per query tile (P2's 8704 tiles
+/// ~115 us against the walk's ~25 us), and with more tiles per CTA the
 /// walk's grains are fine anyway (256 causal requests, 312 tiles per CTA:
 /// 1.002x). Unmasked batches (decode) keep the walk: their plan time is what
 /// a decode step waits for (skewed 256 requests: 13 us, 37 us longest first).
@@ -1004,9 +1004,13 @@ struct Assigner {
 };
 
 /// Longest processing time first (step 3 when the tiles differ in cost and
-/// none needs splitting): the tiles in order of falling cost, each onto the
-/// CTA with the least cost so far (ties: the lower index), then each CTA's
-/// tiles written together, longest first. The running-target walk places
+/// none needs splitting): the query tiles in order of falling cost, the
+/// head groups of each onto the CTAs with the least cost so far (ties: the
+/// lower index), then each CTA's tiles written together, longest first.
+/// (Giving a query tile's head groups to distinct CTAs at once, not one by
+/// one to the least loaded, is what makes it a merge of sorted runs rather
+/// than a heap step per tile: P2 115 us rather than 336 on the development
+/// machine, the same balance.) The running-target walk places
 /// tiles in request order, so a causal request's short tiles pile up on the
 /// first CTAs and its longest ones are the last CTAs' coarse grains (P1:
 /// 128 tiles on CTA 0, 8 on CTA 131, the largest CTA 1.12x the mean); longest
@@ -1016,9 +1020,8 @@ struct Assigner {
 /// tile) and the layout's scratch.
 class LongestFirst {
 public:
-  /// CTAs are numbered in the low bits of a heap key, their cost above.
+  /// CTAs are numbered in the low bits of a key, their cost above.
   static constexpr int kCtaBits = 20;
-  static constexpr int64_t kArity = 4;
   /// Whether the keys can hold `C` CTAs of up to `total` cost each.
   static bool fits(int64_t C, int64_t total) {
     return C < (int64_t(1) << kCtaBits) &&
@@ -1030,10 +1033,11 @@ public:
         owner(w + l.off_scratch + int64_t(l.max_row_tiles) * kRowTileWords),
         C(numCtas), ctaIndptr(w + l.off_cta_indptr),
         items(reinterpret_cast<WorkItem *>(w + l.off_items)) {
-    // The heap on the first 8-byte boundary after the owners (one per tile:
-    // max_merge_units is the most tiles).
+    // The CTA keys and the raised run on the first 8-byte boundary after
+    // the owners (one per tile: max_merge_units is the most tiles).
     uintptr_t p = reinterpret_cast<uintptr_t>(owner + l.max_merge_units);
-    heap = reinterpret_cast<int64_t *>((p + 7) / 8 * 8);
+    order = reinterpret_cast<int64_t *>((p + 7) / 8 * 8);
+    raised = order + l.max_ctas;
   }
 
   template <bool Masked>
@@ -1051,23 +1055,27 @@ public:
         return kx > ky;
       return x.request != y.request ? x.request < y.request : x.row < y.row;
     });
-    // A min-heap of (cost << kCtaBits | cta): ties go to the lower index.
-    // All costs zero, the CTAs in order already form one.
+    // The CTAs as (cost << kCtaBits | cta) keys in ascending order (ties go
+    // to the lower index); all costs zero, that is index order. A query
+    // tile's head groups cost the same, so they go together to the CTAs at
+    // the front, and their raised keys (a sorted run) merge back.
     for (int64_t c = 0; c < C; ++c) {
-      heap[c] = c;
+      order[c] = c;
       ctaIndptr[c + 1] = 0;
     }
-    for (int64_t c = C; c < C + kArity; ++c)
-      heap[c] = std::numeric_limits<int64_t>::max();
     const int64_t mask = (int64_t(1) << kCtaBits) - 1;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t cost = itemCost(t, rowTiles[i].kvEnd - rowTiles[i].kvBegin)
                            << kCtaBits;
-      for (int32_t g = 0; g < groups; ++g) {
-        const int32_t c = int32_t(heap[0] & mask);
-        owner[i * groups + g] = c;
-        ++ctaIndptr[c + 1];
-        siftDown(heap[0] + cost);
+      for (int64_t g = 0; g < groups;) {
+        const int64_t m = std::min<int64_t>(groups - g, C);
+        for (int64_t k = 0; k < m; ++k, ++g) {
+          const int32_t c = int32_t(order[k] & mask);
+          owner[i * groups + g] = c;
+          ++ctaIndptr[c + 1];
+          raised[k] = order[k] + cost;
+        }
+        mergeRaised(m);
       }
     }
     // Counts to ends, shifted down by one: ctaIndptr[c + 1] is then CTA c's
@@ -1086,36 +1094,31 @@ public:
             rt.request, g, rt.row, rc, rt.kvBegin, rt.kvEnd, -1,
             kItemFirstChunk | kItemLastChunk | kItemDirect};
     }
-    int64_t makespan = 0;
-    for (int64_t c = 0; c < C; ++c)
-      makespan = std::max(makespan, heap[c] >> kCtaBits);
+    const int64_t makespan = order[C - 1] >> kCtaBits;
     *numItems = int32_t(n * groups);
     return makespan;
   }
 
 private:
-  /// Replaces the root by `key` (larger) and restores the heap: 4-ary, so
-  /// half as deep as a binary one (each level's load waits for the last),
-  /// the smallest child picked without branches (the comparisons are coin
-  /// tosses), and kArity sentinels after the CTAs so the last parent needs
-  /// no bounds test.
-  void siftDown(int64_t key) {
-    int64_t i = 0;
-    for (int64_t first = 1; first < C; first = kArity * i + 1) {
-      const int64_t *k = heap + first;
-      const int64_t a = k[1] < k[0], b = 2 + (k[3] < k[2]);
-      const int64_t child = first + (k[b] < k[a] ? b : a);
-      if (key < heap[child])
-        break;
-      heap[i] = heap[child];
-      i = child;
-    }
-    heap[i] = key;
+  /// Merges raised[0, m) (ascending) with order[m, C) (ascending) into
+  /// order: the keys below raised[0] move down m places in one block (the
+  /// usual case: a tile's cost lifts its CTAs past most others), the rest
+  /// merge; writing never passes reading, so in place.
+  void mergeRaised(int64_t m) {
+    int64_t *rest = order + m, *end = order + C;
+    int64_t *split = std::lower_bound(rest, end, raised[0]);
+    std::memmove(order, rest, size_t(split - rest) * sizeof(int64_t));
+    int64_t *out = order + (split - rest), *r = raised, *rEnd = raised + m;
+    int64_t *o = split;
+    while (r != rEnd && o != end)
+      *out++ = *o < *r ? *o++ : *r++;
+    while (r != rEnd)
+      *out++ = *r++;
   }
 
   RowTile *rowTiles;
   int32_t *owner;
-  int64_t *heap = nullptr;
+  int64_t *order = nullptr, *raised = nullptr;
   int64_t C;
   int32_t *ctaIndptr;
   WorkItem *items;

@@ -214,7 +214,7 @@ struct PlanLayout {
   int32_t off_cta_indptr = 0, off_items = 0, off_merge_indptr = 0,
           off_merge_units = 0, total_words = 0;
   /// Host-only planner scratch after the flat plan (never uploaded): the
-  /// longest-first assignment's row tiles, tile owners and CTA heap.
+  /// longest-first assignment's row tiles, tile owners and CTA keys.
   int32_t off_scratch = 0, max_row_tiles = 0;
   size_t host_bytes = 0;         ///< flat plan + scratch bytes
   size_t partial_o_offset = 0;   ///< in the device workspace
