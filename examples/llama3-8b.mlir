@@ -3,7 +3,10 @@
 // (NHD, the vLLM/FlashInfer page table unchanged), causal.
 //
 //   make demo    compiles this file and shows what attn chose;
-//   attn-compile examples/llama3-8b.mlir --chip=sm_90 --emit=cubin -o out/
+//   build/bin/attn-compile examples/llama3-8b.mlir --chip=sm_90 --emit=cubin \
+//       --output-dir=out/llama3-8b
+//                writes attn_kernels.{ptx,cubin,json} there (from the repository
+//                root; add -o FILE for the prepared IR).
 //
 // @prefill: a batch of prompts (about 2048 rows per request) over their
 // pages. @decode: one new token per request. @shared_prefix_decode: 64
