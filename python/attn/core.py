@@ -813,28 +813,159 @@ class WrapperBase:
         return out, lse
 
 
-def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, head_dim, dtype, device):
-    """(k, v, combined) from a [pages, 2, ...] tensor or a (k, v) tuple, checked.
+def row_major(shape):
+    """The strides (in elements) of a dense row-major tensor of ``shape``."""
+    out, step = [], 1
+    for n in reversed(tuple(int(x) for x in shape)):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
 
-    The combined form is addressed as interleaved pages: K of page i is block
-    2i of the tensor and V block 2i + 1, so the kernels get ``kv_indices * 2``
-    (computed at plan time) and no strides.
+
+def tensor_strides(t):
+    """``t.stride()`` as ints; for a stand-in without ``stride()``, a
+    contiguous tensor's row-major strides (None when it is not contiguous)."""
+    st = getattr(t, "stride", None)
+    if callable(st):
+        return tuple(int(x) for x in st())
+    return row_major(t.shape) if t.is_contiguous() else None
+
+
+def dense_after(shape, strides, dim):
+    """Whether dims ``dim..`` are dense row-major (dims of size 1 may have any stride)."""
+    shape = tuple(int(x) for x in shape)
+    want = row_major(shape[dim:])
+    return all(n == 1 or s == w for n, s, w in zip(shape[dim:], strides[dim:], want))
+
+
+def _page_dims(kv_layout):
+    return "[page_size, num_kv_heads, head_dim]" if kv_layout == "NHD" else "[num_kv_heads, page_size, head_dim]"
+
+
+def _cache_page_stride(name, t, shape, strides, first_inner, page_elems, kv_layout):
+    """The distance between t's pages in elements (None: one page, any), or a
+    ValueError naming the stride the kernels cannot read."""
+    if strides is None:
+        raise ValueError(f"attn: {name}: expected a contiguous tensor (call .contiguous())")
+    if not dense_after(shape, strides, first_inner):
+        raise ValueError(
+            f"attn: {name}: strides {list(strides)} (shape {list(shape)}): the kernels read each page as a dense "
+            f"{_page_dims(kv_layout)} block (strides {list(row_major(shape[first_inner:]))} for its last "
+            f"{len(shape) - first_inner} dims); a cache view with other strides cannot be read in place, and attn "
+            "does not copy a KV cache: lay the cache out so (or pass kv_layout= matching it)")
+    return int(strides[0]) if int(shape[0]) > 1 else None
+
+
+def _check_page_stride(name, stride, page_elems):
+    if stride is not None and stride not in (page_elems, 2 * page_elems):
+        raise ValueError(
+            f"attn: {name}: pages are {stride} elements apart (stride(0)={stride}); the kernels read pages "
+            f"{page_elems} elements apart (a dense cache) or {2 * page_elems} (the K or V half of a "
+            "[num_pages, 2, ...] cache), through one page table: a cache with another page stride (for "
+            "example one layer of a [num_pages, num_layers, 2, ...] buffer) cannot be read in place, and "
+            "attn does not copy a KV cache")
+
+
+def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, head_dim, dtype, device):
+    """``(k, v, doubled, v_offset)`` from a paged KV cache, checked.
+
+    Accepted forms (FlashInfer's): a ``[num_pages, 2, *page]`` tensor (K and V
+    of page i at ``[i, 0]`` and ``[i, 1]``), a ``(k_cache, v_cache)`` tuple of
+    ``[num_pages, *page]`` tensors, with ``page`` ``[page_size, num_kv_heads,
+    head_dim]`` (NHD) or ``[num_kv_heads, page_size, head_dim]`` (HND); with
+    ``page_size`` 1 also SGLang's page-less forms, a tuple of ``[num_tokens,
+    num_kv_heads, head_dim]`` tensors or a ``[num_tokens, 2, num_kv_heads,
+    head_dim]`` tensor (page size 1 makes NHD and HND the same bytes).
+
+    The kernels take a base pointer per K and V and no strides: each page must
+    be dense, and pages ``P = page_size * num_kv_heads * head_dim`` elements
+    apart or ``2P`` apart (then ``doubled``: the kernels get ``kv_indices * 2``,
+    computed at plan time). So the combined tensor, a contiguous tuple, the
+    tuple ``(kv[:, 0], kv[:, 1])`` of a combined cache and the halves of a
+    ``[2, num_pages, ...]`` cache permuted to ``[num_pages, 2, ...]`` are all read
+    in place; any other stride is a ValueError naming it (a KV cache is never
+    copied). ``v_offset``: the elements from ``k``'s data pointer to V's (the
+    combined form: its ``stride(1)``), None for a tuple (V at ``v.data_ptr()``).
     """
     page = (("page_size", page_size), ("num_kv_heads", num_kv_heads)) if kv_layout == "NHD" else \
         (("num_kv_heads", num_kv_heads), ("page_size", page_size))
+    page_elems = page_size * num_kv_heads * head_dim
     if isinstance(paged_kv_cache, (tuple, list)):
         if len(paged_kv_cache) != 2:
             raise ValueError("attn: paged_kv_cache tuple must be (k_cache, v_cache)")
         k, v = paged_kv_cache
+        strides = []
         for n, t in (("k_cache", k), ("v_cache", v)):
-            check_tensor(n, t, dtype=dtype, shape=(("num_pages", None),) + page + (("head_dim", head_dim),),
-                         device=device)
+            dims = len(t.shape) if hasattr(t, "shape") else None
+            if dims == 3:  # SGLang's [num_tokens, num_kv_heads, head_dim]: page size 1
+                if page_size != 1:
+                    raise ValueError(
+                        f"attn: {n}: a 3-D cache {list(t.shape)} is [num_tokens, num_kv_heads, head_dim], a "
+                        f"page-size-1 cache, but plan() was given page_size={page_size}; plan with page_size=1 "
+                        "(kv_indices then index tokens) or pass [num_pages, ...] tensors")
+                want = (("num_tokens", None), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim))
+            else:
+                want = (("num_pages", None),) + page + (("head_dim", head_dim),)
+            shape = check_tensor(n, t, dtype=dtype, shape=want, device=device, contiguous=False)
+            strides.append(_cache_page_stride(n, t, shape, tensor_strides(t), 1, page_elems, kv_layout))
         if tuple(k.shape) != tuple(v.shape):
             raise ValueError(f"attn: k_cache {list(k.shape)} and v_cache {list(v.shape)} differ in shape")
-        return k, v, False
-    check_tensor("paged_kv_cache", paged_kv_cache, dtype=dtype,
-                 shape=(("num_pages", None), ("2", 2)) + page + (("head_dim", head_dim),), device=device)
-    return paged_kv_cache, paged_kv_cache, True
+        for n, s in zip(("k_cache", "v_cache"), strides):
+            _check_page_stride(n, s, page_elems)
+        known = {s for s in strides if s is not None}
+        if len(known) > 1:
+            raise ValueError(f"attn: k_cache pages are {strides[0]} elements apart but v_cache pages "
+                             f"{strides[1]}: K and V share one page table, so they need one page stride")
+        stride = known.pop() if known else page_elems
+        return k, v, stride == 2 * page_elems, None
+    t = paged_kv_cache
+    dims = len(t.shape) if hasattr(t, "shape") else None
+    if dims == 4 and page_size == 1:  # [num_tokens, 2, num_kv_heads, head_dim]: page size 1
+        want = (("num_tokens", None), ("2", 2), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim))
+    else:
+        want = (("num_pages", None), ("2", 2)) + page + (("head_dim", head_dim),)
+    shape = check_tensor("paged_kv_cache", t, dtype=dtype, shape=want, device=device, contiguous=False)
+    strides = tensor_strides(t)
+    stride = _cache_page_stride("paged_kv_cache", t, shape, strides, 2, page_elems, kv_layout)
+    _check_page_stride("paged_kv_cache", stride, page_elems)
+    if stride is None:
+        stride = 2 * page_elems if strides[1] == page_elems else page_elems
+    return t, t, stride == 2 * page_elems, int(strides[1])
+
+
+def dense_q(wrapper, q, max_rows=None):
+    """``q`` as the kernels read it: dense ``[rows, num_qo_heads, head_dim]``.
+
+    The kernels take no row stride for q, so a strided q (a slice of a fused
+    QKV projection, ``qkv[:, :Hq * D].view(-1, Hq, D)``) is copied to a dense
+    one: a q-sized copy (rows x num_qo_heads x head_dim elements), never the
+    KV cache. A CUDA-graph wrapper (``use_cuda_graph=True``) copies into a
+    staging buffer of ``max_rows`` rows kept on the wrapper, allocated by the
+    first such run outside capture (the warm-up run), so that a captured run
+    copies into fixed memory and allocates nothing; capturing a strided q
+    before any eager run raises RuntimeError. Other wrappers use
+    ``q.contiguous()``.
+    """
+    if q.is_contiguous():
+        return q
+    torch = torch_module()
+    if not wrapper._use_cuda_graph:
+        return q.contiguous()
+    rows = int(q.shape[0])
+    buf = getattr(wrapper, "_q_buf", None)
+    fits = buf is not None and buf.dtype == q.dtype and tuple(buf.shape[1:]) == tuple(q.shape[1:]) and \
+        buf.shape[0] >= rows
+    if not fits:
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(
+                "attn: run() is being captured with a strided (non-contiguous) q, and this CUDA-graph wrapper "
+                "has no staging buffer for it yet: run() once with such a q before capture (the usual warm-up "
+                "run), which allocates it, or pass a contiguous q")
+        buf = wrapper._q_buf = torch.empty((max(rows, int(max_rows or 0)),) + tuple(q.shape[1:]), dtype=q.dtype,
+                                           device=q.device)
+    dst = buf[:rows]
+    dst.copy_(q)
+    return dst
 
 
 def mask_args(p):

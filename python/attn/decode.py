@@ -28,7 +28,14 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
     the cache is ``[num_pages, 2, page_size, num_kv_heads, head_dim]`` (NHD),
     ``[num_pages, 2, num_kv_heads, page_size, head_dim]`` (HND) or a
     ``(k_cache, v_cache)`` tuple of ``[num_pages, page_size, num_kv_heads,
-    head_dim]`` (NHD), and the LSE is base 2.
+    head_dim]`` (NHD), and the LSE is base 2. Views are read in place when
+    each page is dense and pages are one or two pages apart (the halves
+    ``kv[:, 0]``, ``kv[:, 1]`` of a combined cache; see
+    :func:`attn.core.split_paged_kv_cache`), else ValueError naming the
+    stride (the cache is never copied); planned with ``page_size=1``, a tuple
+    of 3-D ``[num_tokens, num_kv_heads, head_dim]`` buffers (SGLang's) is
+    accepted as well. A strided ``q`` (a slice of a fused QKV projection) is
+    copied to a dense one, q-sized (:func:`attn.core.dense_q`).
 
     Example (the ten-line decode of docs/Python.md)::
 
@@ -277,8 +284,10 @@ def single_decode_with_kv_cache(q, k, v, kv_layout="NHD", pos_encoding_mode="NON
     ``[num_kv_heads, kv_len, head_dim]`` (HND), as in FlashInfer.
 
     attn difference: this runs the paged decode kernel with 16-token pages
-    over the same memory when ``kv_len`` is a multiple of 16 in NHD, and over
-    a padded (or transposed) copy otherwise. Plans are kept per call
+    over the same memory when ``kv_len`` is a multiple of 16 and K/V are
+    dense NHD (or an HND view of dense NHD memory), and over a padded,
+    transposed or densified copy otherwise (K/V-sized). A strided ``q`` (a
+    slice of a fused QKV row) is copied to a dense one (q-sized). Plans are kept per call
     signature (device, shapes, dtype, variant arguments; a few of them, see
     :class:`attn.core.SinglePlans`), each in a workspace sized for it
     (:func:`attn.get_workspace_size`), so a repeated call does not re-plan
@@ -306,11 +315,15 @@ def _single_decode(q, k, v, *, kv_layout, pos_encoding_mode, q_scale, k_scale, v
     when given (``[num_qo_heads, head_dim]``, ``[num_qo_heads]``); ``from_op``:
     called by the op ``attn::single_decode``."""
     torch = torch_module()
-    check_tensor("q", q, dims=2, dtype=("bf16", "f16"))
-    check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device)
-    check_tensor("v", v, dims=3, dtype=dtype_name(q.dtype), device=q.device, shape=tuple(k.shape))
+    check_tensor("q", q, dims=2, dtype=("bf16", "f16"), contiguous=False)
+    check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device, contiguous=False)
+    check_tensor("v", v, dims=3, dtype=dtype_name(q.dtype), device=q.device, shape=tuple(k.shape),
+                 contiguous=False)
+    core.check_kv_layout(kv_layout)
     if kv_layout == "HND":
-        k, v = k.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()
+        k, v = k.transpose(0, 1), v.transpose(0, 1)
+    # The kernel reads dense [kv_len, Hkv, D]: an HND or strided K/V is copied (no-op when already dense).
+    k, v = k.contiguous(), v.contiguous()
     kv_len, hkv, d = (int(x) for x in k.shape)
     hq = int(q.shape[0])
     page = 16

@@ -43,6 +43,11 @@ def make_spec(*, num_qo_heads, num_kv_heads, head_dim, page_size, dtype, kv_layo
     """
     if custom_mask:
         variant_kwargs["causal"] = False
+    if indexing == "ragged":
+        # The kernels read ragged K/V as [tokens, heads, dim] whatever the
+        # layout attribute says; an HND ragged wrapper hands them an NHD view
+        # (see BatchPrefillWithRaggedKVCacheWrapper.run), so its spec is NHD.
+        kv_layout = "NHD"
     names, values = build_variants(**variant_kwargs)
     variant = variant_kwargs.get("variant")
     spec = AttentionSpec(head_dim=head_dim, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
@@ -150,20 +155,18 @@ class PagedWrapperBase(core.WrapperBase):
         s = p.spec
         rows = ("nnz_qo", None if self._use_cuda_graph else p.total_q)
         check_tensor("q", q, dtype=p.dtype, shape=(rows, ("num_qo_heads", s.num_qo_heads),
-                                                   ("head_dim", s.head_dim)), device=self._device)
+                                                   ("head_dim", s.head_dim)), device=self._device, contiguous=False)
         if self._use_cuda_graph and not (p.total_q <= q.shape[0] <= p.config["max_total_q_rows"]):
             raise ValueError(f"attn: q has {q.shape[0]} rows; the plan has {p.total_q} and the graph "
                              f"maximum is {p.config['max_total_q_rows']}")
-        k, v, combined = core.split_paged_kv_cache(paged_kv_cache, self._kv_layout, p.page_size,
-                                                   s.num_kv_heads, s.head_dim, p.dtype, self._device)
+        k, v, doubled, v_offset = core.split_paged_kv_cache(paged_kv_cache, self._kv_layout, p.page_size,
+                                                            s.num_kv_heads, s.head_dim, p.dtype, self._device)
+        q = core.dense_q(self, q, p.config["max_total_q_rows"])  # a strided q: a q-sized copy
         out, lse = self._outputs(p, q, out, lse, return_lse)
         scale = p.sm_scale * (1.0 if q_scale is None else float(q_scale)) * (1.0 if k_scale is None else float(k_scale))
         k_ptr = k.data_ptr()
-        if combined:
-            page_bytes = p.page_size * s.num_kv_heads * s.head_dim * k.element_size()
-            v_ptr, idx = k_ptr + page_bytes, p.ptrs["kv_indices_x2"]
-        else:
-            v_ptr, idx = v.data_ptr(), p.ptrs["kv_indices"]
+        v_ptr = k_ptr + v_offset * k.element_size() if v_offset is not None else v.data_ptr()
+        idx = p.ptrs["kv_indices_x2" if doubled else "kv_indices"]
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k_ptr), ("v_cache", "ptr", v_ptr),
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
                 ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),

@@ -170,9 +170,15 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
 class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
     """Prefill attention with ragged (contiguous per request) K/V.
 
-    ``k``/``v`` are ``[nnz_kv, num_kv_heads, head_dim]`` (NHD), request b's
-    keys at rows ``kv_indptr[b] .. kv_indptr[b+1]``. FlashInfer's API and
-    conventions; differences as for the paged prefill wrapper.
+    ``k``/``v`` are ``[nnz_kv, num_kv_heads, head_dim]`` (NHD) or
+    ``[num_kv_heads, nnz_kv, head_dim]`` (HND), request b's keys at rows
+    ``kv_indptr[b] .. kv_indptr[b+1]``. FlashInfer's API and conventions;
+    differences as for the paged prefill wrapper, and: the kernels read
+    ragged K/V in NHD order, so HND K/V are transposed into a dense copy per
+    run (K/V-sized) unless they are an HND view of NHD memory (read in
+    place), and in CUDA-graph mode HND needs such a view (NotImplementedError
+    otherwise); NHD K/V must be contiguous; a strided ``q`` is copied
+    (q-sized, see :func:`attn.core.dense_q`).
 
     >>> w = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")           # doctest: +SKIP
     >>> w.plan(qo_indptr, kv_indptr, 32, 8, 128, causal=True, q_data_type=torch.bfloat16)  # doctest: +SKIP
@@ -273,11 +279,14 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         s = p.spec
         check_tensor("q", q, dtype=p.dtype, shape=(("nnz_qo", None if self._use_cuda_graph else p.total_q),
                                                    ("num_qo_heads", s.num_qo_heads), ("head_dim", s.head_dim)),
-                     device=self._device)
-        kv_shape = ((("nnz_kv", None), ("num_kv_heads", s.num_kv_heads)) if self._kv_layout == "NHD"
+                     device=self._device, contiguous=False)
+        hnd = self._kv_layout == "HND"
+        kv_shape = ((("nnz_kv", None), ("num_kv_heads", s.num_kv_heads)) if not hnd
                     else (("num_kv_heads", s.num_kv_heads), ("nnz_kv", None))) + (("head_dim", s.head_dim),)
-        check_tensor("k", k, dtype=p.dtype, shape=kv_shape, device=self._device)
-        check_tensor("v", v, dtype=p.dtype, shape=tuple(k.shape), device=self._device)
+        check_tensor("k", k, dtype=p.dtype, shape=kv_shape, device=self._device, contiguous=False)
+        check_tensor("v", v, dtype=p.dtype, shape=tuple(k.shape), device=self._device, contiguous=False)
+        k, v = _ragged_nhd(self, k, "k"), _ragged_nhd(self, v, "v")
+        q = core.dense_q(self, q, self._max_total_q_rows)  # a strided q: a q-sized copy
         out, lse = self._outputs(p, q, out, lse, return_lse)
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k.data_ptr()), ("v_cache", "ptr", v.data_ptr()),
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
@@ -312,6 +321,37 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         """Nothing to release (FlashInfer compatibility)."""
 
 
+def _ragged_nhd(w, t, name):
+    """Ragged K or V as the kernels read it: dense ``[nnz_kv, num_kv_heads, head_dim]``.
+
+    The kernels read ragged K/V in NHD order only (and take no strides). An
+    NHD tensor must be contiguous (ValueError naming its strides otherwise).
+    An HND ``[num_kv_heads, nnz_kv, head_dim]`` tensor whose transpose is
+    dense (an NHD buffer viewed as HND) is read in place; any other HND
+    tensor is transposed into a dense copy, which costs one read and one
+    write of K and of V (nnz_kv x num_kv_heads x head_dim elements each) per
+    run; a CUDA-graph wrapper cannot allocate it during capture, so there it
+    raises NotImplementedError.
+    """
+    if w._kv_layout == "NHD":
+        if not t.is_contiguous():
+            raise ValueError(
+                f"attn: {name}: strides {list(core.tensor_strides(t) or ())} (shape {list(t.shape)}): the kernels "
+                "read ragged K/V as a dense [nnz_kv, num_kv_heads, head_dim] tensor and take no strides; pass "
+                f"{name}.contiguous()")
+        return t
+    nhd = t.transpose(0, 1)
+    if nhd.is_contiguous():
+        return nhd
+    if w._use_cuda_graph:
+        raise NotImplementedError(
+            f"attn: kv_layout='HND' ragged {name} in CUDA-graph mode: the kernels read ragged K/V as "
+            "[nnz_kv, num_kv_heads, head_dim], and an HND tensor would need a transposed copy allocated in "
+            f"the graph; pass NHD K/V (kv_layout='NHD'), or an HND view of an NHD buffer "
+            f"({name}_nhd.transpose(0, 1)), which is read in place")
+    return nhd.contiguous()
+
+
 _plans = core.SinglePlans()
 _single = _plans.last   # (device, kv_layout) -> the wrapper of the last call there
 
@@ -322,7 +362,10 @@ def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=N
                                  rope_theta=None, backend="auto", return_lse=False, **kwargs):
     """Prefill of one request: ``q`` ``[qo_len, Hq, D]`` against ``k``/``v`` ``[kv_len, Hkv, D]``.
 
-    Runs the ragged prefill wrapper, planned once per call signature
+    ``kv_layout="HND"``: ``k``/``v`` ``[Hkv, kv_len, D]``, transposed into a
+    dense NHD copy (K/V-sized) unless they are an HND view of NHD memory; a
+    strided ``q`` is copied (q-sized). Runs the ragged prefill wrapper,
+    planned once per call signature
     (device, layout, shapes, dtype, variant arguments; a few of them, see
     :class:`attn.core.SinglePlans`) in a workspace sized for it
     (:func:`attn.get_workspace_size`), so a repeated call does not re-plan
@@ -354,8 +397,9 @@ def _single_prefill(q, k, v, *, custom_mask, packed_custom_mask, causal, kv_layo
     """single_prefill_with_kv_cache's work: ``(out, lse)``, into ``out``/``lse``
     when given; ``from_op``: called by the op ``attn::single_prefill``."""
     torch = torch_module()
-    check_tensor("q", q, dims=3, dtype=("bf16", "f16"))
-    check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device)
+    check_tensor("q", q, dims=3, dtype=("bf16", "f16"), contiguous=False)
+    check_tensor("k", k, dims=3, dtype=dtype_name(q.dtype), device=q.device, contiguous=False)
+    core.check_kv_layout(kv_layout)
     kv_len = int(k.shape[0] if kv_layout == "NHD" else k.shape[1])
     hkv = int(k.shape[1] if kv_layout == "NHD" else k.shape[0])
     qo_len, hq, d = (int(x) for x in q.shape)
