@@ -7,6 +7,7 @@
 #   <p>/lib/lib*.a                         the compiler's static libraries
 #   <p>/lib/libattn_runtime.so             the runtime's C API
 #   <p>/lib/libattn_compiler.so            the compiler's C API
+#   <p>/lib/libattn_mlir_c.so              the dialect's C API and MLIR's
 #   <p>/bin/attn-opt, attn-compile         the tools
 #   <p>/lib/cmake/attn/                    attnConfig.cmake, its version file
 #                                          and attnTargets.cmake (attn::*)
@@ -58,6 +59,7 @@ if(ATTN_ENABLE_COMPILER)
   attn_export(AttnPipelines Pipelines)        # attn-lower-to-nvvm, attn-to-nvvm-pipeline
   attn_export(AttnTarget Target)              # PTX/cubin, ptxas, manifests
   attn_export(AttnCAPICompiler CAPI)          # shared, attn-c/Compiler.h
+  attn_export(AttnCAPIDialect CAPIDialect)    # shared, attn-c/Dialect.h + mlir-c/
   attn_export(attn-opt attn-opt)
   attn_export(attn-compile attn-compile)
 endif()
@@ -65,7 +67,7 @@ endif()
 # The installed compiler C API and tools find libLLVM where it was found at
 # configure time (the runtime needs nothing but libc and libdl).
 if(ATTN_ENABLE_COMPILER AND LLVM_LIBRARY_DIR)
-  foreach(target AttnCAPICompiler attn-opt attn-compile)
+  foreach(target AttnCAPICompiler AttnCAPIDialect attn-opt attn-compile)
     if(TARGET ${target})
       set_target_properties(${target} PROPERTIES INSTALL_RPATH "${LLVM_LIBRARY_DIR}")
     endif()

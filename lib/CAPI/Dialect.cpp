@@ -1,0 +1,209 @@
+//===- Dialect.cpp - C API of the attn dialect ------------------------------===//
+//
+// Part of attn, an MLIR-based attention compiler for LLM inference serving.
+//
+//===----------------------------------------------------------------------===//
+//
+// attn-c/Dialect.h over the C++ dialect: registration of the dialect, of the
+// dialects its pipelines need and of its passes, and the #attn.bsr /
+// #attn.composed / #attn.tile builders and getters. Builders go through
+// getChecked, so invalid parameters are a diagnostic and a null attribute,
+// never an assertion.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn-c/Dialect.h"
+
+#include "attn/Conversion/AttnToGPU/AttnToGPU.h"
+#include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/InitAllDialects.h"
+#include "attn/InitAllPasses.h"
+#include "attn/Target/Serialization.h"
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Registration.h"
+#include "mlir/CAPI/Support.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <functional>
+#include <mutex>
+
+using namespace mlir;
+namespace attn = mlir::attn;
+
+MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(Attn, attn, attn::AttnDialect)
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+void attnRegisterAllDialects(MlirDialectRegistry registry) {
+  DialectRegistry &r = *unwrap(registry);
+  attn::registerAllDialects(r);
+  attn::registerKernelDialects(r);
+  attn::registerTargetDialectsAndInterfaces(r);
+}
+
+void attnContextLoadAllDialects(MlirContext context) {
+  DialectRegistry registry;
+  attnRegisterAllDialects(wrap(&registry));
+  MLIRContext *ctx = unwrap(context);
+  ctx->appendDialectRegistry(registry);
+  ctx->loadAllAvailableDialects();
+}
+
+void attnRegisterAllPasses(void) {
+  // The pass registry is global and rejects a second registration of a name.
+  static std::once_flag once;
+  std::call_once(once, [] { attn::registerAllPasses(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Emits a verifier's message as an error on the context's diagnostic
+/// engine (unknown location), for Attr::getChecked.
+struct Emitter {
+  MLIRContext *context;
+  InFlightDiagnostic operator()() const {
+    return emitError(UnknownLoc::get(context));
+  }
+};
+
+MlirAttribute nullAttr() { return MlirAttribute{nullptr}; }
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// #attn.bsr
+//===----------------------------------------------------------------------===//
+
+bool attnAttributeIsABsr(MlirAttribute attr) {
+  return isa<attn::BsrAttr>(unwrap(attr));
+}
+
+MlirAttribute attnBsrAttrGet(MlirContext ctx, int64_t blockRows,
+                             int64_t blockCols, int32_t layout,
+                             int32_t indexing) {
+  MLIRContext *context = unwrap(ctx);
+  std::optional<attn::KVLayout> l = attn::symbolizeKVLayout(uint32_t(layout));
+  std::optional<attn::KVIndexing> i =
+      attn::symbolizeKVIndexing(uint32_t(indexing));
+  if (layout < 0 || !l) {
+    emitError(UnknownLoc::get(context))
+        << "#attn.bsr: layout " << layout << " is not an AttnKVLayout";
+    return nullAttr();
+  }
+  if (indexing < 0 || !i) {
+    emitError(UnknownLoc::get(context))
+        << "#attn.bsr: indexing " << indexing << " is not an AttnKVIndexing";
+    return nullAttr();
+  }
+  return wrap(attn::BsrAttr::getChecked(Emitter{context}, context, blockRows,
+                                        blockCols, *l, *i));
+}
+
+int64_t attnBsrAttrDynamicBlockRows(void) { return ShapedType::kDynamic; }
+
+int64_t attnBsrAttrGetBlockRows(MlirAttribute attr) {
+  return cast<attn::BsrAttr>(unwrap(attr)).getBlockRows();
+}
+int64_t attnBsrAttrGetBlockCols(MlirAttribute attr) {
+  return cast<attn::BsrAttr>(unwrap(attr)).getBlockCols();
+}
+int32_t attnBsrAttrGetLayout(MlirAttribute attr) {
+  return int32_t(cast<attn::BsrAttr>(unwrap(attr)).getLayout());
+}
+int32_t attnBsrAttrGetIndexing(MlirAttribute attr) {
+  return int32_t(cast<attn::BsrAttr>(unwrap(attr)).getIndexing());
+}
+intptr_t attnBsrAttrGetNumIndexArrays(MlirAttribute attr) {
+  return cast<attn::BsrAttr>(unwrap(attr)).getNumIndexArrays();
+}
+MlirStringRef attnBsrAttrGetIndexArrayName(MlirAttribute attr, intptr_t pos) {
+  // The names are string literals in BsrAttr::getIndexArrayNames.
+  return wrap(cast<attn::BsrAttr>(unwrap(attr)).getIndexArrayNames()[pos]);
+}
+MlirTypeID attnBsrAttrGetTypeID(void) {
+  return wrap(TypeID::get<attn::BsrAttr>());
+}
+
+//===----------------------------------------------------------------------===//
+// #attn.composed
+//===----------------------------------------------------------------------===//
+
+bool attnAttributeIsAComposed(MlirAttribute attr) {
+  return isa<attn::ComposedAttr>(unwrap(attr));
+}
+
+MlirAttribute attnComposedAttrGet(MlirContext ctx, intptr_t numViews,
+                                  MlirAttribute const *views) {
+  MLIRContext *context = unwrap(ctx);
+  if (numViews < 0 || (numViews > 0 && !views)) {
+    emitError(UnknownLoc::get(context))
+        << "#attn.composed: no views given";
+    return nullAttr();
+  }
+  SmallVector<attn::BsrAttr> list;
+  for (intptr_t i = 0; i < numViews; ++i) {
+    auto view = dyn_cast_or_null<attn::BsrAttr>(unwrap(views[i]));
+    if (!view) {
+      emitError(UnknownLoc::get(context))
+          << "#attn.composed: view " << i << " is not an #attn.bsr";
+      return nullAttr();
+    }
+    list.push_back(view);
+  }
+  return wrap(attn::ComposedAttr::getChecked(Emitter{context}, context,
+                                             ArrayRef<attn::BsrAttr>(list)));
+}
+
+intptr_t attnComposedAttrGetNumViews(MlirAttribute attr) {
+  return cast<attn::ComposedAttr>(unwrap(attr)).getViewList().size();
+}
+MlirAttribute attnComposedAttrGetView(MlirAttribute attr, intptr_t pos) {
+  return wrap(cast<attn::ComposedAttr>(unwrap(attr)).getViewList()[pos]);
+}
+MlirTypeID attnComposedAttrGetTypeID(void) {
+  return wrap(TypeID::get<attn::ComposedAttr>());
+}
+
+//===----------------------------------------------------------------------===//
+// #attn.tile
+//===----------------------------------------------------------------------===//
+
+bool attnAttributeIsATile(MlirAttribute attr) {
+  return isa<attn::TileAttr>(unwrap(attr));
+}
+
+MlirAttribute attnTileAttrGet(MlirContext ctx, int64_t q, int64_t kv,
+                              int64_t warps, int64_t stages, int64_t gqaPack,
+                              int64_t ctasPerSM) {
+  MLIRContext *context = unwrap(ctx);
+  return wrap(attn::TileAttr::getChecked(Emitter{context}, context, q, kv,
+                                         warps, stages, gqaPack, ctasPerSM));
+}
+
+int64_t attnTileAttrGetQ(MlirAttribute attr) {
+  return cast<attn::TileAttr>(unwrap(attr)).getQ();
+}
+int64_t attnTileAttrGetKv(MlirAttribute attr) {
+  return cast<attn::TileAttr>(unwrap(attr)).getKv();
+}
+int64_t attnTileAttrGetWarps(MlirAttribute attr) {
+  return cast<attn::TileAttr>(unwrap(attr)).getWarps();
+}
+int64_t attnTileAttrGetStages(MlirAttribute attr) {
+  return cast<attn::TileAttr>(unwrap(attr)).getStages();
+}
+int64_t attnTileAttrGetGqaPack(MlirAttribute attr) {
+  return cast<attn::TileAttr>(unwrap(attr)).getGqaPack();
+}
+int64_t attnTileAttrGetCtasPerSM(MlirAttribute attr) {
+  return cast<attn::TileAttr>(unwrap(attr)).getCtasPerSm();
+}
+MlirTypeID attnTileAttrGetTypeID(void) {
+  return wrap(TypeID::get<attn::TileAttr>());
+}
