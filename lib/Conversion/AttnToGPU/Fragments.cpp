@@ -300,6 +300,12 @@ void mlir::attn::detail::namedBarrier(ImplicitLocOpBuilder &b, int64_t id,
             {}, {}, {});
 }
 
+void mlir::attn::detail::namedBarrierArrive(ImplicitLocOpBuilder &b,
+                                            int64_t id, int64_t threads) {
+  inlinePtx(b, ("bar.arrive " + Twine(id) + ", " + Twine(threads) + ";").str(),
+            {}, {}, {});
+}
+
 void mlir::attn::detail::setMaxRegisters(ImplicitLocOpBuilder &b,
                                          int64_t count, bool increase) {
   inlinePtx(b,

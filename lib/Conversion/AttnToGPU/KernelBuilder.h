@@ -190,6 +190,9 @@ void mbarrierWait(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
                   mlir::Value parity);
 /// `bar.sync id, threads`: a barrier of `threads` threads (whole warps).
 void namedBarrier(mlir::ImplicitLocOpBuilder &b, int64_t id, int64_t threads);
+/// `bar.arrive id, threads`: counts this warp in, without waiting.
+void namedBarrierArrive(mlir::ImplicitLocOpBuilder &b, int64_t id,
+                        int64_t threads);
 /// `setmaxnreg.{inc,dec}.sync.aligned.u32 count` (sm_90a): the warpgroup's
 /// register budget, moved between warpgroups of one CTA.
 void setMaxRegisters(mlir::ImplicitLocOpBuilder &b, int64_t count,

@@ -27,9 +27,10 @@ func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: te
 // Long prefill: a 128-row tile, 8 warps.
 // CHECK-LABEL: func.func @prefill
 // CHECK: tile = #attn.tile<q = 128, kv = 64, warps = 8>
-// On wgmma (sm_90a) the 128-row tile takes 32 KB K/V tiles.
+// On wgmma (sm_90a) the 128-row tile takes 32 KB K/V tiles, and three
+// stages where they fit (the pipelined K/V loop).
 // SM90A-LABEL: func.func @prefill
-// SM90A: tile = #attn.tile<q = 128, kv = 128, warps = 8>
+// SM90A: tile = #attn.tile<q = 128, kv = 128, warps = 8, stages = 3>
 func.func @prefill(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
   %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = 2048, block_cols = 16>)
       indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)

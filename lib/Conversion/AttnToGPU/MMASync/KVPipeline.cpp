@@ -378,6 +378,8 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
                               adaptor.getKvIndices());
     if (ctx.specialized && !isProducerOp(op)) {
       // Consumers copy nothing; their pipe carries no page indices.
+      if (takesTurns(ctx))
+        startItemTurns(kb, ctx);
       SmallVector<Value> none(getNumPageIds(ctx), kb.i32(0));
       rewriter.replaceOpWithMultiple(op, {PipeValues{range, none}.flatten()});
       return success();
@@ -535,6 +537,8 @@ struct KVDrainLowering : public OpConversionPattern<TileKVDrainOp> {
       if (!isProducerOp(op)) {
         mlir::attn::detail::mbarrierArrive(
             b, getEmptyBarrier(kb, ctx, kb.sub(next, kb.idx(1))));
+        if (takesTurns(ctx))
+          endItemTurns(kb, ctx);
         // Pipelined: the tile before the last is still held too.
         if (ctx.pipelined)
           emitIf(b, kb.sgt(range.count, kb.idx(1)), [&] {

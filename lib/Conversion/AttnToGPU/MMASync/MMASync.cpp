@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
@@ -347,4 +348,62 @@ Value mlir::attn::mmasync::inlineHook(OpBuilder &b, Region &region,
   for (Operation &op : block.without_terminator())
     b.clone(op, mapping);
   return mapping.lookup(cast<YieldOp>(block.getTerminator()).getValue());
+}
+
+//===----------------------------------------------------------------------===//
+// Warpgroup turns
+//===----------------------------------------------------------------------===//
+
+bool mlir::attn::mmasync::takesTurns(const KernelContext &ctx) {
+  return ctx.pipelined && ctx.W == 8;
+}
+
+/// Runs `ifFirst` on warpgroup 0 and `ifSecond` on warpgroup 1 (either may
+/// be empty); the branch is uniform per warp.
+static void byWarpgroup(KernelBuilder &kb, llvm::function_ref<void()> ifFirst,
+                        llvm::function_ref<void()> ifSecond) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value first = kb.slt(tid, kb.idx(128));
+  auto ifOp = scf::IfOp::create(b, first, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  if (ifFirst)
+    ifFirst();
+  b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  if (ifSecond)
+    ifSecond();
+}
+
+void mlir::attn::mmasync::takeTurn(KernelBuilder &kb, const KernelContext &ctx) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  const int64_t n = ctx.threads();
+  byWarpgroup(
+      kb, [&] { mlir::attn::detail::namedBarrier(b, kTurnBarrier, n); },
+      [&] { mlir::attn::detail::namedBarrier(b, kTurnBarrier + 1, n); });
+}
+
+void mlir::attn::mmasync::giveTurn(KernelBuilder &kb, const KernelContext &ctx) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  const int64_t n = ctx.threads();
+  byWarpgroup(
+      kb, [&] { mlir::attn::detail::namedBarrierArrive(b, kTurnBarrier + 1, n); },
+      [&] { mlir::attn::detail::namedBarrierArrive(b, kTurnBarrier, n); });
+}
+
+void mlir::attn::mmasync::startItemTurns(KernelBuilder &kb,
+                                         const KernelContext &ctx) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  byWarpgroup(kb, {}, [&] {
+    mlir::attn::detail::namedBarrierArrive(b, kTurnBarrier, ctx.threads());
+  });
+}
+
+void mlir::attn::mmasync::endItemTurns(KernelBuilder &kb,
+                                       const KernelContext &ctx) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  byWarpgroup(
+      kb,
+      [&] { mlir::attn::detail::namedBarrier(b, kTurnBarrier, ctx.threads()); },
+      {});
 }

@@ -91,6 +91,20 @@ inline bool isProducerOp(Operation *op) { return op->hasAttr(kProducerAttr); }
 /// The named barrier (bar.sync id) of a warp-specialized kernel's computing
 /// warps; 0 is the CTA's.
 inline constexpr int64_t kConsumerBarrier = 1;
+/// The turn barriers of a pipelined K/V loop's two computing warpgroups:
+/// warpgroup w waits on kTurnBarrier + w before issuing a step's GEMMs and
+/// then hands the turn to the other (getTurns in WGMMA/TileMath.cpp).
+inline constexpr int64_t kTurnBarrier = 2;
+/// Warpgroup turns: wait for this warpgroup's turn (`take`) or give it to
+/// the other (`give`); the first turn of each item is warpgroup 0's
+/// (`startItem` by warpgroup 1) and the drain takes back the one left over
+/// (`endItem` by warpgroup 0). Only pipelined kernels of two computing
+/// warpgroups take turns.
+bool takesTurns(const KernelContext &ctx);
+void takeTurn(KernelBuilder &kb, const KernelContext &ctx);
+void giveTurn(KernelBuilder &kb, const KernelContext &ctx);
+void startItemTurns(KernelBuilder &kb, const KernelContext &ctx);
+void endItemTurns(KernelBuilder &kb, const KernelContext &ctx);
 
 /// This thread's coordinates (index): thread, lane, warp, the mma row group
 /// g = lane / 4 and column pair t = lane % 4.

@@ -84,6 +84,10 @@ struct QKLowering : public OpConversionPattern<TileQKOp> {
     Value base = getSharedBase(kb);
     Value qRow = kb.add(kb.idx(ctx.smem.qRow), kb.mul(kb.divu(tc.warp, 4), 64));
     Value kRow = getKRow(kb, ctx, tc, kv[0]);
+    // A step's two GEMMs (this S, then the last tile's P V) are issued in
+    // the warpgroup's turn.
+    if (op.getInFlight() && takesTurns(ctx))
+      takeTurn(kb, ctx);
     mlir::attn::detail::wgmmaFence(b, {});
     SmallVector<Value> s;
     for (int64_t ks = 0; ks < ctx.D / 16; ++ks)
@@ -140,6 +144,8 @@ struct PVLowering : public OpConversionPattern<TilePVOp> {
     mlir::attn::detail::wgmmaCommit(b);
     if (!op.getInFlight())
       acc = mlir::attn::detail::wgmmaWait(b, 0, acc);
+    else if (takesTurns(ctx))
+      giveTurn(kb, ctx);
     for (int64_t nt = 0; nt < NT; ++nt)
       for (int64_t i = 0; i < 4; ++i)
         st.acc[nt][i] = acc[4 * nt + i];

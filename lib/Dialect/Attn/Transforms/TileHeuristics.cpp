@@ -91,14 +91,28 @@ TileAttr mlir::attn::chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
   // 8192 tokens) 64 -> 128 keys at head dim 128 gave 421 -> 463 TFLOP/s,
   // 128 -> 256 at 64 gave 309 -> 344, 32 -> 64 at 256 gave 409 -> 492; a
   // third stage ran slower (437).
-  if (q >= 128 && getTileMMA(TileAttr::get(ctx, q, kv, warps, 2, 1, 1),
-                             headDim, target) == TileMMA::Wgmma)
+  const bool wgmma = q >= 128 && getTileMMA(TileAttr::get(ctx, q, kv, warps, 2, 1, 1),
+                                             headDim, target) == TileMMA::Wgmma;
+  if (wgmma)
     kv = std::clamp<int64_t>(16384 / headDim, 16, 256);
   int64_t stages = 2;
   while (stages > 1 && sharedBytes(ctx, q, kv, warps, stages, headDim) > perBlock)
     --stages;
   while (kv > 16 && sharedBytes(ctx, q, kv, warps, stages, headDim) > perBlock)
     kv /= 2;
+  // A third stage where it fits and S stays within 128 keys: the K/V loop is
+  // then software-pipelined, the two warpgroups taking turns
+  // (isKVLoopPipelined). Measured in the prefill rig on the H200 (bench/
+  // NOTES.md v13), P1 at head dim 128: 540 TFLOP/s against 515 with two
+  // stages in the same run, P2 equal; head dim 64 at 128 keys and three
+  // stages 363 against 373 at 256 keys and two (two S tiles of 256 keys
+  // spill); head dim 256 has no room for a third.
+  if (wgmma && kv <= 128) {
+    TileAttr three = TileAttr::get(ctx, q, kv, warps, 3, 1, 1);
+    if (isKVLoopPipelined(three, TileMMA::Wgmma) &&
+        getTileSharedMemory(three, headDim, TileMMA::Wgmma).bytes <= perBlock)
+      stages = 3;
+  }
   // A 64-row tile (four warps) keeps two CTAs per SM when their shared memory
   // fits: with short query tiles (speculative verification, short appends)
   // the kernel is bound by DRAM, and two CTAs keep twice the loads in flight;
