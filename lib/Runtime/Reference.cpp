@@ -107,7 +107,7 @@ static size_t kvOffset(const AttentionProblem &p, int32_t b, int32_t kpos,
   return ((block * H + kvh) * bs + off) * D;
 }
 
-/// Inverse frequency of rotary pair i (§3b RoPE incl. Llama-3.1 scaling).
+/// Inverse frequency of rotary pair i (RoPE incl. Llama-3.1 scaling, docs/Semantics.md).
 static double ropeInvFreq(const Variant &v, int32_t i, int32_t headDim) {
   double inv = std::pow(v.rope_theta, -2.0 * i / headDim);
   if (v.rope != RopeMode::Llama31)

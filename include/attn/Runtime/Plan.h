@@ -175,7 +175,7 @@ struct PlanConfig {
   int32_t head_dim = 0;
   KVIndexing indexing = KVIndexing::Paged;
   int32_t block_size = 16;   ///< tokens per KV block (paged); ignored for ragged
-  int32_t causal = 0;        ///< bottom-right aligned causal mask (DESIGN §3b)
+  int32_t causal = 0;        ///< bottom-right aligned causal mask (docs/Semantics.md)
   int32_t window_left = -1;  ///< sliding window; < 0: none
   int32_t has_custom_mask = 0; ///< custom mask replaces causal (window still ANDed)
   int32_t num_sms = 0;

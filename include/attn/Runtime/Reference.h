@@ -81,7 +81,7 @@ struct AttentionProblem {
   Variant variant;
 };
 
-/// The ALiBi slope of head h among num_heads (the paper's rule, §3b).
+/// The ALiBi slope of head h among num_heads (the paper's rule, docs/Semantics.md).
 double alibiSlope(int32_t h, int32_t numHeads);
 
 /// Validates the problem (same checks as the planner, plus pointers).
@@ -97,7 +97,7 @@ void referenceRow(const AttentionProblem &p, int32_t b, int32_t t, int32_t h,
                   int32_t kvBegin, int32_t kvEnd, bool addSink, double *o,
                   double *lse);
 
-/// Merges n partial states (o_i [D], lse_i) by LSE into o, lse (§3b: all -inf
+/// Merges n partial states (o_i [D], lse_i) by LSE into o, lse (docs/Semantics.md: all -inf
 /// gives 0 and -inf).
 void referenceMergeStates(int32_t n, int32_t headDim, const double *const *os,
                           const double *lses, double *o, double *lse);
