@@ -29,4 +29,6 @@ done
 pc --heads 32/8 --head-dim 128 --kinds ragged --custom-mask                    # masks in CUDA graphs
 for d in 80 96; do pc --heads 32/8 --head-dim $d --kinds decode,prefill,ragged; done  # general head dims
 pc --heads 32/8 --head-dim 128 --kinds decode,prefill --page-size 3,48,544     # general page sizes
+pc --heads 32/8 --head-dim 128 --kinds decode --layout HND                     # strided views (HND)
+pc --heads 32/8 --head-dim 128 --kinds prefill --page-size 1                   # SGLang's 3-D buffers
 /usr/bin/python3 python/tests/test_gpu_output_transform.py --precompile "$out"  # a custom output transform

@@ -524,17 +524,21 @@ class SinglePlans:
             with torch.cuda.device(device), torch.cuda.stream(stream):
                 if key is None:
                     w = self.scratch.get(device_key)
+                    old = w
                 elif not pin and len(self.lru) >= self.capacity:
-                    w = self.lru.popitem(last=False)[1]
+                    # The oldest key's workspace is reused, not its wrapper:
+                    # that was made for its own call (its KV layout, device).
+                    w, old = None, self.lru.popitem(last=False)[1]
                 else:
-                    w = None
+                    w = old = None
                 n = need()
-                if w is None or w._workspace.numel() * w._workspace.element_size() < n:
+                buf = old._workspace if old is not None else None
+                if buf is None or buf.numel() * buf.element_size() < n or buf.device != torch.device(device):
                     buf = torch.empty(-(-max(n, 1) // (1 << 20)) << 20, dtype=torch.uint8, device=device)
-                    if w is None:
-                        w = make(buf)
-                    else:
-                        w.reset_workspace_buffer(buf)
+                if w is None:
+                    w = make(buf)
+                elif buf is not w._workspace:
+                    w.reset_workspace_buffer(buf)
                 plan(w)
                 return w
         w = _in_helper_thread(build) if pin else build()
