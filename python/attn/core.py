@@ -533,7 +533,8 @@ class SinglePlans:
                     w = old = None
                 n = need()
                 buf = old._workspace if old is not None else None
-                if buf is None or buf.numel() * buf.element_size() < n or buf.device != torch.device(device):
+                if (buf is None or buf.numel() * buf.element_size() < n
+                        or str(getattr(buf, "device", device)) != str(device)):
                     buf = torch.empty(-(-max(n, 1) // (1 << 20)) << 20, dtype=torch.uint8, device=device)
                 if w is None:
                     w = make(buf)

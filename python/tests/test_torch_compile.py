@@ -310,9 +310,12 @@ def test_single_plans_reuse_evict_and_pin(stub):
     assert get(plans, "a") is a and a.plans == ["a"]          # a repeated call does not re-plan
     b = get(plans, "b")
     assert plans.last["cuda:0"] is b
-    c = get(plans, "c", need=5 << 20)                        # full: the oldest (a) is re-planned for c
-    assert c is a and a.plans == ["a", "c"] and a._workspace.numel() >= 5 << 20
+    c = get(plans, "c", need=5 << 20)                        # full: the oldest (a) is dropped for c
+    assert c is not a and c.plans == ["c"] and c._workspace.numel() >= 5 << 20
     assert "a" not in plans.lru and list(plans.lru) == ["b", "c"]
+    d = get(plans, "d")                                       # b's workspace is big enough: reused
+    assert d is not b and d._workspace is b._workspace and d.plans == ["d"]
+    assert list(plans.lru) == ["c", "d"]
     p = get(plans, "p", pin=True)                            # from the op: pinned, outside the LRU
     assert p not in (a, b) and plans.pinned["p"] is p
     for key in ("x", "y", "z"):
