@@ -528,23 +528,23 @@ struct KVDrainLowering : public OpConversionPattern<TileKVDrainOp> {
     KernelContext ctx = KernelContext::get(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     if (ctx.specialized) {
-      // The consumers release the item's last tile; both roles count the
-      // item's tiles into the ring's base.
+      // The consumers release the item's tiles they still hold (its last
+      // ringLag, or fewer when it has fewer; the drain runs only for items
+      // with a tile); both roles count the item's tiles into the ring's base.
       KernelBuilder kb(b);
       RangeValues range = PipeValues::unflatten(adaptor.getPipe()).range;
       Value base = loadRingBase(kb, op);
       Value next = kb.add(base, range.count);
       if (!isProducerOp(op)) {
-        mlir::attn::detail::mbarrierArrive(
-            b, getEmptyBarrier(kb, ctx, kb.sub(next, kb.idx(1))));
+        auto release = [&](int64_t fromEnd) {
+          mlir::attn::detail::mbarrierArrive(
+              b, getEmptyBarrier(kb, ctx, kb.sub(next, kb.idx(fromEnd))));
+        };
+        release(1);
         if (takesTurns(ctx))
           endItemTurns(kb, ctx);
-        // Pipelined: the tile before the last is still held too.
-        if (ctx.pipelined)
-          emitIf(b, kb.sgt(range.count, kb.idx(1)), [&] {
-            mlir::attn::detail::mbarrierArrive(
-                b, getEmptyBarrier(kb, ctx, kb.sub(next, kb.idx(2))));
-          });
+        for (int64_t i = 2; i <= ctx.ringLag(); ++i)
+          emitIf(b, kb.sgt(range.count, kb.idx(i - 1)), [&] { release(i); });
       }
       storeRingBase(kb, op, next);
       rewriter.eraseOp(op);
