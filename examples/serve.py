@@ -441,6 +441,8 @@ class Engine:
             while waiting and len(running) + len(new) < self.max_batch:
                 r = waiting[0]
                 need = r.need_pages(len(r.prompt) + r.max_new)
+                if need > self.num_pages - 1:
+                    raise ValueError(f"request {r.rid} needs {need} pages, the cache has {self.num_pages - 1}")
                 if len(free) - reserved < need:
                     break
                 waiting.pop(0)
