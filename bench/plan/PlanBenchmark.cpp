@@ -80,8 +80,16 @@ struct Fixture {
 };
 
 void run(benchmark::State &state, bool prefill, bool graph, bool indices,
-         bool uniform = false) {
+         bool uniform = false, int32_t fixedSplit = 0) {
   Fixture f(int32_t(state.range(0)), prefill, graph, indices, uniform);
+  if (fixedSplit) {
+    // Batch-invariant decode: chunks of fixedSplit keys, the work list sized
+    // for the batch's keys.
+    f.config.fixed_split_tokens = fixedSplit;
+    for (size_t i = 0; i < f.last.size(); ++i)
+      f.config.max_kv_tokens += int64_t(f.kv[i + 1] - f.kv[i]) * 16;
+    f.ws.resize(planHostWorkspaceBytes(f.config) / 4);
+  }
   PlanInputs in = f.inputs();
   for (auto _ : state) {
     Status s = plan(f.config, in, f.ws.data(), f.ws.size() * 4);
@@ -108,6 +116,11 @@ void BM_PlanDecodeSkewedGraph(benchmark::State &s) { run(s, false, true, false);
 void BM_PlanDecodeSkewedCheckIndices(benchmark::State &s) { run(s, false, false, true); }
 void BM_PlanDecodeUniform(benchmark::State &s) {
   run(s, false, false, false, true);
+}
+/// The skewed decode batches with fixed_split_tokens 2048 (vLLM's
+/// batch-invariant decode): every request cut at the same keys in any batch.
+void BM_PlanDecodeSkewedFixedSplit(benchmark::State &s) {
+  run(s, false, false, false, false, 2048);
 }
 void BM_PlanPrefillCausal(benchmark::State &s) { run(s, true, false, false); }
 
@@ -158,6 +171,7 @@ BENCHMARK(BM_PlanDecodeSkewed)->Arg(1)->Arg(64)->Arg(256)->Arg(1024)->Unit(bench
 BENCHMARK(BM_PlanDecodeSkewedGraph)->Arg(1)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeSkewedCheckIndices)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeUniform)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlanDecodeSkewedFixedSplit)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanPrefillCausal)->Arg(1)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanPrefillLongestFirst)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond);
 

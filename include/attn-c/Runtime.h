@@ -69,6 +69,12 @@ typedef struct attnRtPlanConfig {
   int32_t max_batch, max_total_q_rows, min_chunk_tokens, disable_split;
   int32_t num_candidates;
   attnRtTileCandidate candidates[ATTN_RT_MAX_TILE_CANDIDATES];
+  /* Batch-invariant split (appended after the candidates): > 0 cuts every
+   * tile's keys at the multiples of this many tokens, rounded up to the KV
+   * granule; 0 off. max_kv_tokens bounds the keys of a plan's tiles per head
+   * group (decode: the batch's KV tokens), which sizes the work list. */
+  int32_t fixed_split_tokens;
+  int64_t max_kv_tokens;
 } attnRtPlanConfig;
 
 /* Mirrors attnrt::PlanInputs (host arrays). */
@@ -155,6 +161,11 @@ ATTN_RT_EXPORT attnRtStatus attnRtUploadPlan(const void *host_workspace,
                                              size_t host_bytes,
                                              uint64_t device_workspace,
                                              uint64_t stream);
+/* One plain async host-to-device copy of `bytes` on `stream` (the index
+ * arrays a plan's kernels read, from pinned memory): cuMemcpyHtoDAsync, no
+ * plan check. */
+ATTN_RT_EXPORT attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes,
+                                               uint64_t device, uint64_t stream);
 /* Launches the attention kernel (and the merge kernel when needed; merge_kernel
  * may be NULL only when the plan never splits and is not in graph mode). */
 ATTN_RT_EXPORT attnRtStatus attnRtRun(attnRtModule_t module,

@@ -19,6 +19,13 @@
 
 using namespace attnrt;
 
+namespace attnrt {
+/// Launcher.cpp: one cuMemcpyHtoDAsync (CudaUnavailable without the CUDA
+/// headers). Only the C API exports it, so it is declared here.
+Status copyToDevice(const void *host, size_t bytes, uint64_t device,
+                    uint64_t stream);
+} // namespace attnrt
+
 static_assert(sizeof(attnRtTileCandidate) == sizeof(TileCandidate));
 static_assert(int(ATTN_RT_UNSUPPORTED) == int(StatusCode::Unsupported));
 
@@ -67,6 +74,8 @@ static bool toConfig(const attnRtPlanConfig *c, PlanConfig *out) {
   out->max_total_q_rows = c->max_total_q_rows;
   out->min_chunk_tokens = c->min_chunk_tokens;
   out->disable_split = c->disable_split;
+  out->fixed_split_tokens = c->fixed_split_tokens;
+  out->max_kv_tokens = c->max_kv_tokens;
   out->num_candidates = c->num_candidates;
   for (int i = 0; i < c->num_candidates; ++i)
     out->candidates[i] = {c->candidates[i].q_rows, c->candidates[i].kv_tile,
@@ -295,6 +304,17 @@ static attnRtStatus mergeImpl(attnRtModule_t module, const char *mergeKernel,
 attnRtStatus attnRtUploadPlan(const void *ws, size_t bytes, uint64_t device,
                               uint64_t stream) {
   return uploadImpl(ws, bytes, device, false, kUnsized, stream);
+}
+
+attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes, uint64_t device,
+                                uint64_t stream) {
+  return guarded([&] {
+    if (bytes == 0)
+      return report(Status::success());
+    if (!host || !device)
+      return invalidArg("attnRtCopyToDevice: host or device pointer is null");
+    return report(copyToDevice(host, bytes, device, stream));
+  });
 }
 
 attnRtStatus attnRtUploadPlanSized(const void *ws, size_t bytes, uint64_t device,

@@ -274,6 +274,18 @@ Status Module::load(const void *image, size_t bytes, std::string_view manifestJs
   return Status::success();
 }
 
+Status copyToDevice(const void *host, size_t bytes, uint64_t device,
+                    uint64_t stream) {
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  CUresult r = d->memcpyHtoDAsync(CUdeviceptr(device), host, bytes,
+                                  reinterpret_cast<CUstream>(stream));
+  return r == CUDA_SUCCESS ? Status::success()
+                           : cudaFailure(*d, "cuMemcpyHtoDAsync", r);
+}
+
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream) {
   if (!plan.words || !deviceWorkspace)
     return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
@@ -524,6 +536,7 @@ Status Module::load(const void *, size_t, std::string_view, std::unique_ptr<Modu
   return noCuda();
 }
 Status uploadPlan(const PlanView &, uint64_t, uint64_t) { return noCuda(); }
+Status copyToDevice(const void *, size_t, uint64_t, uint64_t) { return noCuda(); }
 Status run(const Module &, std::string_view, std::string_view, const PlanView &,
            uint64_t, const KernelArg *, int32_t, uint64_t) {
   return noCuda();

@@ -92,6 +92,17 @@ int64_t getCandidateCtas(const PlanConfig &c, const TileCandidate &t) {
   return int64_t(c.num_sms) * (t.ctas_per_sm > 0 ? t.ctas_per_sm : c.ctas_per_sm);
 }
 
+int64_t getKvGranule(const PlanConfig &c, const TileCandidate &t) {
+  if (c.indexing != KVIndexing::Paged || c.block_size <= 0)
+    return t.kv_tile;
+  return ceilDiv(t.kv_tile, c.block_size) * c.block_size;
+}
+
+int64_t getFixedSplitTokens(const PlanConfig &c, const TileCandidate &t) {
+  const int64_t g = std::max<int64_t>(getKvGranule(c, t), 1);
+  return ceilDiv(std::max<int64_t>(c.fixed_split_tokens, 1), g) * g;
+}
+
 Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   if (!layout)
     return invalid(StatusCode::InvalidArgument, "layout pointer is null");
@@ -125,6 +136,12 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
       (c.graph_candidate < 0 || c.graph_candidate >= c.num_candidates))
     return invalid(StatusCode::InvalidArgument,
                    "graph_candidate out of range of the candidates");
+  if (c.fixed_split_tokens < 0 || c.max_kv_tokens < 0)
+    return invalid(StatusCode::InvalidArgument,
+                   "fixed_split_tokens (" + std::to_string(c.fixed_split_tokens) +
+                       ") and max_kv_tokens (" + std::to_string(c.max_kv_tokens) +
+                       ") must be >= 0 (fixed_split_tokens 0: off)");
+  const bool fixedSplit = c.fixed_split_tokens > 0 && !c.disable_split;
   int32_t group = c.num_qo_heads / c.num_kv_heads;
   // Every size below is computed in 64 bits, saturating at kSat, and checked
   // against its limit before it is narrowed (docs/Runtime.md, Errors and
@@ -187,13 +204,24 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
     maxRowTiles = std::max(maxRowTiles, rowTiles);
     // A candidate's work list holds its tiles plus at most one extra chunk
     // per CTA of its grid, and each item may need a partial slot of q_rows.
+    // A fixed split cuts nothing else, and a tile's chunks beyond its first
+    // are at most its keys / N, so max_kv_tokens / N per head group.
     int64_t items = tiles + (c.disable_split ? 0 : ctas);
+    if (fixedSplit)
+      items = tiles + satMul(groups, c.max_kv_tokens /
+                                         getFixedSplitTokens(c, t));
     if (items > kMaxPlanWords / kWorkItemWords)
       return invalid(StatusCode::GraphMaximaExceeded,
                      which() + ": " + std::to_string(items) +
-                         " work items (tiles + num_sms x ctas_per_sm) exceed "
-                         "the plan's limit of 2^27 (lower max_total_q_rows, "
-                         "max_batch or num_qo_heads)");
+                         (fixedSplit
+                              ? " work items (tiles + head groups x "
+                                "max_kv_tokens / fixed_split_tokens) exceed "
+                                "the plan's limit of 2^27 (raise "
+                                "fixed_split_tokens or lower max_kv_tokens)"
+                              : " work items (tiles + num_sms x ctas_per_sm) "
+                                "exceed the plan's limit of 2^27 (lower "
+                                "max_total_q_rows, max_batch or "
+                                "num_qo_heads)"));
     maxTiles = std::max(maxTiles, tiles);
     maxItems = std::max(maxItems, items);
     partialRows = std::max(partialRows, items * t.q_rows); // < 2^58
@@ -1167,6 +1195,77 @@ static Status checkBatchCost(const PlanConfig &c, const Requests &q,
                      " head groups) exceeds the planner's limit of 2^56");
 }
 
+/// The fixed split (PlanConfig::fixed_split_tokens): every tile's keys are
+/// cut at the multiples of N (a multiple of the granule), so a request's
+/// chunks, their slots' order and their merge depend on the request alone:
+/// its output is the same bits whatever else the batch holds. The chunks go
+/// in (request, row tile, head group, key) order onto the CTAs, each CTA
+/// closed once it reaches the running target (remaining cost / remaining
+/// CTAs). Costs stay in int64: checkBatchCost bounds the unsplit total by
+/// 2^56, and the extra fixed costs are at most max_items x cost_per_item
+/// < 2^27 x 2^31.
+template <bool Masked>
+static Status assignFixedSplit(const Requests &q, const TileCandidate &t,
+                               int32_t groups, int64_t C, int64_t N,
+                               const PlanLayout &l, int32_t *w,
+                               Assigner &a) {
+  const int32_t P = t.gqa_pack, Q = t.q_rows;
+  const int64_t fi = t.cost_per_item, ft = t.cost_per_kv_token;
+  auto chunks = [N](Range k) {
+    // Pieces of [begin, end) cut at the multiples of N inside it.
+    return k.end <= k.begin
+               ? int64_t(1)
+               : (int64_t(k.end) - 1) / N - int64_t(k.begin) / N + 1;
+  };
+  int64_t items = 0, total = 0;
+  for (int32_t b = 0; b < q.batch; ++b)
+    q.forEachTile<Masked>(b, P, Q, [&](int32_t, int32_t, Range k) {
+      const int64_t n = chunks(k);
+      items += n;
+      total += n * fi + int64_t(k.end - k.begin) * ft;
+    });
+  items *= groups;
+  total *= groups;
+  if (items > l.max_items)
+    return invalid(StatusCode::GraphMaximaExceeded,
+                   "fixed split: the batch's tiles cut at every " +
+                       std::to_string(N) + " keys make " +
+                       std::to_string(items) +
+                       " work items, the workspace holds " +
+                       std::to_string(l.max_items) +
+                       " (PlanConfig.max_kv_tokens bounds the keys of a "
+                       "plan's tiles per head group: raise it to this "
+                       "batch's)");
+  a.ctaIndptr = w + l.off_cta_indptr;
+  a.items = reinterpret_cast<WorkItem *>(w + l.off_items);
+  a.mergeIndptr = w + l.off_merge_indptr;
+  a.units = reinterpret_cast<MergeUnit *>(w + l.off_merge_units);
+  a.maxItems = l.max_items;
+  a.ctaIndptr[0] = 0;
+  a.mergeIndptr[0] = 0;
+  a.C = C;
+  a.total = total;
+  a.target = std::max<int64_t>(ceilDiv(total, C), 1);
+  for (int32_t b = 0; b < q.batch; ++b)
+    q.forEachTile<Masked>(b, P, Q, [&](int32_t r, int32_t rc, Range k) {
+      const int64_t n = chunks(k);
+      for (int32_t g = 0; g < groups; ++g) {
+        int64_t from = k.begin;
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t at =
+              j + 1 < n ? (int64_t(k.begin) / N + j + 1) * N : k.end;
+          a.emit(b, g, r, rc, int32_t(from), int32_t(at), j == 0, j + 1 == n);
+          a.acc += fi + (at - from) * ft;
+          from = at;
+          if (a.acc >= a.target && a.cta < C - 1)
+            a.closeCta();
+        }
+        a.closeUnit(b, g, r, rc, int(n));
+      }
+    });
+  return Status::success();
+}
+
 Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
             size_t workspaceBytes) {
   PlanLayout l;
@@ -1208,9 +1307,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   int32_t *w = static_cast<int32_t *>(workspace);
   const int64_t target0 = ceilDiv(total, C);
   // Chunk boundaries fall on multiples of the KV tile rounded up to whole blocks.
-  int64_t granule = t.kv_tile;
-  if (c.indexing == KVIndexing::Paged)
-    granule = ceilDiv(granule, c.block_size) * c.block_size;
+  const int64_t granule = getKvGranule(c, t);
   const int32_t P = t.gqa_pack, Q = t.q_rows;
   const int32_t groups = c.num_qo_heads / P;
 
@@ -1227,7 +1324,8 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // No tile has 2^31 keys: the clamp keeps its cost in int64.
   const int64_t longKeysCost = itemCost(t, std::min(longKeys, kMaxInt32 + 1));
   int64_t splitReserve = 0, splitTarget = target0;
-  if (!c.disable_split && t.cost_per_item > 0) {
+  const bool fixedSplit = c.fixed_split_tokens > 0 && !c.disable_split;
+  if (!c.disable_split && !fixedSplit && t.cost_per_item > 0) {
     for (int round = 0; round < kReserveRounds; ++round) {
       int64_t extra = 0;
       if (largest > splitTarget)
@@ -1310,7 +1408,14 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // within the slack of the balanced target) and keep that plan when its
   // makespan is within kNoSplitSlack of the balanced one.
   Assigner a;
-  bool planned = false;
+  if (fixedSplit) {
+    const int64_t N = getFixedSplitTokens(c, t);
+    Status s = masked ? assignFixedSplit<true>(req, t, groups, C, N, l, w, a)
+                      : assignFixedSplit<false>(req, t, groups, C, N, l, w, a);
+    if (!s.ok())
+      return s;
+  }
+  bool planned = fixedSplit;
   // Tiles of different costs, more than the CTAs, none over the slack of
   // the balanced target (prefill, chunked prefill): longest first, kept when
   // its largest CTA is within kLongestFirstTol of the mean (else the tiles
@@ -1326,7 +1431,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     lptMakespan = masked ? lpt.assign<true>(req, t, groups, &lptItems)
                          : lpt.assign<false>(req, t, groups, &lptItems);
   };
-  const bool tryLongestFirst = masked && tiles > C &&
+  const bool tryLongestFirst = !fixedSplit && masked && tiles > C &&
                                tiles <= kLongestFirstMaxPerCta * C &&
                                2 * itemCost(t, st.fewestKeys) < largest &&
                                (c.disable_split || fits) &&

@@ -827,3 +827,164 @@ TEST(PlanEmpty, NoRequests) {
   ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
   EXPECT_EQ(PlanView{ws.data()}.numCtas(), 4);
 }
+
+//===----------------------------------------------------------------------===//
+// Batch-invariant plans: fixed_split_tokens and disable_split
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The key ranges request `r` is computed over, per head group, in the order
+/// its partials are merged (a direct item: its one range).
+std::vector<std::vector<std::pair<int32_t, int32_t>>>
+chunksOf(const PlanView &v, int32_t r, int32_t groups) {
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> out(groups);
+  std::map<int32_t, const WorkItem *> bySlot;
+  for (int32_t i = 0; i < v.numItems(); ++i) {
+    const WorkItem &it = v.items()[i];
+    if (it.request != r)
+      continue;
+    if (it.flags & kItemDirect)
+      out[it.head_group].push_back({it.kv_begin, it.kv_end});
+    else
+      bySlot[it.slot] = &it;
+  }
+  for (int32_t u = 0; u < v.numMergeUnits(); ++u) {
+    const MergeUnit &m = v.mergeUnits()[u];
+    if (m.request != r)
+      continue;
+    for (int32_t s = v.mergeIndptr()[u]; s < v.mergeIndptr()[u + 1]; ++s) {
+      const WorkItem *it = bySlot.at(s);
+      EXPECT_EQ(it->head_group, m.head_group);
+      out[m.head_group].push_back({it->kv_begin, it->kv_end});
+    }
+  }
+  return out;
+}
+
+/// A decode batch holding (1, 5000) at `at` among skewed others, or alone.
+std::vector<std::pair<int32_t, int32_t>> withProbe(bool alone, int32_t at) {
+  if (alone)
+    return {{1, 5000}};
+  std::vector<std::pair<int32_t, int32_t>> lens = skewedDecode();
+  lens.insert(lens.begin() + at, {1, 5000});
+  return lens;
+}
+
+int64_t kvTokens(const Batch &b) {
+  int64_t n = 0;
+  for (int32_t len : b.kv_lens)
+    n += len;
+  return n;
+}
+
+/// The probe request's ranges under `mode` (fixed split of 1000 tokens, or
+/// no split), eager or in graph mode (fixed maxima), alone or in a batch.
+std::vector<std::vector<std::pair<int32_t, int32_t>>>
+probeChunks(bool fixed, bool graph, bool alone) {
+  const int32_t at = 7;
+  Batch b = makeBatch(withProbe(alone, at), 16, 5);
+  PlanConfig c = h200DecodeConfig(b);
+  if (fixed)
+    c.fixed_split_tokens = 1000; // rounded up to the 64-key granule: 1024
+  else
+    c.disable_split = 1;
+  c.max_kv_tokens = kvTokens(b);
+  if (graph) {
+    c.graph_mode = 1;
+    c.max_batch = 128;
+    c.max_total_q_rows = 128;
+    c.max_kv_tokens = 128 * 40000;
+  }
+  std::vector<int32_t> buf;
+  Status s = planInto(c, inputsOf(b), &buf);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok())
+    return {};
+  PlanView v{buf.data()};
+  checkPlan(c, b, v);
+  if (graph) {
+    EXPECT_EQ(v.numCtas(), 132 * 4); // the fixed grid
+  }
+  return chunksOf(v, alone ? 0 : at, 32 / 4);
+}
+
+} // namespace
+
+TEST(PlanBatchInvariant, FixedSplitCutsEveryRequestAtTheSameKeys) {
+  // The probe's chunks are the multiples of 1024 (1000 rounded up to the
+  // granule) whatever else the batch holds, merged in key order.
+  std::vector<std::pair<int32_t, int32_t>> want = {
+      {0, 1024}, {1024, 2048}, {2048, 3072}, {3072, 4096}, {4096, 5000}};
+  for (bool graph : {false, true}) {
+    auto alone = probeChunks(true, graph, true);
+    auto inBatch = probeChunks(true, graph, false);
+    ASSERT_EQ(alone.size(), 8u);
+    for (int g = 0; g < 8; ++g) {
+      EXPECT_EQ(alone[g], want) << "graph " << graph << " group " << g;
+      EXPECT_EQ(inBatch[g], want) << "graph " << graph << " group " << g;
+    }
+  }
+}
+
+TEST(PlanBatchInvariant, DisableSplitKeepsEveryRequestWhole) {
+  for (bool graph : {false, true}) {
+    auto alone = probeChunks(false, graph, true);
+    auto inBatch = probeChunks(false, graph, false);
+    ASSERT_EQ(alone.size(), 8u);
+    for (int g = 0; g < 8; ++g) {
+      EXPECT_EQ(alone[g], (std::vector<std::pair<int32_t, int32_t>>{{0, 5000}}));
+      EXPECT_EQ(inBatch[g], alone[g]);
+    }
+  }
+}
+
+TEST(PlanBatchInvariant, FixedSplitSkewedBatchCoveredAndBalanced) {
+  // D3 with chunks of 2048: every range covered once, the chunks spread over
+  // the grid (the long requests' 16 chunks each are what the CTAs share).
+  Batch b = makeBatch(skewedDecode(), 16, 3);
+  PlanConfig c = h200DecodeConfig(b);
+  c.fixed_split_tokens = 2048;
+  c.max_kv_tokens = kvTokens(b);
+  std::vector<int32_t> buf;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  PlanView v{buf.data()};
+  checkPlan(c, b, v);
+  EXPECT_EQ(v.numItems(), (60 + 4 * 16) * 8);
+  EXPECT_EQ(v.numMergeUnits(), 4 * 8);
+  EXPECT_LT(imbalance(c, v), 2.0);
+}
+
+TEST(PlanBatchInvariant, FixedSplitLimitsAreChecked) {
+  Batch b = makeBatch({{1, 5000}, {1, 300}}, 16, 2);
+  PlanConfig c = h200DecodeConfig(b);
+  c.fixed_split_tokens = -1;
+  std::vector<int32_t> buf;
+  Status s = planInto(c, inputsOf(b), &buf);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("fixed_split_tokens"), std::string::npos) << s.message();
+  c.fixed_split_tokens = 512;
+  c.max_kv_tokens = -5;
+  EXPECT_EQ(planInto(c, inputsOf(b), &buf).code(), StatusCode::InvalidArgument);
+  // A bound below the batch's keys: the work list cannot hold its chunks.
+  c.max_kv_tokens = 1000;
+  s = planInto(c, inputsOf(b), &buf);
+  EXPECT_EQ(s.code(), StatusCode::GraphMaximaExceeded);
+  EXPECT_NE(s.message().find("max_kv_tokens"), std::string::npos) << s.message();
+  // The layout grows with the bound, in 64 bits: 2^40 keys in chunks of 512
+  // make more work items than a plan can hold.
+  c.max_kv_tokens = int64_t(1) << 40;
+  PlanLayout l;
+  s = computePlanLayout(c, &l);
+  EXPECT_EQ(s.code(), StatusCode::GraphMaximaExceeded);
+  EXPECT_NE(s.message().find("fixed_split_tokens"), std::string::npos) << s.message();
+  c.max_kv_tokens = 5300;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  PlanView v{buf.data()};
+  checkPlan(c, b, v);
+  EXPECT_EQ(v.numItems(), (10 + 1) * 8);
+  // disable_split wins over a fixed split.
+  c.disable_split = 1;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  EXPECT_EQ(PlanView{buf.data()}.numMergeUnits(), 0);
+}

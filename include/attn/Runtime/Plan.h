@@ -188,6 +188,15 @@ struct PlanConfig {
   int32_t disable_split = 0; ///< 1: never split KV (no merge needed)
   int32_t num_candidates = 0;
   TileCandidate candidates[kMaxTileCandidates] = {};
+  /// > 0: batch-invariant split. Every tile's keys are cut at the multiples
+  /// of this many tokens (rounded up to the candidate's KV granule), whatever
+  /// the rest of the batch, and merged in key order; nothing else is split.
+  /// disable_split wins when both are set. 0: the balancing planner's cuts.
+  int32_t fixed_split_tokens = 0;
+  /// fixed_split_tokens only: the most keys a plan's query tiles of one head
+  /// group see in total (decode: the batch's KV tokens); it bounds the extra
+  /// chunks the work list and the partial buffers are sized for.
+  int64_t max_kv_tokens = 0;
 };
 static_assert(std::is_trivially_copyable_v<PlanConfig>);
 
@@ -225,6 +234,13 @@ struct PlanLayout {
 /// The persistent grid of candidate `t`'s kernel: num_sms times its CTAs per
 /// SM (the config's when the candidate names none).
 int64_t getCandidateCtas(const PlanConfig &config, const TileCandidate &t);
+
+/// Chunk boundaries of candidate `t` fall on multiples of this many keys:
+/// its kv_tile, rounded up to whole blocks when paged.
+int64_t getKvGranule(const PlanConfig &config, const TileCandidate &t);
+/// The chunk length of a fixed split under candidate `t`: the config's
+/// fixed_split_tokens rounded up to a multiple of its KV granule.
+int64_t getFixedSplitTokens(const PlanConfig &config, const TileCandidate &t);
 
 /// Validates the config and computes the layout.
 Status computePlanLayout(const PlanConfig &config, PlanLayout *layout);
