@@ -55,6 +55,87 @@ def test_cpu_without_reference_skips(capsys):
     assert "skipped: no CUDA device" in capsys.readouterr().out
 
 
+def _stand_ins(serve, attn):
+    """attn's wrappers replaced by the example's PyTorch paged attention: every
+    constructor, plan and run call is bound against the real wrapper's
+    signature, and plan writes the CUDA-graph buffers as attn's does (after
+    filling them with garbage), so the attn code path of serve.py (its calls,
+    the graph branch's append through the fixed page table) runs on CPU."""
+    import inspect
+    import types
+
+    def bind(fn, *a, **k):
+        b = inspect.signature(fn).bind(None, *a, **k)
+        b.apply_defaults()
+        return b.arguments
+
+    class Stand:
+        fixed = None
+
+        def __init__(self, *a, **k):
+            bind(self.REAL.__init__, *a, **k)
+            self.ref = serve.ReferencePagedAttention(serve.PAGE_SIZE)
+            if self.REAL is attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper:
+                self.fixed = a[1:4]
+                for f in self.fixed:
+                    f.fill_(12345)
+
+        def run(self, q, kv, **k):
+            bind(self.REAL.run, q, kv, **k)
+            assert q.is_contiguous()
+            return self.ref.run(q, kv)
+
+    class Prefill(Stand):
+        REAL = attn.BatchPrefillWithPagedKVCacheWrapper
+
+        def plan(self, *a, **k):
+            x = bind(self.REAL.plan, *a, **k)
+            assert x["causal"] is True and x["page_size"] == serve.PAGE_SIZE
+            self.ref.plan(x["qo_indptr"].tolist(), x["paged_kv_indptr"].tolist(), x["paged_kv_indices"],
+                          x["paged_kv_last_page_len"].tolist(), window_left=x["window_left"],
+                          logits_soft_cap=x["logits_soft_cap"], sm_scale=x["sm_scale"])
+
+    class Decode(Stand):
+        REAL = attn.BatchDecodeWithPagedKVCacheWrapper
+
+        def plan(self, *a, **k):
+            x = bind(self.REAL.plan, *a, **k)
+            tables = (x["indptr"], x["indices"], x["last_page_len"])
+            for f, t in zip(self.fixed or (), tables):
+                f[:len(t)].copy_(t)
+            self.ref.plan(range(len(tables[2]) + 1), tables[0].tolist(), tables[1], tables[2].tolist(),
+                          window_left=x["window_left"], logits_soft_cap=x["logits_soft_cap"],
+                          sm_scale=x["sm_scale"])
+
+    class GraphDecode(Decode):
+        REAL = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper
+
+    return types.SimpleNamespace(BatchPrefillWithPagedKVCacheWrapper=Prefill,
+                                 BatchDecodeWithPagedKVCacheWrapper=Decode,
+                                 CUDAGraphBatchDecodeWithPagedKVCacheWrapper=GraphDecode,
+                                 append_paged_kv_cache=attn.append_paged_kv_cache,
+                                 get_batch_indices_positions=attn.get_batch_indices_positions)
+
+
+@pytest.mark.parametrize("graph", [True, False], ids=["graph", "no-graph"])
+def test_attn_code_path_with_stand_ins_on_cpu(graph, capsys, monkeypatch):
+    serve = _serve()
+    import argparse
+
+    import attn
+    import torch
+    import transformers
+    transformers.AttentionInterface.register("attn_paged", serve.paged_attention)
+    monkeypatch.setattr(serve.Engine, "capture", lambda self: None)  # no CUDA graph on CPU: the graph branch's
+    args = argparse.Namespace(reference=False, device="cpu", dtype="bf16", no_graph=not graph,  # tables, eagerly
+                              max_batch=8, pages=0, seed=0, init_std=0.02, tie_ulps=4.0, verbose=False,
+                              no_timing=True, requests=5, perturb_window=0)
+    rc = serve.run_model("gemma2", args, torch, _stand_ins(serve, attn))
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert ("decode in a CUDA graph" in out) == graph
+
+
 @pytest.mark.gpu
 def test_attn_loop_matches_generate_on_gpu(capsys):
     serve = _serve()
