@@ -29,7 +29,32 @@ def describe():
     if attn is None:
         return f"python package not importable ({err})"
     return (f"python package from {os.path.dirname(attn.__file__)}, kernels from "
-            f"{os.environ.get('ATTN_CACHE_DIR', '~/.cache/attn')}")
+            f"{os.environ.get('ATTN_CACHE_DIR', '~/.cache/attn')}; {plan_figure()}")
+
+
+def plan_figure(batch=256, calls=100):
+    """The plan-only figure of the report (issue #13): the median host time of
+    the whole decode plan() at `batch` skewed decode requests (as bench/plan's
+    BM_PlanDecodeSkewed), eager and graph-mode wrapper, next to the planner
+    alone through the binding (bench/harness/plan_overhead.py for 1..1024)."""
+    try:
+        import plan_overhead as po
+        attn, _ = _import()
+        indptr, indices, last = po.page_table(po.lengths(batch, "skewed"))
+        ws = _workspace()
+        eager = attn.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+        plan = lambda w: w.plan(indptr, indices, last, HQ, HKV, 128, PAGE, q_data_type=torch.bfloat16)  # noqa: E731
+        e_us = po.median_us(lambda: plan(eager), calls)
+        alone_us = po.planner_alone_us(eager, indptr, last, calls)
+        bufs = (torch.empty(batch + 1, dtype=torch.int32, device="cuda"),
+                torch.empty(indices.numel(), dtype=torch.int32, device="cuda"),
+                torch.empty(batch, dtype=torch.int32, device="cuda"))
+        graph = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(ws, *bufs)
+        g_us = po.median_us(lambda: plan(graph), calls)
+        return (f"decode plan() at {batch} requests: {e_us:.1f} us eager, {g_us:.1f} us graph-mode wrapper "
+                f"(C++ planner alone via the binding {alone_us:.1f} us)")
+    except Exception as e:  # reported, never fatal to the run
+        return f"decode plan() at {batch} requests: not measured ({type(e).__name__}: {e})"
 
 
 def _workspace():

@@ -125,10 +125,11 @@ _FP8_SCALE = ("attn does not apply fp8 calibration scales to ragged bf16/f16 K/V
 # FlashInfer arguments attn does not implement: the values that mean "off"
 # (accepted), and what to do instead (the NotImplementedError says it).
 UNSUPPORTED = {
-    "fixed_split_size": ((None, -1), "attn's planner splits long KV into equal-cost chunks itself, and a "
-                         "fixed split (batch-invariant output) is not implemented yet: leave it None"),
-    "disable_split_kv": ((False,), "decode without split-KV (batch-invariant output) is not implemented yet: "
-                         "leave it False"),
+    "fixed_split_size": ((None, -1), "a fixed split (batch-invariant output) is implemented by the decode "
+                         "wrappers only; the prefill wrappers' planner cuts long KV into equal-cost chunks itself: "
+                         "leave it None"),
+    "disable_split_kv": ((False,), "planning without split-KV (batch-invariant output) is implemented by the "
+                         "decode wrappers only: leave it False"),
     "prefix_len_ptr": ((None,), _MULTI_ITEM),
     "token_pos_in_items_ptr": ((None,), _MULTI_ITEM),
     "token_pos_in_items_len": ((0,), _MULTI_ITEM),
@@ -376,15 +377,18 @@ def variant_args(spec, values, device):
     return args
 
 
-def plan_config(info, args, *, custom_mask, graph_mode, max_batch, max_total_q_rows):
+def plan_config(info, args, *, custom_mask, graph_mode, max_batch, max_total_q_rows, split=None):
     """The planner's config (``attnRtPlanConfig``, as a dict) for the kernels
     of ``info`` (a KernelInfo): what plan() plans with and what
     :func:`attn.get_workspace_size` sizes the workspace from, built here
     only. ``args``: the variant arguments [(name, kind, value)], of
     which the mask band reads the window; ``max_batch`` and
     ``max_total_q_rows``: the batch and query rows the workspace must hold
-    (a plan's own, or the CUDA-graph maxima; at least 1). In graph mode
+    (a plan's own, or the CUDA-graph maxima; at least 1). ``split``: None,
+    or (fixed_split_tokens, disable_split, max_kv_tokens) of a
+    batch-invariant decode plan (:func:`split_mode`). In graph mode
     ``graph_candidate`` is 0 here; plan() sets the captured tile's."""
+    fixed, disable, max_kv = split if split is not None else (0, False, 0)
     spec = info.spec
     causal, window_left = plan_mask(info.band, args)
     return {
@@ -397,7 +401,41 @@ def plan_config(info, args, *, custom_mask, graph_mode, max_batch, max_total_q_r
         "graph_mode": int(bool(graph_mode)), "graph_candidate": 0,
         "max_batch": max(1, int(max_batch or 0)), "max_total_q_rows": max(1, int(max_total_q_rows or 0)),
         "candidates": info.candidates,
+        "disable_split": int(bool(disable)), "fixed_split_tokens": int(fixed),
+        "max_kv_tokens": int(max_kv) if fixed else 0,
     }
+
+
+def split_mode(fixed_split_size, disable_split_kv):
+    """(fixed_split_tokens, disable_split) of FlashInfer's ``fixed_split_size``
+    and ``disable_split_kv`` (decode plans), checked; (0, False) is the
+    balancing planner's own splits.
+
+    Either option makes a request's output batch-invariant (the same bits
+    whatever else the batch holds): ``disable_split_kv=True`` keeps every
+    query tile whole (it wins over a fixed split, as in FlashInfer);
+    ``fixed_split_size=N`` cuts every request's KV at the multiples of N
+    tokens, N rounded up to the kernels' KV granule (their KV tile in whole
+    pages: docs/Runtime.md), merged in key order.
+
+    >>> split_mode(None, False), split_mode(-1, False), split_mode(2048, False), split_mode(2048, True)
+    ((0, False), (0, False), (2048, False), (0, True))
+    >>> split_mode(0, False)
+    Traceback (most recent call last):
+    ValueError: attn: fixed_split_size must be None or -1 (off) or a positive number of tokens below 2^31, got 0
+    """
+    if not isinstance(disable_split_kv, (bool, numbers.Integral)) or disable_split_kv not in (0, 1):
+        raise TypeError(f"attn: disable_split_kv must be a bool, got {disable_split_kv!r}")
+    if fixed_split_size is None or (isinstance(fixed_split_size, numbers.Integral) and
+                                    not isinstance(fixed_split_size, bool) and fixed_split_size == -1):
+        fixed = 0
+    elif isinstance(fixed_split_size, numbers.Integral) and not isinstance(fixed_split_size, bool) and \
+            0 < fixed_split_size < 2 ** 31:
+        fixed = int(fixed_split_size)
+    else:
+        raise ValueError("attn: fixed_split_size must be None or -1 (off) or a positive number of tokens below "
+                         f"2^31, got {fixed_split_size!r}")
+    return (0, True) if disable_split_kv else (fixed, False)
 
 
 def workspace_too_small(have, need, config, batch, total_q):
@@ -593,6 +631,10 @@ class WrapperBase:
         self._staging = None        # pinned int32 staging of the index arrays (see _upload_i32)
         self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
         self._capture_ok = False    # a frozen plan (SinglePlans) may be captured without graph mode
+        self._idx2 = None           # kv_indices * 2 for combined [pages, 2, ...] caches (paged.py)
+        self._wants_x2 = False      # a run read such a cache: later plans double the indices up front
+        self._memo = {}             # decode plan()'s fast path: scalar arguments -> what they decide
+        self._idx_dev = None        # its device kv_indptr and last_page_len (eager), reused by every plan
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
 
@@ -604,6 +646,7 @@ class WrapperBase:
         """Uses a new workspace buffer from the next plan() on."""
         check_tensor("float_workspace_buffer", float_workspace_buffer, dtype=("u8", "i8", "f32"), dims=1)
         self._workspace = float_workspace_buffer
+        self._memo = {}
 
     # -- plan ---------------------------------------------------------------
 
@@ -614,7 +657,7 @@ class WrapperBase:
                                "(plan on the host, then replay the captured run())")
 
     def _plan(self, spec, values, *, qo_indptr, kv_indptr, kv_last_len=None, kv_lens=None,
-              max_batch=None, max_total_q_rows=None, custom_mask=False, uploads=()):
+              max_batch=None, max_total_q_rows=None, custom_mask=False, uploads=(), split=None):
         """Picks the tile for the batch, plans, uploads the plan, and loads
         (compiling on first use) the picked candidate's kernels.
 
@@ -625,7 +668,8 @@ class WrapperBase:
         sliding window) comes from the kernels' mask band.
         ``uploads``: the index arrays the kernels read, as (name, source,
         host array or None, fixed buffer or None); their device copies are
-        in the returned plan's ``dev`` (see :meth:`_upload_i32`).
+        in the returned plan's ``dev`` (see :meth:`_upload_i32`). ``split``:
+        :func:`plan_config`'s.
         """
         torch = torch_module()
         self._check_not_capturing("plan")
@@ -635,7 +679,8 @@ class WrapperBase:
         total_q = int(qo_indptr[-1]) if batch >= 0 else 0
         variant_args = self._variant_args(spec, values)
         config = plan_config(info, variant_args, custom_mask=custom_mask, graph_mode=self._use_cuda_graph,
-                             max_batch=max_batch or batch, max_total_q_rows=max_total_q_rows or total_q)
+                             max_batch=max_batch or batch, max_total_q_rows=max_total_q_rows or total_q,
+                             split=split)
         if self._use_cuda_graph:
             first = self._graph_config
             config["graph_candidate"] = first["graph_candidate"] if first is not None else \
@@ -643,11 +688,13 @@ class WrapperBase:
             # The workspace layout must not move between plans of a captured graph.
             if first is not None and first != config:
                 raise ValueError("attn: in CUDA-graph mode every plan() must keep the heads, head_dim, "
-                                 "page size, variants and maxima of the first one")
+                                 "page size, variants, maxima, fixed_split_size and disable_split_kv of the "
+                                 "first one")
             self._graph_config = config
         # The workspace sizes follow from the config alone (the candidates from the spec).
         size_key = (info, config["causal"], config["window_left"], config["has_custom_mask"],
-                    config["graph_mode"], config["max_batch"], config["max_total_q_rows"])
+                    config["graph_mode"], config["max_batch"], config["max_total_q_rows"],
+                    config["disable_split"], config["fixed_split_tokens"], config["max_kv_tokens"])
         if self._ws_sizes[0] == size_key:
             host_bytes, device_bytes = self._ws_sizes[1]
         else:

@@ -9,7 +9,7 @@ attn lacks (they raise NotImplementedError when called).
 import array
 import functools
 
-from . import core, mla, ops
+from . import _native, core, mla, ops
 from .core import (SIZING_KEYWORDS, check_run_matches_plan, check_tensor, dtype_name, reject_extra_args,
                    reject_unsupported, torch_module)
 from .errors import not_implemented
@@ -114,9 +114,24 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         num_qo_heads, head_dim]``. The planner picks the query tile from
         ``k`` times the GQA group, as it does for prefill.
         """
+        memo_key = None
+        if block_tables is None and seq_lens is None and sinks is None and variant is None and \
+                variant_params is None:
+            # Everything these scalars decide is memoized (_memoize below); their types are part of the
+            # key, so that True is not taken for 1 nor 1.0 for 1.
+            memo_key = (num_qo_heads, num_kv_heads, head_dim, page_size, pos_encoding_mode, window_left,
+                        logits_soft_cap, q_data_type, kv_data_type, o_data_type, data_type, sm_scale, rope_scale,
+                        rope_theta, fixed_split_size, disable_split_kv, q_len_per_req, window_right, logits_scale)
+            memo_key += tuple(map(type, memo_key))
+            try:
+                m = self._memo.get(memo_key)
+            except TypeError:  # an unhashable argument: the full path below says what is wrong with it
+                m = memo_key = None
+            if m is not None and self._plan_memoized(m, indptr, indices, last_page_len):
+                return
         reject_unsupported("BatchDecodeWithPagedKVCacheWrapper.plan", block_tables=block_tables, seq_lens=seq_lens,
-                           fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv,
                            window_right=window_right)
+        split = core.split_mode(fixed_split_size, disable_split_kv)
         dtype = q_kv_dtypes(q_data_type, kv_data_type, data_type, o_data_type)
         torch = torch_module()
         k = q_len_per_req
@@ -150,10 +165,131 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                          max_total_q_rows=self._max_batch * k if self._use_cuda_graph else None,
                          min_kv_len=k, pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
                          rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
-                         variant_params=variant_params, logits_scale=logits_scale)
+                         variant_params=variant_params, logits_scale=logits_scale,
+                         split=split if split != (0, False) else None)
         self._planned.q_len_per_req = k
+        if memo_key is not None:
+            self._memoize(memo_key, k)
 
     begin_forward = plan
+
+    def _memoize(self, key, k):
+        """Keeps what the plan just made depends on only through plan()'s
+        scalar arguments (the kernels, the planner's config converted once,
+        the variant's kernel arguments, the run keywords), so that the next
+        plan() with the same arguments (_plan_memoized) reads the page table
+        and plans, nothing else. A few configurations per wrapper;
+        reset_workspace_buffer() clears them."""
+        p = self._planned
+        if len(self._memo) >= 8:
+            self._memo.clear()
+        torch = torch_module()
+        self._memo[key] = _Memo(
+            k=k, info=core.kernel_info(p.spec, self._device), config=p.config,
+            planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
+            template={n: getattr(p, n) for n in ("spec", "args", "keywords", "sm_scale", "dtype", "page_size",
+                                                  "window_left", "sinks", "mask_ptrs")})
+
+    def _plan_memoized(self, m, indptr, indices, last):
+        """plan() of a configuration planned before (``m``, see _memoize):
+        the same checks, in fewer steps. It takes the common case only
+        (``indptr``/``last_page_len`` contiguous int32 CPU tensors,
+        ``indices`` an int32 contiguous tensor on the device, buffers large
+        enough) and returns False, having done nothing, for anything else,
+        which the full path then plans or refuses with its own message.
+        The C++ planner validates the page table (the full path's error,
+        raised before anything is uploaded)."""
+        torch, i32 = m.torch, m.i32
+        T = torch.Tensor
+        if not (type(indptr) is T and type(last) is T and type(indices) is T and indptr.dtype is i32 and
+                last.dtype is i32 and indices.dtype is i32 and indptr.is_cpu and last.is_cpu and
+                indptr.dim() == 1 and last.dim() == 1 and indptr.is_contiguous() and last.is_contiguous() and
+                indices.is_contiguous() and indices.device == self._device):
+            return False
+        batch, k = last.shape[0], m.k
+        if indptr.shape[0] != batch + 1:
+            return False
+        self._check_not_capturing("plan")
+        graph = self._use_cuda_graph
+        n_idx = indices.numel()
+        if graph:
+            if batch > self._max_batch:
+                return False
+            fixed = self._fixed
+            d_idx, d_kv, d_last, d_qo = fixed["kv_indices"], fixed["kv_indptr"], fixed["kv_last_len"], self._qo_fixed
+            if n_idx > d_idx.numel() or self._qo_fixed_k != k:
+                return False
+            config = m.config
+            max_batch, max_q, max_kv = config["max_batch"], config["max_total_q_rows"], config["max_kv_tokens"]
+            kv_ptr, last_ptr = d_kv.data_ptr(), d_last.data_ptr()
+            keep = [d_qo, d_kv, d_last, d_idx]
+        else:
+            d_qo = self._qo_dev
+            if d_qo.numel() < batch + 1 or self._qo_dev_k != k:
+                return False
+            d_idx = indices
+            max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
+            max_kv = int(indptr[batch]) * m.template["page_size"] if m.config["fixed_split_tokens"] else 0
+            # kv_indptr then last_page_len, adjacent in one buffer: one upload.
+            d = self._idx_dev
+            if d is None or d.numel() < 2 * batch + 1:
+                d = self._idx_dev = torch.empty(max(2 * batch + 1, 1024, 2 * (d.numel() if d is not None else 0)),
+                                                dtype=i32, device=self._device)
+            kv_ptr = d.data_ptr()
+            last_ptr = kv_ptr + 4 * (batch + 1)
+            keep = [d_qo, d, d_idx]
+        qo = m.qo_host
+        if qo is None or len(qo) < batch + 1:
+            qo = m.qo_host = array.array("i", range(0, k * (2 * batch + 2), k))
+        staging = self._staging
+        if staging is None or staging.numel() < 2 * batch + 1:
+            size = max(2 * batch + 1, 1024, 2 * (staging.numel() if staging is not None else 0))
+            staging = self._staging = torch.empty(size, dtype=i32, pin_memory=True)
+        if self._upload_event is not None:
+            # The previous plan's uploads may still read the pinned buffers.
+            self._upload_event.synchronize()
+        host = self._host_ws
+        stream = torch.cuda.current_stream(self._device)
+        ws = self._workspace
+        for _ in range(2):
+            summary = m.planner.plan(
+                host.data_ptr() if host is not None else 0, host.numel() if host is not None else 0,
+                ws.data_ptr(), ws.numel() * ws.element_size(), stream.cuda_stream, batch, max_batch, max_q, max_kv,
+                qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr(), k, staging.data_ptr(),
+                4 * staging.numel(), kv_ptr, last_ptr)
+            if summary is not None:
+                break
+            host_bytes, device_bytes = m.planner.sizes(max_batch, max_q, max_kv)
+            if device_bytes > ws.numel() * ws.element_size() or (host is not None and host.numel() >= host_bytes):
+                return False  # the workspace is too small, or a request is too short: the full path says so
+            # A larger batch: a pinned host workspace with room for growth.
+            host = self._host_ws = torch.empty(max(host_bytes, 2 * (host.numel() if host is not None else 0)),
+                                               dtype=torch.uint8, pin_memory=True)
+        else:
+            return False
+        if self._upload_event is None:
+            self._upload_event = torch.cuda.Event()
+        self._upload_event.record(stream)
+        if graph and indices.data_ptr() != d_idx.data_ptr():
+            d_idx[:n_idx].copy_(indices, non_blocking=True)
+        p = core.PlannedRun.__new__(core.PlannedRun)
+        p.__dict__.update(m.template)
+        cand = summary["candidate"]
+        info = m.info
+        p.module, p.attention_kernel, p.merge_kernel = info.module(cand), info.attention[cand], info.merge[cand]
+        p.summary, p.host_bytes, p.total_q, p.batch, p.q_len_per_req = summary, summary["host_bytes"], batch * k, \
+            batch, k
+        p.config = m.config if graph else dict(m.config, max_batch=max_batch, max_total_q_rows=max_q,
+                                               max_kv_tokens=max_kv)
+        p.dev = None
+        p.indices = d_idx
+        p.keepalive = keep
+        p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
+                  "kv_indices": d_idx.data_ptr(), "kv_indices_x2": None}
+        if self._wants_x2:
+            self._double_indices(p)
+        self._planned = p
+        return True
 
     def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
             return_lse=False, enable_pdl=None, window_left=None, sinks=None, q_len_per_req=None,
@@ -206,6 +342,18 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
 
     def end_forward(self):
         """Nothing to release (FlashInfer compatibility)."""
+
+
+class _Memo:
+    """One configuration's entry of a decode wrapper's plan() memo (see
+    BatchDecodeWithPagedKVCacheWrapper._memoize)."""
+
+    __slots__ = ("k", "info", "config", "planner", "torch", "i32", "template", "qo_host")
+
+    def __init__(self, **kw):
+        self.qo_host = None
+        for n, v in kw.items():
+            setattr(self, n, v)
 
 
 class CUDAGraphBatchDecodeWithPagedKVCacheWrapper(BatchDecodeWithPagedKVCacheWrapper):

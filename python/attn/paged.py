@@ -91,11 +91,13 @@ class PagedWrapperBase(core.WrapperBase):
     def _plan_paged(self, *, qo_indptr, kv_indptr, kv_indices, kv_last_len, num_qo_heads, num_kv_heads,
                     head_dim, page_size, dtype, query_rows, causal, window_left, sm_scale, fixed,
                     max_batch=None, max_total_q_rows=None, custom_mask=None, packed_custom_mask=None,
-                    qo_host=None, qo_device=None, min_kv_len=1, **variant_kwargs):
+                    qo_host=None, qo_device=None, min_kv_len=1, split=None, **variant_kwargs):
         """``qo_host``: qo_indptr already read on the host; ``qo_device``: its
         device copy, used as is (decode's constant 0, k, 2k, ..);
         ``min_kv_len`` > 1: every request must hold that many keys (decode
-        with ``q_len_per_req`` query tokens among its last keys)."""
+        with ``q_len_per_req`` query tokens among its last keys); ``split``:
+        (fixed_split_tokens, disable_split) of a batch-invariant decode plan
+        (:func:`attn.core.split_mode`), None for the planner's own splits."""
         check_heads(num_qo_heads, num_kv_heads, head_dim, page_size)
         has_mask = custom_mask is not None or packed_custom_mask is not None
         causal = bool(causal) and not has_mask
@@ -122,21 +124,21 @@ class PagedWrapperBase(core.WrapperBase):
                    ("last_page_len", kv_last_len, last_h, fixed.get("kv_last_len"))]
         if qo_device is None:
             uploads.insert(0, ("qo_indptr", qo_indptr, qo_h, fixed.get("qo")))
+        if split is not None:
+            # The bound a fixed split sizes its chunks by: the pages a plan may hold (graph mode: the
+            # indices buffer's), in tokens.
+            pages = fixed["kv_indices"].numel() if fixed.get("kv_indices") is not None else kv_h[-1]
+            split = (split[0], split[1], int(pages) * page_size)
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, max_batch=max_batch,
-                       max_total_q_rows=max_total_q_rows, custom_mask=has_mask, uploads=uploads)
+                       max_total_q_rows=max_total_q_rows, custom_mask=has_mask, uploads=uploads, split=split)
         d_qo = qo_device if qo_device is not None else p.dev["qo_indptr"]
         d_kv, d_idx, d_last = p.dev["kv_indptr"], p.dev["kv_indices"], p.dev["last_page_len"]
-        # Doubled indices address K and V of a combined [pages, 2, ...] cache.
-        if fixed.get("kv_indices") is not None:
-            if getattr(self, "_idx2", None) is None or self._idx2.numel() != d_idx.numel():
-                self._idx2 = torch.empty_like(d_idx)
-            torch.mul(d_idx, 2, out=self._idx2)
-            d_idx2 = self._idx2
-        else:
-            d_idx2 = d_idx * 2
-        p.keepalive = [d_qo, d_kv, d_idx, d_last, d_idx2]
+        p.keepalive = [d_qo, d_kv, d_idx, d_last]
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
-                  "kv_indices": d_idx.data_ptr(), "kv_indices_x2": d_idx2.data_ptr()}
+                  "kv_indices": d_idx.data_ptr(), "kv_indices_x2": None}
+        p.indices = d_idx
+        if self._wants_x2:
+            self._double_indices(p)
         if has_mask:
             kv_lens = [(kv_h[b + 1] - kv_h[b] - 1) * page_size + last_h[b] if kv_h[b + 1] > kv_h[b] else 0
                        for b in range(len(last_h))]
@@ -147,6 +149,29 @@ class PagedWrapperBase(core.WrapperBase):
         p.sinks = variant_kwargs.get("sinks")
         self._planned = p
         return p
+
+    def _double_indices(self, p):
+        """Writes ``kv_indices * 2`` (the page indices of K and V in a combined
+        ``[pages, 2, ...]`` cache) for plan ``p`` into the wrapper's buffer.
+
+        Made by the first run that reads such a cache after each plan, and by
+        every plan once a run has (``_wants_x2``), so a wrapper over
+        ``(k, v)`` tuples never pays for it. The buffer is the wrapper's,
+        allocated by the first such run (usually the warm-up run before a
+        capture; a run captured first allocates it from the graph's pool and
+        captures this multiply, which then replays over the fixed indices
+        buffer); like the other device index arrays it is rewritten on the
+        current stream, after the runs queued there."""
+        torch = torch_module()
+        d_idx = p.indices
+        n = int(d_idx.numel())
+        buf = self._idx2
+        if buf is None or buf.numel() < n:
+            buf = self._idx2 = torch.empty(max(n, 1), dtype=torch.int32, device=self._device)
+        torch.mul(d_idx, 2, out=buf[:n])
+        p.keepalive.append(buf)
+        p.ptrs["kv_indices_x2"] = buf.data_ptr()
+        self._wants_x2 = True
 
     def _run_paged(self, q, paged_kv_cache, *, out, lse, return_lse, q_scale=None, k_scale=None, v_scale=None,
                    sinks=None):
@@ -166,6 +191,8 @@ class PagedWrapperBase(core.WrapperBase):
         scale = p.sm_scale * (1.0 if q_scale is None else float(q_scale)) * (1.0 if k_scale is None else float(k_scale))
         k_ptr = k.data_ptr()
         v_ptr = k_ptr + v_offset * k.element_size() if v_offset is not None else v.data_ptr()
+        if doubled and p.ptrs["kv_indices_x2"] is None:
+            self._double_indices(p)
         idx = p.ptrs["kv_indices_x2" if doubled else "kv_indices"]
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k_ptr), ("v_cache", "ptr", v_ptr),
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),

@@ -111,7 +111,8 @@ def get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size=16, *, ki
                        max_total_q_rows=None, q_len_per_req=1, dtype="bfloat16", kv_layout="NHD", causal=False,
                        custom_mask=False, window_left=-1, logits_soft_cap=None, pos_encoding_mode="NONE",
                        rope_scale=None, rope_theta=None, logits_scale=None, sinks=None, variant=None,
-                       variant_params=None, use_cuda_graph=False, device=None, arch=None, num_sms=None):
+                       variant_params=None, use_cuda_graph=False, device=None, arch=None, num_sms=None,
+                       fixed_split_size=None, disable_split_kv=False, max_kv_tokens=None):
     """The bytes of ``float_workspace_buffer`` a wrapper's plan() needs:
     every plan of up to ``max_batch`` requests and ``max_total_q_rows``
     query rows fits in a buffer of this size (plan() raises ValueError
@@ -131,7 +132,11 @@ def get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size=16, *, ki
     launch contracts: compiled in milliseconds, or looked up in the kernel
     cache) and the SM count: of ``device`` (default: the current CUDA
     device), or, without a GPU, ``arch`` and ``num_sms`` (an H100/H200:
-    ``arch="sm_90a", num_sms=132``).
+    ``arch="sm_90a", num_sms=132``). ``fixed_split_size``/``disable_split_kv``
+    (decode): plan()'s batch-invariant split; a fixed split needs
+    ``max_kv_tokens``, the most KV tokens of one plan (pages times
+    ``page_size``; in graph mode the indices buffer's pages), since its work
+    list grows with the keys over the split size.
 
     >>> get_workspace_size(32, 8, 128, 16, kind="prefill", max_batch=128,
     ...                    max_total_q_rows=16384, arch="sm_90a", num_sms=132)  # doctest: +SKIP
@@ -162,9 +167,17 @@ def get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size=16, *, ki
                              pos_encoding_mode=pos_encoding_mode, logits_soft_cap=logits_soft_cap,
                              rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
                              variant_params=variant_params, logits_scale=logits_scale)
+    split = core.split_mode(fixed_split_size, disable_split_kv)
+    if split != (0, False) and kind != "decode":
+        raise NotImplementedError("attn: fixed_split_size and disable_split_kv are implemented by the decode "
+                                  f"wrappers only, not kind={kind!r}")
+    if split[0] and (not isinstance(max_kv_tokens, int) or isinstance(max_kv_tokens, bool) or max_kv_tokens < 1):
+        raise ValueError("attn: fixed_split_size needs max_kv_tokens (a positive int: the most KV tokens of one "
+                         f"plan, pages x page_size), got {max_kv_tokens!r}")
     info = _sizing_info(spec, device, arch, num_sms)
     config = core.plan_config(info, core.variant_args(spec, values, None), custom_mask=has_mask,
-                              graph_mode=use_cuda_graph, max_batch=max_batch, max_total_q_rows=max_total_q_rows)
+                              graph_mode=use_cuda_graph, max_batch=max_batch, max_total_q_rows=max_total_q_rows,
+                              split=(split[0], split[1], max_kv_tokens or 0) if split != (0, False) else None)
     return int(_native.native().plan_workspace_size(config)[1])
 
 

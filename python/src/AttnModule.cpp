@@ -88,7 +88,8 @@ attnRtPlanConfig toConfig(const py::dict &d) {
       "num_qo_heads", "num_kv_heads", "head_dim", "indexing", "block_size",
       "causal", "window_left", "has_custom_mask", "num_sms", "ctas_per_sm",
       "graph_mode", "graph_candidate", "max_batch", "max_total_q_rows",
-      "min_chunk_tokens", "disable_split", "candidates"};
+      "min_chunk_tokens", "disable_split", "candidates", "fixed_split_tokens",
+      "max_kv_tokens"};
   for (auto item : d) {
     std::string k = py::str(item.first);
     bool ok = false;
@@ -115,6 +116,8 @@ attnRtPlanConfig toConfig(const py::dict &d) {
   c.max_total_q_rows = get<int32_t>(d, "max_total_q_rows", 0);
   c.min_chunk_tokens = get<int32_t>(d, "min_chunk_tokens", 0);
   c.disable_split = get<int32_t>(d, "disable_split", 0);
+  c.fixed_split_tokens = get<int32_t>(d, "fixed_split_tokens", 0);
+  c.max_kv_tokens = get<int64_t>(d, "max_kv_tokens", 0);
   if (d.contains("candidates")) {
     py::list cands = d["candidates"].cast<py::list>();
     if (cands.size() > ATTN_RT_MAX_TILE_CANDIDATES)
@@ -146,6 +149,117 @@ py::dict candidateDict(const attnRtTileCandidate &t) {
   d["min_chunk_tokens"] = t.min_chunk_tokens;
   return d;
 }
+
+py::dict summaryDict(const attnRtPlanSummary &s) {
+  py::dict d;
+  d["num_ctas"] = s.num_ctas;
+  d["num_items"] = s.num_items;
+  d["num_merge_units"] = s.num_merge_units;
+  d["num_slots"] = s.num_slots;
+  d["candidate"] = s.candidate;
+  d["tile_q"] = s.tile_q;
+  d["gqa_pack"] = s.gqa_pack;
+  d["plan_bytes"] = s.plan_bytes;
+  return d;
+}
+
+/// A PlanConfig converted once (the dict's conversion costs more than the
+/// planner at decode sizes), for plan() of every step: `plan` takes the
+/// host arrays as addresses (CPU tensors' data_ptr()) and the maxima of the
+/// step, plans, and queues the uploads (the plan, then the index arrays
+/// through a pinned staging buffer), all in one call with no Python object
+/// built per element.
+class PyPlanner {
+public:
+  explicit PyPlanner(const py::dict &config) : c_(toConfig(config)) {}
+
+  /// (host_bytes, device_bytes) under these maxima.
+  py::tuple sizes(int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens) {
+    size_t host = 0, device = 0;
+    setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
+    check(attnRtPlanWorkspaceSize(&c_, &host, &device));
+    return py::make_tuple(host, device);
+  }
+
+  /// Plans `batch` requests from host int32 arrays at `qo`, `kv` (batch + 1
+  /// entries) and `last` (batch) under the given maxima into the host
+  /// workspace, copies the plan to `device_ws` on `stream`, and, when
+  /// `staging` is given, kv_indptr then last into `staging` (pinned,
+  /// `staging_bytes`) and from there to `kv_dst` and `last_dst` (device
+  /// addresses; 0 skips one; one copy when they are adjacent; `device_ws`
+  /// and `staging` 0: no upload, for tests and CPU measurements). Returns the
+  /// summary with "host_bytes", or None, having done nothing, when a
+  /// workspace is smaller than the config needs or a request holds fewer
+  /// than `min_kv_len` keys (the caller's full path then says which).
+  py::object plan(uint64_t hostWs, size_t hostWsBytes, uint64_t deviceWs,
+                  size_t deviceWsBytes, uint64_t stream, int32_t batch,
+                  int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
+                  uint64_t qo, uint64_t kv, uint64_t last, int32_t minKvLen,
+                  uint64_t staging, size_t stagingBytes, uint64_t kvDst,
+                  uint64_t lastDst) {
+    if (batch < 0)
+      throw py::value_error("batch must be non-negative");
+    if (!qo || !kv || !last)
+      throw py::value_error("qo_indptr, kv_indptr and kv_last_len are required");
+    const size_t kvBytes = 4 * (size_t(batch) + 1), lastBytes = 4 * size_t(batch);
+    if (staging && kvBytes + lastBytes > stagingBytes)
+      throw py::value_error("staging buffer has " + std::to_string(stagingBytes) +
+                            " bytes, the index arrays need " +
+                            std::to_string(kvBytes + lastBytes));
+    setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
+    size_t host = 0, device = 0;
+    check(attnRtPlanWorkspaceSize(&c_, &host, &device));
+    if (hostWsBytes < host || deviceWsBytes < device)
+      return py::none();
+    attnRtPlanInputs in;
+    std::memset(&in, 0, sizeof(in));
+    in.batch = batch;
+    in.qo_indptr = reinterpret_cast<const int32_t *>(qo);
+    in.kv_indptr = reinterpret_cast<const int32_t *>(kv);
+    in.kv_last_len = reinterpret_cast<const int32_t *>(last);
+    if (minKvLen > 1) {
+      for (int32_t b = 0; b < batch; ++b) {
+        const int64_t pages = int64_t(in.kv_indptr[b + 1]) - in.kv_indptr[b];
+        const int64_t len =
+            pages > 0 ? (pages - 1) * c_.block_size + in.kv_last_len[b] : 0;
+        if (len < minKvLen)
+          return py::none();
+      }
+    }
+    attnRtPlanSummary s;
+    void *ws = reinterpret_cast<void *>(hostWs);
+    {
+      py::gil_scoped_release release;
+      check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
+      if (deviceWs) // 0: plan only (CPU tests and measurements)
+        check(attnRtCopyToDevice(ws, s.plan_bytes, deviceWs, stream));
+      if (staging) {
+        char *st = reinterpret_cast<char *>(staging);
+        std::memcpy(st, in.kv_indptr, kvBytes);
+        std::memcpy(st + kvBytes, in.kv_last_len, lastBytes);
+        if (kvDst && lastDst == kvDst + kvBytes) {
+          check(attnRtCopyToDevice(st, kvBytes + lastBytes, kvDst, stream));
+        } else {
+          if (kvDst)
+            check(attnRtCopyToDevice(st, kvBytes, kvDst, stream));
+          if (lastDst)
+            check(attnRtCopyToDevice(st + kvBytes, lastBytes, lastDst, stream));
+        }
+      }
+    }
+    py::dict d = summaryDict(s);
+    d["host_bytes"] = host;
+    return std::move(d);
+  }
+
+private:
+  void setMaxima(int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens) {
+    c_.max_batch = maxBatch;
+    c_.max_total_q_rows = maxTotalQRows;
+    c_.max_kv_tokens = c_.fixed_split_tokens > 0 ? maxKvTokens : 0;
+  }
+  attnRtPlanConfig c_;
+};
 
 /// A host workspace: an int address (pinned memory from PyTorch) or a
 /// writable buffer (bytearray, NumPy).
@@ -342,16 +456,7 @@ PYBIND11_MODULE(_attn, m) {
           py::gil_scoped_release release;
           check(attnRtPlan(&c, &in, w.ptr, w.bytes, &s));
         }
-        py::dict d;
-        d["num_ctas"] = s.num_ctas;
-        d["num_items"] = s.num_items;
-        d["num_merge_units"] = s.num_merge_units;
-        d["num_slots"] = s.num_slots;
-        d["candidate"] = s.candidate;
-        d["tile_q"] = s.tile_q;
-        d["gqa_pack"] = s.gqa_pack;
-        d["plan_bytes"] = s.plan_bytes;
-        return d;
+        return summaryDict(s);
       },
       py::arg("config"), py::arg("workspace"), py::arg("qo_indptr"),
       py::arg("kv_indptr"), py::arg("kv_last_len") = py::none(),
@@ -359,6 +464,35 @@ PYBIND11_MODULE(_attn, m) {
       py::arg("num_cache_blocks") = 0, py::arg("workspace_bytes") = 0,
       "Plans one batch step into `workspace` (an address or a writable "
       "buffer); returns the plan summary. Raises Error naming the bad input.");
+
+  py::class_<PyPlanner>(m, "Planner",
+                        "A plan config converted once; plan() plans and "
+                        "uploads one step from host array addresses.")
+      .def(py::init<const py::dict &>(), py::arg("config"))
+      .def("sizes", &PyPlanner::sizes, py::arg("max_batch"),
+           py::arg("max_total_q_rows"), py::arg("max_kv_tokens") = 0,
+           "(host_bytes, device_bytes) under these maxima.")
+      .def("plan", &PyPlanner::plan, py::arg("host_workspace"),
+           py::arg("host_bytes"), py::arg("device_workspace"),
+           py::arg("device_bytes"), py::arg("stream"), py::arg("batch"),
+           py::arg("max_batch"), py::arg("max_total_q_rows"),
+           py::arg("max_kv_tokens"), py::arg("qo_indptr"), py::arg("kv_indptr"),
+           py::arg("kv_last_len"), py::arg("min_kv_len") = 1,
+           py::arg("staging") = 0, py::arg("staging_bytes") = 0,
+           py::arg("kv_indptr_dst") = 0, py::arg("kv_last_len_dst") = 0,
+           "Plans and uploads one step; returns the plan summary (with "
+           "host_bytes), or None when a workspace is too small or a request "
+           "has fewer than min_kv_len keys (nothing done). Raises Error "
+           "naming the bad input (nothing uploaded then).");
+
+  m.def(
+      "copy_to_device",
+      [](uint64_t host_ptr, size_t bytes, uint64_t device_ptr, uint64_t stream) {
+        check(attnRtCopyToDevice(reinterpret_cast<const void *>(host_ptr), bytes,
+                                 device_ptr, stream));
+      },
+      py::arg("host_ptr"), py::arg("bytes"), py::arg("device_ptr"),
+      py::arg("stream"), "One async host-to-device copy on `stream`.");
 
   //===--------------------------------------------------------------------===//
   // Modules and launches

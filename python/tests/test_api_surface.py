@@ -151,7 +151,7 @@ def test_positional_arguments_land_on_flashinfers_parameters(what):
         inspect.signature(fn).bind(None, *values, object())
 
 
-def test_vllm_style_positional_decode_plan_binds_split_arguments():
+def test_vllm_style_positional_decode_plan_binds_split_arguments(no_torch_past_checks):
     # vLLM's fast_plan_decode calls plan() with every argument positional.
     args = (FakeTensor(), FakeTensor(), FakeTensor(), 32, 8, 128, 16, "NONE", -1, None, "bfloat16", "bfloat16",
             None, None, 0.088, None, None, True, None, None, 2048, True)
@@ -159,7 +159,8 @@ def test_vllm_style_positional_decode_plan_binds_split_arguments():
     assert bound.arguments["sm_scale"] == 0.088
     assert bound.arguments["fixed_split_size"] == 2048 and bound.arguments["disable_split_kv"] is True
     assert "variant_params" not in bound.arguments and "logits_scale" not in bound.arguments
-    with pytest.raises(NotImplementedError, match="fixed_split_size=2048"):
+    # Both are implemented (batch-invariant decode, test_batch_invariant.py): the checks pass.
+    with pytest.raises(Reached):
         Decode(workspace()).plan(*args)
 
 
@@ -250,7 +251,7 @@ def test_get_seq_lens_and_range_buf_follow_flashinfer():
 INDPTR, LAST = [0, 1], [1]
 
 DECODE_PLAN_UNSUPPORTED = [dict(block_tables=FakeTensor((1, 4))), dict(seq_lens=FakeTensor()),
-                           dict(fixed_split_size=2048), dict(disable_split_kv=True), dict(window_right=-1),
+                           dict(window_right=-1),
                            dict(o_data_type="float32")]
 PREFILL_PLAN_UNSUPPORTED = [dict(prefix_len_ptr=FakeTensor()), dict(token_pos_in_items_ptr=FakeTensor((8,))),
                             dict(token_pos_in_items_len=20), dict(max_item_len_ptr=FakeTensor()),
@@ -274,6 +275,9 @@ def test_decode_plan_accepts_the_off_values(no_torch_past_checks):
         Decode(workspace()).plan(INDPTR, FakeTensor(), LAST, 32, 8, 128, 16, q_data_type="bfloat16",
                                  o_data_type="bfloat16", block_tables=None, seq_lens=None, fixed_split_size=-1,
                                  disable_split_kv=False, window_right=0)
+    with pytest.raises(Reached):  # implemented
+        Decode(workspace()).plan(INDPTR, FakeTensor(), LAST, 32, 8, 128, 16, q_data_type="bfloat16",
+                                 fixed_split_size=2048, disable_split_kv=True)
 
 
 @pytest.mark.parametrize("kw", PREFILL_PLAN_UNSUPPORTED + [dict(block_tables=FakeTensor((1, 4)))], ids=name_of)

@@ -1,0 +1,329 @@
+"""CPU checks of the decode wrapper's memoized plan() (issue #13, "a cheap
+plan()") and of its batch-invariant split arguments.
+
+The CUDA pieces plan() touches (streams, events, pinned memory, the H2D
+copies) are stood in for on the CPU: "device" tensors are CPU tensors and
+the copies the binding would queue are done by memmove at the same
+addresses, so the tests see what a plan uploads where. The kernels' launch
+contracts are fakes with the decode kernels' shape (16-row tiles packing the
+GQA group of 4 over 64-key tiles), so no compiler or GPU is needed.
+"""
+
+import ctypes
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import attn  # noqa: E402
+from attn import _native, core  # noqa: E402
+
+if not attn.has_native():
+    pytest.skip("binding module not built (ninja -C <build> attn-python)", allow_module_level=True)
+
+HQ, HKV, D, PAGE = 32, 8, 128, 16
+MANIFEST = json.dumps({"kernels": [{"name": "attn_decode", "role": "attention", "merge_kernel": "attn_merge"},
+                                   {"name": "attn_merge", "role": "merge"}]})
+CANDIDATES = [{"q_rows": 16, "kv_tile": 64, "gqa_pack": 4, "cost_per_item": 128, "cost_per_kv_token": 1,
+               "ctas_per_sm": 4, "min_chunk_tokens": 0}]
+
+
+class FakeStream:
+    cuda_stream = 0
+
+
+class FakeEvent:
+    def record(self, stream=None):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+class FakeKernel:
+    manifest, path, image = MANIFEST, None, b""
+
+
+class Planner:
+    """The binding's Planner planning for real, with its uploads done on the
+    host at the addresses it was given (the device side is CPU memory here)."""
+
+    def __init__(self, real):
+        self.real = real
+        self.calls = 0
+
+    def sizes(self, *a):
+        return self.real.sizes(*a)
+
+    def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, staging,
+             staging_bytes, kv_dst, last_dst):
+        self.calls += 1
+        s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, 0, 0,
+                           0, 0)
+        if s is not None:
+            ctypes.memmove(dev, host, s["plan_bytes"])
+            ctypes.memmove(kv_dst, kv, 4 * (batch + 1))
+            ctypes.memmove(last_dst, last, 4 * batch)
+        return s
+
+
+class Native:
+    """_native.native() with the uploads on the host."""
+
+    def __init__(self):
+        self.real = _native.native()
+        self.planners = []
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def Planner(self, config):
+        p = Planner(self.real.Planner(config))
+        self.planners.append(p)
+        return p
+
+    def upload_plan(self, host, nbytes, dev, stream):
+        ctypes.memmove(dev, host, nbytes)
+
+
+@pytest.fixture
+def cpu(monkeypatch):
+    """Stands in for CUDA; returns the fake native module (its planners)."""
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: FakeStream())
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, pin_memory=False, **k: empty(*a, **k))
+    native = Native()
+    monkeypatch.setattr(_native, "native", lambda: native)
+    monkeypatch.setattr(core, "describe", lambda spec, arch: FakeKernel())
+    monkeypatch.setattr(core, "get_kernel", lambda spec, arch, candidate=None: FakeKernel())
+    monkeypatch.setattr(core, "manifest_candidates", lambda text: CANDIDATES)
+    monkeypatch.setattr(core, "load_module", lambda kernel, device: ("module", kernel))
+    monkeypatch.setattr(core, "num_sms", lambda device: 132)
+    monkeypatch.setattr(core, "_kernel_infos", {})
+    monkeypatch.setenv("ATTN_ARCH", "sm_90a")
+    return native
+
+
+def wrapper(graph=False, max_batch=64, max_pages=8192):
+    """A decode wrapper over CPU memory (its constructor wants a CUDA workspace)."""
+    w = attn.BatchDecodeWithPagedKVCacheWrapper.__new__(attn.BatchDecodeWithPagedKVCacheWrapper)
+    ws = torch.zeros(64 << 20, dtype=torch.uint8)
+    w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
+    for name in ("_host_ws", "_upload_event", "_graph_config", "_planned", "_staging", "_idx2", "_idx_dev"):
+        setattr(w, name, None)
+    w._ws_sizes, w._capture_ok, w._wants_x2, w._memo, w._op_handle = (None, None), False, False, {}, 0
+    w._fixed = {}
+    if graph:
+        w._fixed = {"kv_indptr": torch.zeros(max_batch + 1, dtype=torch.int32),
+                    "kv_indices": torch.zeros(max_pages, dtype=torch.int32),
+                    "kv_last_len": torch.zeros(max_batch, dtype=torch.int32)}
+        w._max_batch = max_batch
+    return w
+
+
+def batch(lens, seed=0):
+    """(indptr, indices, last_page_len) of decode requests with these KV lengths."""
+    pages = [-(-n // PAGE) for n in lens]
+    indptr = torch.tensor([0] + list(torch.tensor(pages).cumsum(0)), dtype=torch.int32)
+    g = torch.Generator().manual_seed(seed)
+    indices = torch.randperm(int(indptr[-1]) + 7, generator=g)[:int(indptr[-1])].to(torch.int32)
+    last = torch.tensor([n - (p - 1) * PAGE for n, p in zip(lens, pages)], dtype=torch.int32)
+    return indptr, indices, last
+
+
+def plan(w, b, *args, **kw):
+    indptr, indices, last = b
+    kw.setdefault("q_data_type", torch.bfloat16)
+    w.plan(indptr, indices, last, kw.pop("hq", HQ), HKV, D, PAGE, *args, **kw)
+    return w._planned
+
+
+def uploaded(w, p):
+    """(the plan's words on the device, its kv_indptr and last_page_len there)."""
+    n = p.summary["plan_bytes"] // 4
+    words = w._workspace[:4 * n].view(torch.int32).clone()
+    # What the kernels read: the header, then each array up to its count (the rest is stale).
+    ctas, n_items, units = (int(words[i]) for i in (2, 3, 4))
+    cta, it, mi, mu = (int(words[i]) for i in (14, 15, 16, 17))
+    words = torch.cat([words[:32], words[cta:cta + ctas + 1], words[it:it + 8 * n_items], words[mi:mi + units + 1],
+                       words[mu:mu + 4 * units]])
+    b = p.batch
+    kv = torch.empty(b + 1, dtype=torch.int32)
+    last = torch.empty(b, dtype=torch.int32)
+    ctypes.memmove(kv.data_ptr(), p.ptrs["kv_indptr"], 4 * (b + 1))
+    ctypes.memmove(last.data_ptr(), p.ptrs["kv_last_len"], 4 * b)
+    return words, kv, last
+
+
+LENS_A = [2048] * 64
+LENS_B = [512] * 60 + [32768] * 4
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_memoized_plan_equals_the_full_plan(cpu, graph):
+    w = wrapper(graph, max_pages=16384)
+    plan(w, batch(LENS_A))                  # the full path, memoized
+    assert len(w._memo) == 1
+    planner = cpu.planners[-1]
+    b = batch(LENS_B, seed=1)
+    p = plan(w, b)                          # the memoized path
+    assert planner.calls == 1 and len(w._memo) == 1
+    fresh = wrapper(graph, max_pages=16384)
+    q = plan(fresh, b)                      # the full path of the same batch
+    assert planner.calls == 1
+    got, want = uploaded(w, p), uploaded(fresh, q)
+    for x, y in zip(got, want):
+        assert torch.equal(x, y)
+    assert torch.equal(got[1], b[0]) and torch.equal(got[2], b[2])
+    for name in ("candidate", "num_items", "num_merge_units", "plan_bytes"):
+        assert p.summary[name] == q.summary[name], name
+    assert p.config == q.config
+    assert (p.total_q, p.batch, p.q_len_per_req, p.keywords, p.sm_scale) == \
+        (q.total_q, q.batch, q.q_len_per_req, q.keywords, q.sm_scale)
+    assert p.attention_kernel == q.attention_kernel and p.merge_kernel == q.merge_kernel
+    if graph:  # the fixed buffers hold the batch
+        assert p.ptrs["kv_indptr"] == w._fixed["kv_indptr"].data_ptr()
+        assert torch.equal(w._fixed["kv_indices"][:b[1].numel()], b[1])
+
+
+def test_memoized_plan_still_rejects_bad_input(cpu):
+    w = wrapper()
+    good = batch(LENS_A)
+    plan(w, good)
+    indptr, indices, last = good
+    with pytest.raises(ValueError, match=r"num_qo_heads \(30\) must be a multiple of num_kv_heads \(8\)"):
+        plan(w, good, hq=30)
+    with pytest.raises(ValueError, match="indptr arrays must have batch \\+ 1 entries and last_page_len batch: "
+                                         "qo_indptr 64, kv_indptr 65, last_page_len 63"):
+        w.plan(indptr, indices, last[:63], HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
+    bad = last.clone()
+    bad[5] = PAGE + 1
+    with pytest.raises(RuntimeError, match=r"\[LastBlockLenOutOfRange\] kv_last_len\[5\] = 17"):
+        w.plan(indptr, indices, bad, HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
+    down = indptr.clone()
+    down[3] = down[4] + 1
+    with pytest.raises(RuntimeError, match=r"\[NonMonotoneIndptr\] kv_indptr is not monotone at request 3"):
+        w.plan(down, indices, last, HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
+    with pytest.raises(ValueError, match="q_len_per_req must be a positive int, got True"):
+        plan(w, good, q_len_per_req=True)
+    with pytest.raises(ValueError, match="fixed_split_size must be None or -1"):
+        plan(w, good, fixed_split_size=0)
+    with pytest.raises(TypeError, match="disable_split_kv must be a bool"):
+        plan(w, good, disable_split_kv="yes")
+    with pytest.raises(NotImplementedError, match="window_right=-1"):
+        plan(w, good, window_right=-1)
+    with pytest.raises(ValueError, match="request 2 has 3 keys, fewer than q_len_per_req \\(4\\)"):
+        plan(w, batch([2048, 2048, 3, 2048]), q_len_per_req=4)
+    plan(w, batch([2048] * 4), q_len_per_req=4)
+    with pytest.raises(ValueError, match="request 2 has 3 keys, fewer than q_len_per_req \\(4\\)"):
+        plan(w, batch([2048, 2048, 3, 2048]), q_len_per_req=4)   # memoized now
+    # Other forms of the page table take the full path and plan the same.
+    p = plan(w, (indptr.long(), indices, last.tolist()))
+    q = plan(w, good)
+    assert all(p.summary[n] == q.summary[n] for n in p.summary)
+    small = w._workspace
+    w.reset_workspace_buffer(torch.zeros(4096, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="float_workspace_buffer has 4096 bytes"):
+        plan(w, good)
+    w.reset_workspace_buffer(small)
+    plan(w, good)
+
+
+def test_memoized_graph_plan_keeps_the_graph_rules(cpu):
+    w = wrapper(graph=True, max_batch=64)
+    plan(w, batch(LENS_A))
+    with pytest.raises(ValueError, match="batch 65 exceeds the CUDA-graph buffers' 64"):
+        plan(w, batch([100] * 65))
+    with pytest.raises(ValueError, match="every plan\\(\\) must keep the heads"):
+        plan(w, batch(LENS_A), hq=16)
+    with pytest.raises(ValueError, match="every plan\\(\\) must keep the heads.*fixed_split_size"):
+        plan(w, batch(LENS_A), fixed_split_size=2048)
+    with pytest.raises(ValueError, match="kv_indices has 9024 entries but its fixed buffer"):
+        plan(w, batch([16 * 141] * 64))
+    p = plan(w, batch([100] * 3))
+    assert p.batch == 3 and p.summary["num_ctas"] == 132 * 4
+
+
+def items(w, p):
+    """The plan's work items on the device, [num_items, 8]."""
+    words = w._workspace[:p.summary["plan_bytes"]].view(torch.int32)
+    off, n = int(words[15]), int(words[3])   # kHdrOffItems, kHdrNumItems
+    return words[off:off + 8 * n].view(n, 8)
+
+
+def probe_ranges(w, p, request):
+    """The key ranges of ``request``'s work items, per head group, sorted."""
+    it = items(w, p)
+    mine = it[it[:, 0] == request]
+    return sorted((int(r[1]), int(r[4]), int(r[5])) for r in mine)
+
+
+def test_vllm_positional_split_arguments_plan_batch_invariantly(cpu):
+    # vLLM passes plan()'s arguments positionally, fixed_split_size and disable_split_kv last.
+    def vllm_plan(w, b, fixed, disable):
+        indptr, indices, last = b
+        w.plan(indptr, indices, last, HQ, HKV, D, PAGE, "NONE", -1, None, torch.bfloat16, torch.bfloat16, None,
+               None, 0.088, None, None, True, None, None, fixed, disable)
+        return w._planned
+
+    alone, crowd = batch([5000]), batch([512] * 7 + [5000] + [32768] * 4 + [512] * 30)
+    for graph in (False, True):
+        for fixed, disable in ((2000, False), (None, True), (2048, True)):
+            w = wrapper(graph, max_pages=16384)
+            a = vllm_plan(w, alone, fixed, disable)
+            ra = probe_ranges(w, a, 0)
+            c = vllm_plan(w, crowd, fixed, disable)
+            rc = probe_ranges(w, c, 7)
+            assert ra == rc, (graph, fixed, disable)
+            assert a.sm_scale == pytest.approx(0.088)
+            if disable:
+                assert ra == [(g, 0, 5000) for g in range(8)]
+                assert c.summary["num_merge_units"] == 0
+                assert a.config["disable_split"] == 1 and a.config["fixed_split_tokens"] == 0
+            else:  # 2000 rounded up to the 64-key granule: 2048
+                assert ra == sorted((g, b, e) for g in range(8) for b, e in ((0, 2048), (2048, 4096), (4096, 5000)))
+                assert a.config["fixed_split_tokens"] == 2000 and a.config["max_kv_tokens"] > 0
+
+
+def test_split_mode_values():
+    assert core.split_mode(None, False) == (0, False) == core.split_mode(-1, 0)
+    assert core.split_mode(4096, False) == (4096, False)
+    assert core.split_mode(4096, True) == (0, True) == core.split_mode(None, 1)
+    for bad in (0, -2, 2 ** 31, 1.5, True, "2048"):
+        with pytest.raises(ValueError, match="fixed_split_size must be None or -1"):
+            core.split_mode(bad, False)
+    with pytest.raises(TypeError, match="disable_split_kv must be a bool"):
+        core.split_mode(None, 2)
+
+
+def test_prefill_wrappers_refuse_the_split_arguments_clearly():
+    from attn.prefill import BatchPrefillWithPagedKVCacheWrapper as Paged
+    w = Paged.__new__(Paged)
+    with pytest.raises(NotImplementedError, match="fixed_split_size=4096.*decode wrappers only"):
+        w.plan(torch.tensor([0, 1]), torch.tensor([0, 1]), torch.tensor([0]), torch.tensor([1]), HQ, HKV, D, PAGE,
+               fixed_split_size=4096)
+
+
+def test_workspace_size_of_a_fixed_split(cpu):
+    dev = torch.device("cpu")
+    plain = attn.get_workspace_size(HQ, HKV, D, PAGE, max_batch=64, device=dev)
+    # 64 requests of 5000 keys: 313 pages each, 5008 tokens.
+    need = attn.get_workspace_size(HQ, HKV, D, PAGE, max_batch=64, device=dev, fixed_split_size=2048,
+                                   max_kv_tokens=64 * 5008)
+    assert need > plain
+    assert attn.get_workspace_size(HQ, HKV, D, PAGE, max_batch=64, device=dev, disable_split_kv=True) <= plain
+    with pytest.raises(ValueError, match="fixed_split_size needs max_kv_tokens"):
+        attn.get_workspace_size(HQ, HKV, D, PAGE, max_batch=64, device=dev, fixed_split_size=2048)
+    with pytest.raises(NotImplementedError, match="decode wrappers only"):
+        attn.get_workspace_size(HQ, HKV, D, kind="ragged", max_batch=1, max_total_q_rows=64, device=dev,
+                                disable_split_kv=True)
+    w = wrapper()
+    w.reset_workspace_buffer(torch.zeros(need, dtype=torch.uint8))
+    plan(w, batch([5000] * 64), fixed_split_size=2048)
+    plan(w, batch([5000] * 64, seed=2), fixed_split_size=2048)        # memoized
+    w.reset_workspace_buffer(torch.zeros(need - 1, dtype=torch.uint8))
+    with pytest.raises(ValueError, match=f"float_workspace_buffer has {need - 1} bytes"):
+        plan(w, batch([5000] * 64), fixed_split_size=2048)
