@@ -3,7 +3,9 @@ loop over a paged KV cache, its greedy tokens checked against generate().
 
 On CPU the loop runs with the example's pure-PyTorch paged attention
 (``--reference``): paging, continuous batching, positions, the sliding window
-and soft-cap semantics and the comparison with generate(). On a GPU it runs
+and soft-cap semantics and the comparison with generate(); a wrong window
+must fail it; and serve.py's attn code path runs with stand-ins for attn's
+wrappers (calls bound against their signatures). On a GPU it runs
 attn's wrappers (prefill, and decode captured in a CUDA graph) for every model;
 the kernels must be in the kernel cache (examples/serve_precompile.sh).
 Both need transformers (skipped without it).
