@@ -1201,7 +1201,7 @@ static Status checkBatchCost(const PlanConfig &c, const Requests &q,
 /// its output is the same bits whatever else the batch holds. The chunks go
 /// in (request, row tile, head group, key) order onto the CTAs, each CTA
 /// closed once it reaches the running target (remaining cost / remaining
-/// CTAs). Costs stay in int64: checkBatchCost bounds the unsplit total by
+/// CTAs); the work list fits, as counted first. Costs stay in int64: checkBatchCost bounds the unsplit total by
 /// 2^56, and the extra fixed costs are at most max_items x cost_per_item
 /// < 2^27 x 2^31.
 template <bool Masked>
@@ -1236,33 +1236,52 @@ static Status assignFixedSplit(const Requests &q, const TileCandidate &t,
                        " (PlanConfig.max_kv_tokens bounds the keys of a "
                        "plan's tiles per head group: raise it to this "
                        "batch's)");
-  a.ctaIndptr = w + l.off_cta_indptr;
-  a.items = reinterpret_cast<WorkItem *>(w + l.off_items);
-  a.mergeIndptr = w + l.off_merge_indptr;
-  a.units = reinterpret_cast<MergeUnit *>(w + l.off_merge_units);
-  a.maxItems = l.max_items;
-  a.ctaIndptr[0] = 0;
-  a.mergeIndptr[0] = 0;
-  a.C = C;
-  a.total = total;
-  a.target = std::max<int64_t>(ceilDiv(total, C), 1);
+  // Locals, not the Assigner's fields: the item stores would make the
+  // compiler reload those (bench/plan BM_PlanDecodeSkewedFixedSplit).
+  int32_t *const ctaIndptr = w + l.off_cta_indptr;
+  int32_t *const mergeIndptr = w + l.off_merge_indptr;
+  WorkItem *const out = reinterpret_cast<WorkItem *>(w + l.off_items);
+  MergeUnit *const units = reinterpret_cast<MergeUnit *>(w + l.off_merge_units);
+  ctaIndptr[0] = 0;
+  mergeIndptr[0] = 0;
+  int32_t n = 0, slots = 0, numUnits = 0;
+  int64_t cta = 0, acc = 0, assigned = 0;
+  int64_t target = std::max<int64_t>(ceilDiv(total, C), 1);
   for (int32_t b = 0; b < q.batch; ++b)
     q.forEachTile<Masked>(b, P, Q, [&](int32_t r, int32_t rc, Range k) {
-      const int64_t n = chunks(k);
+      const int64_t pieces = chunks(k), base = int64_t(k.begin) / N;
       for (int32_t g = 0; g < groups; ++g) {
         int64_t from = k.begin;
-        for (int64_t j = 0; j < n; ++j) {
-          const int64_t at =
-              j + 1 < n ? (int64_t(k.begin) / N + j + 1) * N : k.end;
-          a.emit(b, g, r, rc, int32_t(from), int32_t(at), j == 0, j + 1 == n);
-          a.acc += fi + (at - from) * ft;
+        for (int64_t j = 0; j < pieces; ++j) {
+          const bool first = j == 0, last = j + 1 == pieces;
+          const int64_t at = last ? k.end : (base + j + 1) * N;
+          out[n++] = {b, g, r, rc, int32_t(from), int32_t(at),
+                      first && last ? -1 : slots++,
+                      (first ? kItemFirstChunk : 0) | (last ? kItemLastChunk : 0) |
+                          (first && last ? kItemDirect : 0)};
+          acc += fi + (at - from) * ft;
           from = at;
-          if (a.acc >= a.target && a.cta < C - 1)
-            a.closeCta();
+          if (acc >= target && cta < C - 1) {
+            // Close the CTA; the next one's target is what is left over the
+            // CTAs left.
+            ctaIndptr[++cta] = n;
+            assigned += acc;
+            acc = 0;
+            target = ceilDiv(std::max<int64_t>(total - assigned, 0), C - cta);
+          }
         }
-        a.closeUnit(b, g, r, rc, int(n));
+        if (pieces > 1) {
+          units[numUnits] = {b, g, r, rc};
+          mergeIndptr[++numUnits] = slots;
+        }
       }
     });
+  a.ctaIndptr = ctaIndptr;
+  a.numItems = n;
+  a.numSlots = slots;
+  a.numUnits = numUnits;
+  a.cta = cta;
+  a.acc = acc;
   return Status::success();
 }
 
