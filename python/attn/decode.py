@@ -184,8 +184,10 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         if len(self._memo) >= 8:
             self._memo.clear()
         torch = torch_module()
+        ws = self._workspace
         self._memo[key] = _Memo(
             k=k, info=core.kernel_info(p.spec, self._device), config=p.config,
+            workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
             planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
             template={n: getattr(p, n) for n in ("spec", "args", "keywords", "sm_scale", "dtype", "page_size",
                                                   "window_left", "sinks", "mask_ptrs")})
@@ -250,17 +252,17 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             self._upload_event.synchronize()
         host = self._host_ws
         stream = torch.cuda.current_stream(self._device)
-        ws = self._workspace
+        ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         for _ in range(2):
             summary = m.planner.plan(
                 host.data_ptr() if host is not None else 0, host.numel() if host is not None else 0,
-                ws.data_ptr(), ws.numel() * ws.element_size(), stream.cuda_stream, batch, max_batch, max_q, max_kv,
+                ws_ptr, ws_bytes, stream.cuda_stream, batch, max_batch, max_q, max_kv,
                 qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr(), k, staging.data_ptr(),
                 4 * staging.numel(), kv_ptr, last_ptr)
             if summary is not None:
                 break
             host_bytes, device_bytes = m.planner.sizes(max_batch, max_q, max_kv)
-            if device_bytes > ws.numel() * ws.element_size() or (host is not None and host.numel() >= host_bytes):
+            if device_bytes > ws_bytes or (host is not None and host.numel() >= host_bytes):
                 return False  # the workspace is too small, or a request is too short: the full path says so
             # A larger batch: a pinned host workspace with room for growth.
             host = self._host_ws = torch.empty(max(host_bytes, 2 * (host.numel() if host is not None else 0)),
@@ -348,7 +350,7 @@ class _Memo:
     """One configuration's entry of a decode wrapper's plan() memo (see
     BatchDecodeWithPagedKVCacheWrapper._memoize)."""
 
-    __slots__ = ("k", "info", "config", "planner", "torch", "i32", "template", "qo_host")
+    __slots__ = ("k", "info", "config", "workspace", "planner", "torch", "i32", "template", "qo_host")
 
     def __init__(self, **kw):
         self.qo_host = None
