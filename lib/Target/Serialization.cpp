@@ -4,9 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Runs attn-lower-to-nvvm, asks each gpu.module's #nvvm.target for PTX (LLVM's
-// NVPTX back end, libdevice linked from the toolkit when math functions are
-// used), then assembles the PTX with ptxas -v, keeping its resource report.
+// Runs attn-lower-to-nvvm, translates each gpu.module to PTX (LLVMToPTX.cpp:
+// LLVM's NVPTX back end, libdevice linked from the toolkit when math functions
+// are used), then assembles the PTX with ptxas -v, keeping its resource report.
 // Invoking ptxas here rather than through gpu-module-to-binary keeps the
 // report and gives one place to say what is missing.
 //
@@ -242,32 +242,16 @@ mlir::attn::compileGPUModules(ModuleOp module, const NVPTXOptions &options,
     return std::move(err);
 
   std::vector<CompiledModule> results;
-  SymbolTable symbols(module);
   for (auto gpuModule : module.getOps<gpu::GPUModuleOp>()) {
     CompiledModule result;
     result.gpuModuleName = gpuModule.getName().str();
     result.stages.push_back({"lower-to-nvvm", lowerMs});
 
-    ArrayAttr targets = gpuModule.getTargetsAttr();
-    auto target = targets && !targets.empty()
-                      ? dyn_cast<gpu::TargetAttrInterface>(targets[0])
-                      : gpu::TargetAttrInterface();
-    if (!target)
-      return createStringError("gpu.module @%s has no NVVM target",
-                               result.gpuModuleName.c_str());
     Stopwatch toPTX;
-    gpu::TargetOptions targetOptions(
-        options.getCudaPath(), /*librariesToLink=*/{}, /*cmdOptions=*/"",
-        /*elfSection=*/"", gpu::CompilationTarget::Assembly,
-        [&]() -> SymbolTable * { return &symbols; });
-    std::optional<SmallVector<char, 0>> ptx =
-        target.serializeToObject(gpuModule, targetOptions);
+    llvm::Expected<std::string> ptx = translateToPTX(gpuModule, options);
     if (!ptx)
-      return createStringError("PTX generation failed for gpu.module @%s",
-                               result.gpuModuleName.c_str());
-    result.ptx.assign(ptx->begin(), ptx->end());
-    while (!result.ptx.empty() && result.ptx.back() == '\0')
-      result.ptx.pop_back();
+      return ptx.takeError();
+    result.ptx = std::move(*ptx);
     result.stages.push_back({"llvm-to-ptx", toPTX.elapsedMs()});
 
     if (emitCubin) {

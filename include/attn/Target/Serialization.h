@@ -26,6 +26,9 @@
 
 namespace mlir {
 class DialectRegistry;
+namespace gpu {
+class GPUModuleOp;
+} // namespace gpu
 } // namespace mlir
 
 namespace mlir::attn {
@@ -74,6 +77,13 @@ llvm::Error lowerToNVVM(mlir::ModuleOp module, const NVPTXOptions &options,
 llvm::Expected<std::vector<CompiledModule>>
 compileGPUModules(mlir::ModuleOp module, const NVPTXOptions &options,
                   bool emitCubin);
+
+/// Translates one lowered gpu.module (LLVM and NVVM dialects, an
+/// #nvvm.target) to PTX text: LLVM IR, libdevice linked where math functions
+/// are used, the target's O-level pipeline without the SLP vectorizer, and
+/// the NVPTX code generator (lib/Target/LLVMToPTX.cpp says why).
+llvm::Expected<std::string> translateToPTX(mlir::gpu::GPUModuleOp module,
+                                           const NVPTXOptions &options);
 
 /// Runs ptxas on `ptx`; returns the cubin and fills `usage` / `log`.
 llvm::Expected<std::vector<char>>
