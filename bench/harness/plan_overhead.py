@@ -12,7 +12,9 @@ bf16). Next to it, the planner alone through the binding (the C++ plan of
 the same batch and config, nothing uploaded): the difference is what Python,
 the argument checks and the uploads add. bench/plan's BM_PlanDecodeSkewed/256
 is the C++ figure for the same batch shape in isolation (two candidates, one
-CTA per SM), docs/Benchmarks.md "plan()".
+CTA per SM), BM_PlanDecodeSkewedSm90a/256 under the sm_90a decode kernel's
+contract, which the "planner alone" column plans with; docs/Benchmarks.md
+"plan()".
 
 Batches: ``skewed`` (as BM_PlanDecodeSkewed: one request in 16 holds 32768
 keys, the others 256-1279) or ``uniform`` (2048 keys each, D1's). Plans only:

@@ -80,8 +80,16 @@ struct Fixture {
 };
 
 void run(benchmark::State &state, bool prefill, bool graph, bool indices,
-         bool uniform = false, int32_t fixedSplit = 0) {
+         bool uniform = false, int32_t fixedSplit = 0, bool sm90a = false) {
   Fixture f(int32_t(state.range(0)), prefill, graph, indices, uniform);
+  if (sm90a) {
+    // The sm_90a decode kernel's launch contract as plan() from Python reads
+    // it (its manifest): one candidate, 16 rows packing the GQA group of 4
+    // over 16-key tiles, 4 CTAs per SM (528), chunks of at least 512 keys.
+    f.config.num_candidates = 1;
+    f.config.candidates[0] = {16, 16, 4, 128, 1, 4, 512};
+    f.ws.resize(planHostWorkspaceBytes(f.config) / 4);
+  }
   if (fixedSplit) {
     // Batch-invariant decode: chunks of fixedSplit keys, the work list sized
     // for the batch's keys.
@@ -107,7 +115,8 @@ void run(benchmark::State &state, bool prefill, bool graph, bool indices,
   int64_t total = 0, big = 0;
   for (int64_t x : costs)
     total += x, big = std::max(big, x);
-  const int64_t grid = int64_t(f.config.num_sms) * f.config.ctas_per_sm;
+  const int64_t grid =
+      getCandidateCtas(f.config, f.config.candidates[v.candidate()]);
   state.counters["max_over_mean"] = total ? double(big) * grid / total : 0;
 }
 
@@ -116,6 +125,14 @@ void BM_PlanDecodeSkewedGraph(benchmark::State &s) { run(s, false, true, false);
 void BM_PlanDecodeSkewedCheckIndices(benchmark::State &s) { run(s, false, false, true); }
 void BM_PlanDecodeUniform(benchmark::State &s) {
   run(s, false, false, false, true);
+}
+/// The skewed decode batches under the sm_90a decode kernel's contract: the
+/// C++ share of the Python decode plan() of bench/harness/plan_overhead.py.
+void BM_PlanDecodeSkewedSm90a(benchmark::State &s) {
+  run(s, false, false, false, false, 0, true);
+}
+void BM_PlanDecodeUniformSm90a(benchmark::State &s) {
+  run(s, false, false, false, true, 0, true);
 }
 /// The skewed decode batches with fixed_split_tokens 2048 (vLLM's
 /// batch-invariant decode): every request cut at the same keys in any batch.
@@ -172,6 +189,8 @@ BENCHMARK(BM_PlanDecodeSkewedGraph)->Arg(1)->Arg(64)->Arg(256)->Arg(1024)->Unit(
 BENCHMARK(BM_PlanDecodeSkewedCheckIndices)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeUniform)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeSkewedFixedSplit)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlanDecodeSkewedSm90a)->Arg(1)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlanDecodeUniformSm90a)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanPrefillCausal)->Arg(1)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanPrefillLongestFirst)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond);
 
