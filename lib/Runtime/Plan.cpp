@@ -1201,9 +1201,9 @@ static Status checkBatchCost(const PlanConfig &c, const Requests &q,
 /// its output is the same bits whatever else the batch holds. The chunks go
 /// in (request, row tile, head group, key) order onto the CTAs, each CTA
 /// closed once it reaches the running target (remaining cost / remaining
-/// CTAs); the work list fits, as counted first. Costs stay in int64: checkBatchCost bounds the unsplit total by
-/// 2^56, and the extra fixed costs are at most max_items x cost_per_item
-/// < 2^27 x 2^31.
+/// CTAs); the work list fits, as counted first. Costs stay in int64:
+/// checkBatchCost bounds the unsplit total by 2^56, and the extra fixed costs
+/// are at most max_items x cost_per_item < 2^27 x 2^31.
 template <bool Masked>
 static Status assignFixedSplit(const Requests &q, const TileCandidate &t,
                                int32_t groups, int64_t C, int64_t N,

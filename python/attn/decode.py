@@ -15,7 +15,7 @@ from .core import (SIZING_KEYWORDS, check_run_matches_plan, check_tensor, dtype_
 from .errors import not_implemented
 from .mla import trtllm_batch_decode_with_kv_cache_mla  # noqa: F401  (re-exported, as FlashInfer's decode does)
 from .page import get_seq_lens  # noqa: F401  (FlashInfer's decode module exports it)
-from .paged import PagedWrapperBase, decode_query, q_kv_dtypes
+from .paged import PagedWrapperBase, decode_query, q_kv_dtypes, split_kv_bound
 from .utils import _get_range_buf  # noqa: F401  (vLLM imports it from flashinfer.decode)
 from .utils import get_workspace_size
 
@@ -231,7 +231,8 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                 return False
             d_idx = indices
             max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
-            max_kv = int(indptr[batch]) * m.template["page_size"] if m.config["fixed_split_tokens"] else 0
+            max_kv = split_kv_bound(m.info, int(indptr[batch]), m.template["page_size"], k) \
+                if m.config["fixed_split_tokens"] else 0
             # kv_indptr then last_page_len, adjacent in one buffer: one upload.
             d = self._idx_dev
             if d is None or d.numel() < 2 * batch + 1:

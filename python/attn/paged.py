@@ -67,6 +67,16 @@ def planned_keywords(head_dim, has_mask, causal, window_left, sm_scale, variant_
                                                                "rope_theta") if k in variant_kwargs})
 
 
+def split_kv_bound(info, pages, page_size, q_len_per_req):
+    """The planner's ``max_kv_tokens`` for a fixed split (the keys of a plan's
+    query tiles per head group): the tokens of ``pages`` (a plan's own, or in
+    graph mode the indices buffer's) times the most row tiles a decode request
+    of ``q_len_per_req`` tokens has under any of the kernels' candidates (1
+    for plain decode)."""
+    tiles = max(-(-q_len_per_req * c["gqa_pack"] // c["q_rows"]) for c in info.candidates)
+    return pages * page_size * tiles
+
+
 def to_device_i32(name, x, device, fixed=None):
     """An int32 device copy of ``x``; into ``fixed[:len]`` when given (CUDA graphs)."""
     torch = torch_module()
@@ -125,10 +135,9 @@ class PagedWrapperBase(core.WrapperBase):
         if qo_device is None:
             uploads.insert(0, ("qo_indptr", qo_indptr, qo_h, fixed.get("qo")))
         if split is not None:
-            # The bound a fixed split sizes its chunks by: the pages a plan may hold (graph mode: the
-            # indices buffer's), in tokens.
             pages = fixed["kv_indices"].numel() if fixed.get("kv_indices") is not None else kv_h[-1]
-            split = (split[0], split[1], int(pages) * page_size)
+            split = (split[0], split[1], split_kv_bound(core.kernel_info(spec, self._device), int(pages),
+                                                        page_size, min_kv_len))
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, max_batch=max_batch,
                        max_total_q_rows=max_total_q_rows, custom_mask=has_mask, uploads=uploads, split=split)
         d_qo = qo_device if qo_device is not None else p.dev["qo_indptr"]

@@ -141,7 +141,7 @@ def get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size=16, *, ki
     >>> get_workspace_size(32, 8, 128, 16, kind="prefill", max_batch=128,
     ...                    max_total_q_rows=16384, arch="sm_90a", num_sms=132)  # doctest: +SKIP
     """
-    from .paged import check_heads, decode_query, make_spec, q_kv_dtypes
+    from .paged import check_heads, decode_query, make_spec, q_kv_dtypes, split_kv_bound
     if kind not in WORKSPACE_KINDS:
         raise ValueError(f"attn: kind must be one of {', '.join(WORKSPACE_KINDS)}, got {kind!r}")
     check_heads(num_qo_heads, num_kv_heads, head_dim, page_size if kind != "ragged" else None)
@@ -177,7 +177,8 @@ def get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size=16, *, ki
     info = _sizing_info(spec, device, arch, num_sms)
     config = core.plan_config(info, core.variant_args(spec, values, None), custom_mask=has_mask,
                               graph_mode=use_cuda_graph, max_batch=max_batch, max_total_q_rows=max_total_q_rows,
-                              split=(split[0], split[1], max_kv_tokens or 0) if split != (0, False) else None)
+                              split=None if split == (0, False) else
+                              (split[0], split[1], split_kv_bound(info, max_kv_tokens or 0, 1, k)))
     return int(_native.native().plan_workspace_size(config)[1])
 
 

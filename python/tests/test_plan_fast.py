@@ -327,3 +327,12 @@ def test_workspace_size_of_a_fixed_split(cpu):
     w.reset_workspace_buffer(torch.zeros(need - 1, dtype=torch.uint8))
     with pytest.raises(ValueError, match=f"float_workspace_buffer has {need - 1} bytes"):
         plan(w, batch([5000] * 64), fixed_split_size=2048)
+
+
+def test_fixed_split_with_several_row_tiles_per_request(cpu):
+    # 8 query tokens x 4 packed heads = two 16-row tiles per request: the work list is sized for both.
+    for graph in (False, True):
+        w = wrapper(graph, max_pages=4096)
+        for lens in ([5000] * 8, [3000] * 16):
+            p = plan(w, batch(lens), q_len_per_req=8, fixed_split_size=1024)
+            assert p.summary["num_merge_units"] > 0
