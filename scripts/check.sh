@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test suite of attn against a build directory: lit (check-attn),
-# GoogleTest (through ctest), the installed package (test/Consumer, built
-# against `cmake --install` into a scratch prefix, for the full build and for
-# a runtime-only one) and pytest. Each runner prints its own summary;
+# GoogleTest (through ctest), the MLIR-free runtime's tests and fuzz driver
+# again under ASan + UBSan (a runtime-only build in <build>/sanitize), the
+# installed package (test/Consumer, built against `cmake --install` into a
+# scratch prefix, for the full build and for a runtime-only one) and pytest. Each runner prints its own summary;
 # every suite runs even when an earlier one fails, and the exit status is
 # non-zero if any failed.
 set -uo pipefail
@@ -16,6 +17,14 @@ ninja -C "$build" check-attn || status=1
 
 echo "=== GoogleTest (ctest) ==="
 ctest --test-dir "$build" --output-on-failure -j2 --progress || status=1
+
+echo "=== runtime under ASan + UBSan (ctest in $build/sanitize) ==="
+# Any report aborts its test (-fno-sanitize-recover), so a finding fails ctest.
+san="$build/sanitize"
+{ [ -f "$san/build.ninja" ] || cmake -G Ninja -S "$here/.." -B "$san" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_PYTHON=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
+    -DATTN_SANITIZE=address,undefined > "$san.configure.log"; } &&
+  ninja -C "$san" && ctest --test-dir "$san" --output-on-failure -j2 || status=1
 
 echo "=== installed package (test/Consumer) ==="
 "$here/../test/Consumer/check.sh" "$build" || status=1
