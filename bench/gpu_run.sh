@@ -10,6 +10,8 @@
 #   TEST_ARCHS="default sm_90" ...               (pytest per chip; ATTN_ARCH)
 #   PYTEST_ARGS="python/tests/test_gpu_x.py" ... (a subset of the tests)
 #   BENCH_ARGS="--sweep decode-skew" ...         (more run_bench.py options)
+#   PLAN_BENCH_FILTER=Decode ...                 (attn-plan-bench --benchmark_filter)
+#   SERVE=1 ...                                  (also examples/serve.py --all)
 # Everything lands in $OUT/gpu-run.tgz (the device tool brings back 8 files);
 # results.md, pytest.log and bench.log are also copied to $OUT itself.
 set -uo pipefail
@@ -18,7 +20,7 @@ FINAL_OUT=${OUT:-/tmp/attn-out}
 OUT=$(mktemp -d /tmp/attn-run.XXXX)
 mkdir -p "$FINAL_OUT"
 pack() {
-  for f in results.md pytest.log pytest-sm_90.log bench.log plan-bench.txt; do
+  for f in results.md pytest.log pytest-sm_90.log bench.log plan-bench.txt serve.log; do
     [ -f "$OUT/$f" ] && cp "$OUT/$f" "$FINAL_OUT/"
   done
   tar czf "$FINAL_OUT/gpu-run.tgz" -C "$OUT" .
@@ -55,9 +57,21 @@ if [ -z "${SKIP_TESTS:-}" ]; then
       > "$OUT/memcheck.log" 2>&1
     echo "memcheck exit status $? ($(grep -c "Invalid" "$OUT/memcheck.log") invalid accesses reported)"
     tail -3 "$OUT/memcheck.log"
+    echo "=== compute-sanitizer racecheck: the demo check's kernels (shared-memory hazards) ==="
+    "$sanitizer" --tool racecheck --racecheck-report hazard --error-exitcode 3 \
+      python3 examples/check_llama3.py > "$OUT/racecheck.log" 2>&1
+    echo "racecheck exit status $? ($(grep -c "Race reported\|Error: Race" "$OUT/racecheck.log") hazards reported)"
+    tail -3 "$OUT/racecheck.log"
   else
-    echo "compute-sanitizer not found: memcheck not run"
+    echo "compute-sanitizer not found: memcheck and racecheck not run"
   fi
+  echo "=== Python plan() against the C++ planner (bench/harness/plan_overhead.py) ==="
+  python3 bench/harness/plan_overhead.py 2>&1 | tee "$OUT/plan-overhead.log" | tail -20
+fi
+if [ -n "${SERVE:-}" ]; then
+  echo "=== examples/serve.py --all (kernels from ${SERVE_CACHE_DIR:-$ATTN_CACHE_DIR}) ==="
+  ATTN_CACHE_DIR=${SERVE_CACHE_DIR:-$ATTN_CACHE_DIR} python3 examples/serve.py --all 2>&1 \
+    | tee "$OUT/serve.log" | tail -40
 fi
 if [ -z "${SKIP_PLAN_BENCH:-}" ]; then
   echo "=== attn-plan-bench on this host ==="
@@ -65,6 +79,7 @@ if [ -z "${SKIP_PLAN_BENCH:-}" ]; then
        -DATTN_ENABLE_TESTS=OFF -DATTN_ENABLE_BENCHMARKS=ON > "$OUT/plan-cmake.log" 2>&1 &&
      ninja -C /tmp/attn-plan-build attn-plan-bench >> "$OUT/plan-cmake.log" 2>&1; then
     /tmp/attn-plan-build/bin/attn-plan-bench --benchmark_repetitions=5 \
+      ${PLAN_BENCH_FILTER:+--benchmark_filter="$PLAN_BENCH_FILTER"} \
       --benchmark_report_aggregates_only=true > "$OUT/plan-bench.txt" 2>&1
     grep -E "_median" "$OUT/plan-bench.txt"
   else
