@@ -2,11 +2,14 @@
 
     python -m attn show-config [--json]   versions, compiler, arch, cache and its entries, env
     python -m attn clear-cache [--dry-run]  removes the kernel cache's entries
+    python -m attn verify-pack DIR [--digests FILE]  checks a kernel pack against its digest list
 
-Both take ``--cache-dir DIR`` (default: ``$ATTN_CACHE_DIR``, else
-``~/.cache/attn``). Exit status: 0, 1 when the cache directory is not
-trusted (clear-cache) or an entry was kept, 2 for a usage error (an unknown
-command). Needs neither a GPU nor PyTorch.
+show-config and clear-cache take ``--cache-dir DIR`` (default:
+``$ATTN_CACHE_DIR``, else ``~/.cache/attn``). verify-pack checks against
+``--digests FILE``, else ``$ATTN_PACK_DIGESTS``, else ``DIR/attn-pack.json``.
+Exit status: 0, 1 when the cache directory is not trusted (clear-cache), an
+entry was kept, or a pack does not match its list (verify-pack), 2 for a
+usage error (an unknown command). Needs neither a GPU nor PyTorch.
 """
 
 import argparse
@@ -18,6 +21,7 @@ import sys
 # Every environment variable attn reads, and what it does.
 ENV_VARS = {
     "ATTN_CACHE_DIR": "the kernel cache directory (default ~/.cache/attn)",
+    "ATTN_PACK_DIGESTS": "a kernel pack's digest list obtained out of band, overriding the pack's attn-pack.json",
     "ATTN_ARCH": "the chip to compile for, overriding the device's (e.g. sm_90 on Hopper: mma.sync kernels)",
     "ATTN_LOGLEVEL": "DEBUG, INFO, WARNING (default) or ERROR: the 'attn' logger's level",
     "CUDA_HOME": "the CUDA toolkit the compiler assembles cubins with (ptxas)",
@@ -116,6 +120,7 @@ def collect(cache_dir=None):
     for e in c["entries"]:
         # A lookup with this compiler treats another version's entry as a miss (it recompiles).
         e["stale"] = bool(current and e["status"] == "ok" and e.get("compiler_version") != current)
+    c["pack_digests"] = cache.pack_path()  # None: not a kernel pack
     c["count"] = len(c["entries"])
     c["bytes"] = sum(e["bytes"] for e in c["entries"])
     cfg["cache"] = c
@@ -146,6 +151,8 @@ def show_config(cache_dir=None, as_json=False, out=None):
         lines.append(f"CUDA: not available ({cu['why_not']}); arch: "
                      f"{cu['arch'] + ' (ATTN_ARCH)' if cu['arch'] else 'that of the device at run time'}")
     lines.append(f"kernel cache: {c['dir']} ({c['status']}): {c['count']} entries, {_human(c['bytes'])}")
+    if c.get("pack_digests"):
+        lines.append(f"kernel pack: entries are loaded only when they match {c['pack_digests']}")
     for e in c["entries"]:
         status = " [stale: another compiler build wrote it]" if e.get("stale") else \
             "" if e["status"] == "ok" else f" [{e['status']}{': ' + e['reason'] if e.get('reason') else ''}]"
@@ -177,22 +184,46 @@ def clear_cache(cache_dir=None, dry_run=False, out=None):
     return 1 if r["kept"] else 0
 
 
+def verify_pack(directory, digests=None, out=None):
+    out = out or sys.stdout
+    from .cache import _Refused, verify_pack as check
+    try:
+        r = check(directory, digests)
+    except (_Refused, OSError) as e:
+        out.write(f"attn verify-pack: {directory}: {e}\n")
+        return 1
+    for kind, name, why in r["problems"]:
+        out.write(f"{kind:8s} {name}: {why}\n")
+    if r["problems"]:
+        out.write(f"attn verify-pack: {directory} does NOT match {r['digests']}: "
+                  f"{len(r['problems'])} problems\n")
+        return 1
+    out.write(f"attn verify-pack: {directory} matches {r['digests']}: {r['entries']} entries, "
+              f"{r['files']} files\n")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m attn", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="command", metavar="{show-config,clear-cache}")
+    sub = ap.add_subparsers(dest="command", metavar="{show-config,clear-cache,verify-pack}")
     p = sub.add_parser("show-config", help="versions, compiler, arch, kernel cache and environment")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--cache-dir", help="the kernel cache (default: $ATTN_CACHE_DIR or ~/.cache/attn)")
     p = sub.add_parser("clear-cache", help="remove the kernel cache's entries")
     p.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     p.add_argument("--cache-dir", help="the kernel cache (default: $ATTN_CACHE_DIR or ~/.cache/attn)")
+    p = sub.add_parser("verify-pack", help="check a kernel pack against its digest list")
+    p.add_argument("directory", help="the pack (a kernel cache directory written by attn.precompile)")
+    p.add_argument("--digests", help="the digest list (default: $ATTN_PACK_DIGESTS, else DIR/attn-pack.json)")
     a = ap.parse_args(argv)
+    if a.command == "verify-pack":
+        return verify_pack(a.directory, a.digests)
     if a.command == "show-config":
         return show_config(a.cache_dir, a.json)
     if a.command == "clear-cache":
         return clear_cache(a.cache_dir, a.dry_run)
     ap.print_usage(sys.stderr)
-    sys.stderr.write("python -m attn: error: a command is required: show-config or clear-cache\n")
+    sys.stderr.write("python -m attn: error: a command is required: show-config, clear-cache or verify-pack\n")
     return 2
 
 

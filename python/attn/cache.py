@@ -30,6 +30,18 @@ names inside the entry. New directories are created ``0o700``, files
 - unwritable or refused cache directory: a ``RuntimeWarning``, then the
   kernel is compiled and kept in memory for this process only.
 
+A kernel pack is a cache directory with a digest list (``attn-pack.json``,
+written by ``python -m attn.precompile``): the SHA-256 of every file of
+every entry. meta.json's own checksums sit beside the files they cover, so
+they catch corruption, not tampering; the list can come out of band
+(``$ATTN_PACK_DIGESTS``), so changing an entry and the pack's list is not
+enough. A cache with a list (in the directory, or named by
+``$ATTN_PACK_DIGESTS``) loads only entries that match it exactly: any other
+is a ``RuntimeWarning`` naming the entry and a miss, and what is compiled
+there stays in memory (a pack changes only through precompile). A list that
+cannot be read refuses every entry. :func:`verify_pack` (``python -m attn
+verify-pack``) checks a whole pack: missing, extra and changed files.
+
 >>> import tempfile
 >>> c = KernelCache(tempfile.mkdtemp())
 >>> c.lookup("0" * 64) is None
@@ -49,6 +61,10 @@ import time
 import warnings
 
 CACHE_FORMAT = 2
+PACK_FILE = "attn-pack.json"  # a kernel pack's digest list, at the cache directory's root
+PACK_FORMAT = 1
+# A list entry is ~300 bytes: this holds hundreds of thousands of entries.
+MAX_PACK_BYTES = 64 << 20
 # A meta.json is a few KB; anything much larger is not one this cache wrote.
 MAX_META_BYTES = 1 << 20
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
@@ -57,6 +73,11 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 def default_cache_dir():
     """``$ATTN_CACHE_DIR`` or ``~/.cache/attn``."""
     return os.environ.get("ATTN_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "attn")
+
+
+def pack_digests_env():
+    """``$ATTN_PACK_DIGESTS``: a digest list that overrides a pack's own, or None."""
+    return os.environ.get("ATTN_PACK_DIGESTS") or None
 
 
 def cache_key(ir, arch, emit="cubin", candidate=None):
@@ -93,6 +114,10 @@ def _sha(data):
 
 class _Refused(Exception):
     """An entry, file or directory the cache must not trust (the message says why)."""
+
+
+class _PackMismatch(_Refused):
+    """An entry that differs from the kernel pack's digest list (the message says how)."""
 
 
 def _check_owner(st, what):
@@ -132,13 +157,17 @@ def _read(dfd, name, limit=None):
         return f.read()
 
 
+def _plain_name(name):
+    return isinstance(name, str) and name not in ("", ".", "..") and not any(c in name for c in "/\\\0")
+
+
 def _file_entry(files, role):
     """(name, sha256) of ``files[role]``, a plain name inside the entry."""
     f = files.get(role)
     if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(f.get("sha256"), str):
         raise ValueError(f"meta.json's files.{role} is not {{'name': str, 'sha256': str}}")
     name = f["name"]
-    if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+    if not _plain_name(name):
         raise _Refused(f"meta.json names {name!r:.80} for its {role}: not a file name inside the entry")
     if not _SHA256_RE.fullmatch(f["sha256"]):
         raise ValueError(f"meta.json's files.{role}.sha256 is not a SHA-256")
@@ -168,6 +197,54 @@ def _parse_meta(data, key):
     return listed, version
 
 
+def _parse_pack(data, path):
+    """The entries of a digest list, ``{key: {file name: sha256}}``, checked
+    to be the shape :meth:`KernelCache.write_pack` writes."""
+    try:
+        doc = json.loads(data.decode())
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply") from None
+    except ValueError as e:  # not UTF-8, not JSON
+        raise ValueError(f"{path} is not JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("attn_pack") != PACK_FORMAT:
+        raise ValueError(f"{path} is not an attn kernel pack digest list (attn_pack: {PACK_FORMAT})")
+    entries = doc.get("entries")
+    if not isinstance(entries, dict):
+        raise ValueError(f"{path} has no entries object")
+    for key, files in entries.items():
+        if not _SHA256_RE.fullmatch(key):
+            raise ValueError(f"{path}: entry {key!r:.80} is not a cache key")
+        if not isinstance(files, dict) or "meta.json" not in files:
+            raise ValueError(f"{path}: entry {key} is not {{file name: sha256}} with meta.json")
+        for name, digest in files.items():
+            if not _plain_name(name) or not isinstance(digest, str) or not _SHA256_RE.fullmatch(digest):
+                raise ValueError(f"{path}: entry {key} lists {name!r:.80}: not a file name with a SHA-256")
+    return entries
+
+
+def _read_pack(path):
+    """The entries of the digest list at ``path``, read as entry files are
+    (a regular file of this user's, not a symbolic link)."""
+    parent = os.path.dirname(path) or "."
+    dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return _parse_pack(_read(dfd, os.path.basename(path), MAX_PACK_BYTES), path)
+    finally:
+        os.close(dfd)
+
+
+def _pack_diff(expected, got):
+    """How an entry's files (``{name: sha256}``) differ from its digest-list
+    line, or None when they are the same."""
+    diffs = [f"{n} is missing" for n in sorted(set(expected) - set(got))]
+    diffs += [f"{n} is not in the list" for n in sorted(set(got) - set(expected))]
+    diffs += [f"{n} has changed" for n in sorted(set(got) & set(expected)) if got[n] != expected[n]]
+    return "; ".join(diffs) or None
+
+
+_UNSET = object()
+
+
 class KernelCache:
     """Disk cache of compiled kernels, with a per-process memory layer.
 
@@ -175,14 +252,50 @@ class KernelCache:
     refused) and ``stale`` lookups.
     """
 
-    def __init__(self, directory=None):
+    def __init__(self, directory=None, digests=None, writes_pack=False):
+        """``digests``: the digest list to verify entries against (default:
+        ``$ATTN_PACK_DIGESTS``, else the directory's ``attn-pack.json`` when
+        there is one, else none: not a pack). ``writes_pack`` (precompile):
+        verify against the directory's own list only, and store to disk, the
+        list being rewritten afterwards (:meth:`write_pack`)."""
         self.directory = directory or default_cache_dir()
+        self.digests = digests
+        self.writes_pack = writes_pack
+        self.digests_env = pack_digests_env()  # default_cache() makes a new cache when it changes
         self.memory = {}
         self.stats = {"hits": 0, "misses": 0, "corrupt": 0, "stale": 0}
         self._warned_unwritable = False
+        self._warned_pack = False
+        self._pack = _UNSET
 
     def entry_dir(self, key):
         return os.path.join(self.directory, key)
+
+    def pack_path(self):
+        """The digest list this cache verifies against, or None (not a pack)."""
+        if self.writes_pack:
+            own = os.path.join(self.directory, PACK_FILE)
+            return own if os.path.lexists(own) else None
+        explicit = self.digests or self.digests_env
+        if explicit:
+            return explicit
+        own = os.path.join(self.directory, PACK_FILE)
+        return own if os.path.lexists(own) else None
+
+    def pack(self):
+        """``(path, {key: {file: sha256}})`` of the digest list, read once, or
+        None when the cache is not a pack. Raises _Refused, naming the list,
+        when there is one that cannot be used (every entry is refused then:
+        a pack whose list is broken must not load as a plain cache)."""
+        if self._pack is _UNSET:
+            path = self.pack_path()
+            try:
+                self._pack = None if path is None else (path, _read_pack(path))
+            except (OSError, ValueError, _Refused) as e:
+                self._pack = _Refused(f"the kernel pack digest list {path} cannot be used: {e}")
+        if isinstance(self._pack, _Refused):
+            raise self._pack
+        return self._pack
 
     def lookup(self, key, compiler_version=None):
         """The cached kernel for ``key``, or None (a miss).
@@ -195,7 +308,13 @@ class KernelCache:
             return self.memory[key]
         d = self.entry_dir(key)
         try:
-            found = self._read_entry(key, d)
+            pack = self.pack()
+            found = self._read_entry(key, d, pack)
+        except _PackMismatch as e:
+            self.stats["corrupt"] += 1
+            warnings.warn(f"attn: kernel cache entry {d} does not match the kernel pack's digest list "
+                          f"{pack[0]} ({e}); not loading it", RuntimeWarning, stacklevel=3)
+            return None
         except (_Refused, OSError, ValueError) as e:
             self.stats["corrupt"] += 1
             what = "is not trusted" if isinstance(e, _Refused) else "is corrupt"
@@ -205,7 +324,7 @@ class KernelCache:
         if found is None:
             self.stats["misses"] += 1
             return None
-        image, manifest, version = found
+        image, manifest, version, _ = found
         if compiler_version is not None and version != compiler_version:
             self.stats["stale"] += 1
             self.stats["misses"] += 1
@@ -215,36 +334,61 @@ class KernelCache:
         self.memory[key] = k
         return k
 
-    def _read_entry(self, key, d):
-        """(image, manifest, compiler version) of entry ``d``, or None when it
-        is absent or not complete yet (no meta.json); raises _Refused, OSError
-        or ValueError for an entry that must not be used."""
+    def _read_entry(self, key, d, pack=None):
+        """(image, manifest, compiler version, {file: sha256}) of entry ``d``,
+        or None when it is absent or, outside a pack, not complete yet (no
+        meta.json); raises _Refused, OSError or ValueError for an entry that
+        must not be used, _PackMismatch for one that differs from ``pack``
+        (``(path, entries)``: the digest list)."""
         try:
             _check_owner(os.stat(self.directory), f"the cache directory {self.directory}")
             dfd = _open_dir(d)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        expected = None
+        if pack is not None:
+            expected = pack[1].get(key)
+            if expected is None:
+                raise _PackMismatch("the entry is not in the list")
         try:
             _check_owner(os.fstat(dfd), "the entry directory")
             try:
                 meta = _read(dfd, "meta.json", MAX_META_BYTES)
             except FileNotFoundError:
+                if expected is not None:
+                    raise _PackMismatch("meta.json is missing") from None
                 return None
+            digests = {"meta.json": _sha(meta)}
+            # Hash meta.json before parsing it: in a pack, only listed bytes are parsed.
+            if expected is not None and digests["meta.json"] != expected["meta.json"]:
+                raise _PackMismatch("meta.json has changed")
             files, version = _parse_meta(meta, key)
+            if expected is not None:
+                listed = {"meta.json"} | {name for name, _ in files.values()}
+                if listed != set(expected):
+                    raise _PackMismatch(_pack_diff(expected, {n: expected.get(n, "") for n in listed}))
             image = b""
             if "image" in files:
                 image = _read(dfd, files["image"][0])
-                if _sha(image) != files["image"][1]:
+                digests[files["image"][0]] = _sha(image)
+                if digests[files["image"][0]] != files["image"][1]:
+                    if expected is not None:
+                        raise _PackMismatch(f"{files['image'][0]} has changed")
                     raise ValueError(f"{files['image'][0]} does not match its checksum")
             manifest = _read(dfd, files["manifest"][0])
-            if _sha(manifest) != files["manifest"][1]:
+            digests[files["manifest"][0]] = _sha(manifest)
+            if digests[files["manifest"][0]] != files["manifest"][1]:
+                if expected is not None:
+                    raise _PackMismatch(f"{files['manifest'][0]} has changed")
                 raise ValueError(f"{files['manifest'][0]} does not match its checksum")
+            if expected is not None and _pack_diff(expected, digests):
+                raise _PackMismatch(_pack_diff(expected, digests))
             try:
                 if not isinstance(json.loads(manifest.decode()), dict):
                     raise ValueError(f"{files['manifest'][0]} is not a JSON object")
             except RecursionError:
                 raise ValueError(f"{files['manifest'][0]} is nested too deeply") from None
-            return image, manifest, version
+            return image, manifest, version, digests
         finally:
             os.close(dfd)
 
@@ -300,9 +444,20 @@ class KernelCache:
 
         Always keeps it in memory; returns the entry directory, or None when
         the cache directory is not writable or not trusted (after one
-        RuntimeWarning), or the entry is another user's (a warning each time).
+        RuntimeWarning), or the entry is another user's (a warning each time),
+        or the cache is a kernel pack (one warning): an entry written into a
+        pack would not be in its digest list.
         """
         self.memory[key] = kernel
+        if not self.writes_pack:
+            pack = self.pack_path()
+            if pack is not None:
+                if not self._warned_pack:
+                    warnings.warn(f"attn: kernel cache {self.directory} is a kernel pack (digest list {pack}); "
+                                  "kernels compiled here are kept in memory for this process only (a pack "
+                                  "changes only through python -m attn.precompile)", RuntimeWarning, stacklevel=3)
+                    self._warned_pack = True
+                return None
         d = self.entry_dir(key)
         image_name = "kernel.cubin" if not kernel.image.lstrip().startswith(b"//") else "kernel.ptx"
         manifest = kernel.manifest.encode()
@@ -344,6 +499,65 @@ class KernelCache:
         kernel.path = d
         return d
 
+
+    # -- kernel packs (python -m attn.precompile / verify-pack) --
+
+    def write_pack(self, produced=(), compiler_version=None):
+        """Writes the directory's digest list (``attn-pack.json``, atomically):
+        for every entry, the SHA-256 of each of its files, meta.json included.
+
+        The entries: ``produced`` (keys this run compiled or checked) and,
+        where the directory already has a list, its entries that still match
+        it, else every complete entry in the directory. An entry changed since
+        the old list was written, or added beside it, is left out (it would
+        be blessed otherwise). Returns ``{"path", "entries", "skipped":
+        [(key, why)]}``; raises OSError or _Refused when the list cannot be
+        written.
+        """
+        self._writable_root()
+        own = os.path.join(self.directory, PACK_FILE)
+        old = None
+        if os.path.lexists(own):
+            try:
+                old = _read_pack(own)
+            except (OSError, ValueError, _Refused) as e:
+                warnings.warn(f"attn: the old digest list {own} cannot be used ({e}); only the entries "
+                              "this run produced go into the new one", RuntimeWarning, stacklevel=2)
+                old = {}
+        produced = set(produced)
+        if old is not None:
+            keys = produced | set(old)
+        else:
+            keys = produced | {n for n in os.listdir(self.directory) if _SHA256_RE.fullmatch(n)}
+        entries, skipped = {}, []
+        for key in sorted(keys):
+            try:
+                found = self._read_entry(key, self.entry_dir(key))
+            except (_Refused, OSError, ValueError) as e:
+                skipped.append((key, str(e)))
+                continue
+            if found is None:
+                skipped.append((key, "absent or incomplete (no meta.json)"))
+                continue
+            digests = found[3]
+            if old and key in old and key not in produced and _pack_diff(old[key], digests):
+                skipped.append((key, f"differs from the old list ({_pack_diff(old[key], digests)})"))
+                continue
+            entries[key] = digests
+        doc = {"attn_pack": PACK_FORMAT, "cache_format": CACHE_FORMAT,
+               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "compiler_version": compiler_version, "entries": entries}
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix="." + PACK_FILE)  # mode 0o600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(json.dumps(doc, indent=1, sort_keys=True).encode())
+            os.replace(tmp, own)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._pack = _UNSET
+        return {"path": own, "entries": len(entries), "skipped": skipped}
 
     # -- inspecting and clearing (python -m attn show-config / clear-cache) --
 
@@ -531,12 +745,83 @@ class KernelCache:
         return size, True
 
 
+def verify_pack(directory, digests=None):
+    """Checks the kernel pack ``directory`` against a digest list: ``digests``,
+    else ``$ATTN_PACK_DIGESTS``, else the pack's own ``attn-pack.json``.
+
+    Returns ``{"digests": path, "entries": n, "files": n, "problems":
+    [(kind, name, why)]}``, kind ``"missing"``, ``"extra"``, ``"changed"`` or
+    ``"refused"`` (what a lookup would not trust: a symbolic link, not this
+    user's, writable by others), name ``<key>/`` (an entry) or
+    ``<key>/<file>``. Lock files and the pack's own list are not extra.
+    Raises _Refused naming the list when it cannot be used, OSError when the
+    directory cannot be read.
+    """
+    path = digests or pack_digests_env() or os.path.join(directory, PACK_FILE)
+    try:
+        entries = _read_pack(path)
+    except (OSError, ValueError, _Refused) as e:
+        raise _Refused(f"the digest list {path} cannot be used: {e}") from None
+    problems, nfiles = [], 0
+    root = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            _check_owner(os.fstat(root), f"the pack directory {directory}")
+        except _Refused as e:
+            problems.append(("refused", "./", str(e)))
+        names = set(os.listdir(root))
+        for key in sorted(entries):
+            if key not in names:
+                problems.append(("missing", key + "/", "the entry is missing"))
+                continue
+            try:
+                st = os.stat(key, dir_fd=root, follow_symlinks=False)
+                if not stat.S_ISDIR(st.st_mode):
+                    raise _Refused("a symbolic link or not a directory")
+                _check_owner(st, "the entry directory")
+                dfd = os.open(key, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root)
+            except (OSError, _Refused) as e:
+                problems.append(("refused", key + "/", str(e)))
+                continue
+            try:
+                present = set(os.listdir(dfd))
+                for name in sorted(entries[key]):
+                    if name not in present:
+                        problems.append(("missing", f"{key}/{name}", "listed, not in the pack"))
+                        continue
+                    try:
+                        data = _read(dfd, name)
+                    except (OSError, _Refused) as e:
+                        problems.append(("refused", f"{key}/{name}", str(e)))
+                        continue
+                    nfiles += 1
+                    if _sha(data) != entries[key][name]:
+                        problems.append(("changed", f"{key}/{name}", "its SHA-256 differs from the list's"))
+                for name in sorted(present - set(entries[key])):
+                    problems.append(("extra", f"{key}/{name}", "in the entry, not in the list"))
+            finally:
+                os.close(dfd)
+        for name in sorted(names - set(entries)):
+            lock = name.endswith(".lock") and _SHA256_RE.fullmatch(name[:-5])
+            if lock or name == PACK_FILE:
+                continue
+            is_dir = stat.S_ISDIR(os.stat(name, dir_fd=root, follow_symlinks=False).st_mode)
+            problems.append(("extra", name + ("/" if is_dir else ""),
+                             "an entry not in the list" if is_dir and _SHA256_RE.fullmatch(name)
+                             else "not in the list"))
+    finally:
+        os.close(root)
+    return {"digests": path, "entries": len(entries), "files": nfiles, "problems": problems}
+
+
 _default = None
 
 
 def default_cache():
-    """The process-wide cache at :func:`default_cache_dir` (re-read if it changes)."""
+    """The process-wide cache at :func:`default_cache_dir` (re-read if it, or
+    ``$ATTN_PACK_DIGESTS``, changes)."""
     global _default
-    if _default is None or _default.directory != default_cache_dir():
+    if _default is None or _default.directory != default_cache_dir() or \
+            _default.digests_env != pack_digests_env():
         _default = KernelCache()
     return _default

@@ -19,13 +19,23 @@ take a per-head table; its values are given at plan time, not here). A
 parameter's value is never part of the kernel, so any value precompiles the
 kernel for all. Kernels the compiler cannot build yet are reported and
 skipped; the exit status is 1 when nothing was compiled.
+
+The directory becomes a kernel pack: ``attn-pack.json`` at its root lists the
+SHA-256 of every file of every entry; the runtime loads only entries that
+match it, and ``python -m attn verify-pack DIR`` checks a carried pack (keep
+a copy of the list apart from the pack and name it with ``--digests`` or
+``ATTN_PACK_DIGESTS``: a list inside the pack can be changed with it).
+Precompiling into a pack again adds to its list; entries changed or added
+there since are left out of it.
 """
 
 import argparse
+import os
 import sys
 import time
 
-from .cache import KernelCache
+from . import compiler as _compiler
+from .cache import KernelCache, _Refused
 from .compiler import get_all_kernels
 from .errors import CompileError
 from .paged import make_spec
@@ -134,8 +144,9 @@ def main(argv=None):
     if a.sinks:
         # Only the variant's presence selects the kernel; the table comes at plan time.
         kw["sinks"] = SINKS_AT_PLAN_TIME
-    cache = KernelCache(a.out)
+    cache = KernelCache(a.out, writes_pack=True)
     done = failed = 0
+    produced = set()
     for arch in _list(a.arch):
         for label, spec in specs_for(hq, hkv, d, _list(a.kinds), _list(a.page_size, int), _list(a.dtype),
                                      _list(a.layout), _list(a.tp, int), kw):
@@ -148,12 +159,24 @@ def main(argv=None):
                 print(f"skipped  {arch} {label}: {e.status}: {first}")
                 continue
             done += 1
+            produced |= {os.path.basename(k.path) for k in [contracts] + kernels if k.path}
             ms = (time.perf_counter() - t0) * 1e3
             sources = sorted({k.source for k in [contracts] + kernels})
             print(f"{'/'.join(sources):8s} {arch} {label}: {len(kernels)} tile candidates, {ms:.0f} ms "
                   f"-> {contracts.path}")
     print(f"attn.precompile: {done} kernel modules in {a.out}, {failed} skipped")
-    return 0 if done else 1
+    if not done:
+        return 1
+    try:
+        r = cache.write_pack(produced, _compiler.compiler_version())
+    except (OSError, _Refused) as e:
+        print(f"attn.precompile: cannot write the digest list in {a.out}: {e}")
+        return 1
+    for key, why in r["skipped"]:
+        print(f"not in the digest list: {key}: {why}")
+    print(f"attn.precompile: digest list {r['path']}: {r['entries']} entries "
+          f"(check a copy with: python -m attn verify-pack {a.out})")
+    return 0
 
 
 if __name__ == "__main__":
