@@ -75,6 +75,10 @@ typedef struct attnRtPlanConfig {
    * group (decode: the batch's KV tokens), which sizes the work list. */
   int32_t fixed_split_tokens;
   int64_t max_kv_tokens;
+  /* Appended after max_kv_tokens: > 0 caps the rows of the partial buffers
+   * (split-KV scratch) below the grid's bound, 2 x CTAs x q_rows; the
+   * planner then splits fewer tiles. 0: the bound. */
+  int64_t max_partial_rows;
 } attnRtPlanConfig;
 
 /* Mirrors attnrt::PlanInputs (host arrays). */

@@ -76,6 +76,7 @@ static bool toConfig(const attnRtPlanConfig *c, PlanConfig *out) {
   out->disable_split = c->disable_split;
   out->fixed_split_tokens = c->fixed_split_tokens;
   out->max_kv_tokens = c->max_kv_tokens;
+  out->max_partial_rows = c->max_partial_rows;
   out->num_candidates = c->num_candidates;
   for (int i = 0; i < c->num_candidates; ++i)
     out->candidates[i] = {c->candidates[i].q_rows, c->candidates[i].kv_tile,

@@ -33,7 +33,9 @@
 //      up with a chunk of a long tile, then the rest of the long tiles. The
 //      best of these plans and step 3's is kept (skew 0.25: 1.36x -> 1.08x).
 // Each CTA boundary splits at most one tile, so work items <= tiles + CTAs,
-// which is how the workspace is sized. Integer arithmetic only: deterministic.
+// which sizes the work list, and split pieces (partial slots) <= 2 x CTAs,
+// which sizes the partial buffers (kSplitSlotsPerCta; the walks check it and
+// keep a tile whole rather than pass it). Integer arithmetic only: deterministic.
 //
 // Plan time (every batch step, bench/NOTES.md v2d): no allocation (the
 // longest-first scratch is in the host workspace, after the flat plan); a
@@ -136,6 +138,10 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
       (c.graph_candidate < 0 || c.graph_candidate >= c.num_candidates))
     return invalid(StatusCode::InvalidArgument,
                    "graph_candidate out of range of the candidates");
+  if (c.max_partial_rows < 0)
+    return invalid(StatusCode::InvalidArgument,
+                   "max_partial_rows (" + std::to_string(c.max_partial_rows) +
+                       ") must be >= 0 (0: the grid's bound)");
   if (c.fixed_split_tokens < 0 || c.max_kv_tokens < 0)
     return invalid(StatusCode::InvalidArgument,
                    "fixed_split_tokens (" + std::to_string(c.fixed_split_tokens) +
@@ -224,8 +230,23 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
                                 "num_qo_heads)"));
     maxTiles = std::max(maxTiles, tiles);
     maxItems = std::max(maxItems, items);
-    partialRows = std::max(partialRows, items * t.q_rows); // < 2^58
+    // Partial slots: only the pieces of split tiles take one. The balancing
+    // planner splits only to fill the grid, and each CTA boundary cuts at
+    // most one tile, so its pieces are at most kSplitSlotsPerCta x CTAs
+    // (the planner holds to that bound): the scratch follows the grid, not
+    // the query rows. A fixed split cuts every tile at its multiples of N,
+    // whatever the grid, so its bound stays its work list (max_kv_tokens);
+    // without splitting nothing is needed.
+    const int64_t slots =
+        c.disable_split ? 0
+        : fixedSplit    ? items
+                        : std::min(items, kSplitSlotsPerCta * ctas);
+    partialRows = std::max(partialRows, slots * t.q_rows); // < 2^58
   }
+  // A caller's cap (e.g. the buffer it has): the balancing planner then
+  // splits fewer tiles; a fixed split that needs more is refused by plan().
+  if (c.max_partial_rows > 0)
+    partialRows = std::min(partialRows, c.max_partial_rows);
   int64_t words = kPlanHeaderWords;
   int64_t offCta = words;
   words += maxCtas + 1;
@@ -672,6 +693,11 @@ struct Assigner {
   WorkItem *items = nullptr;
   MergeUnit *units = nullptr;
   int32_t maxItems = 0, numItems = 0, numUnits = 0, numSlots = 0;
+  /// Partial slots the workspace holds (PlanLayout::getMaxSlots). At most
+  /// one split tile is open at a time (a filler's pieces are never
+  /// interleaved with another cut), so a cut that leaves room for its own
+  /// piece and the open tile's last one (canCut(2)) never runs out.
+  int32_t maxSlots = 0;
   int64_t C = 0, cta = 0, acc = 0, assigned = 0, total = 0, target = 0;
   int64_t fi = 0, ft = 1, granule = 1, minChunk = 1;
   int64_t longKeys = 0; ///< tiles with fewer keys never split
@@ -710,6 +736,12 @@ struct Assigner {
   const Requests *req = nullptr;
   int32_t P = 1, Q = 1, groups = 1;
   bool masked = false;
+
+  /// Whether `pieces` more split pieces fit the partial slots; when not,
+  /// the tile (or its rest) stays whole: whole tiles need no scratch.
+  bool canCut(int64_t pieces) const {
+    return int64_t(numSlots) + pieces <= maxSlots;
+  }
 
   bool isFiller(int64_t keys, int64_t cost) const {
     return keys >= longKeys && cost > fillerAbove;
@@ -777,6 +809,8 @@ struct Assigner {
       // Round down: the CTA stays within its target.
       const int64_t at = (kb + std::min(room, ke - kb - minChunk)) / granule *
                          granule;
+      if (!canCut(2))
+        return; // out of slots: the filler's rest is drained whole
       if (at - kb < minChunk) {
         // A rest under two chunks that this room cannot take whole: it ends
         // a fresh CTA's first item instead (left for later, it would stop
@@ -954,7 +988,7 @@ struct Assigner {
           // granule of rounding, to the last chunk and the last CTAs (D4:
           // 1.18x the mean); equal chunks differ by at most one granule.
           int64_t n = equalChunks(ke - kb);
-          if (n >= 2) {
+          if (n >= 2 && canCut(n)) {
             const int64_t len = ke - kb;
             int64_t from = kb;
             for (int64_t j = 1; j <= n && !overflow; ++j) {
@@ -987,7 +1021,7 @@ struct Assigner {
           // the running target prefers the whole: 50 x 2048 keys 1.28x).
           if (fixedTarget && ke - at < minChunk)
             at = (ke - minChunk) / granule * granule;
-          if (at - kb >= minChunk && ke - at >= minChunk) {
+          if (at - kb >= minChunk && ke - at >= minChunk && canCut(2)) {
             // Every piece after the first pays the fixed cost again.
             chargeExtraPiece();
             emit(b, g, r, rc, kb, int32_t(at), first, false);
@@ -1217,14 +1251,16 @@ static Status assignFixedSplit(const Requests &q, const TileCandidate &t,
                ? int64_t(1)
                : (int64_t(k.end) - 1) / N - int64_t(k.begin) / N + 1;
   };
-  int64_t items = 0, total = 0;
+  int64_t items = 0, total = 0, splitSlots = 0;
   for (int32_t b = 0; b < q.batch; ++b)
     q.forEachTile<Masked>(b, P, Q, [&](int32_t, int32_t, Range k) {
       const int64_t n = chunks(k);
       items += n;
+      splitSlots += n > 1 ? n : 0;
       total += n * fi + int64_t(k.end - k.begin) * ft;
     });
   items *= groups;
+  splitSlots *= groups;
   total *= groups;
   if (items > l.max_items)
     return invalid(StatusCode::GraphMaximaExceeded,
@@ -1236,6 +1272,17 @@ static Status assignFixedSplit(const Requests &q, const TileCandidate &t,
                        " (PlanConfig.max_kv_tokens bounds the keys of a "
                        "plan's tiles per head group: raise it to this "
                        "batch's)");
+  // The exact chunks or nothing: only a max_partial_rows cap below the
+  // work list's bound can leave too few slots.
+  if (splitSlots > l.getMaxSlots(t))
+    return invalid(StatusCode::GraphMaximaExceeded,
+                   "fixed split: the batch's split tiles need " +
+                       std::to_string(splitSlots) + " partial slots of " +
+                       std::to_string(Q) + " rows, the workspace holds " +
+                       std::to_string(l.getMaxSlots(t)) +
+                       " (PlanConfig.max_partial_rows " +
+                       std::to_string(l.partial_rows) +
+                       " caps them: raise it, or 0 for the work list's bound)");
   // Locals, not the Assigner's fields: the item stores would make the
   // compiler reload those (bench/plan BM_PlanDecodeSkewedFixedSplit).
   int32_t *const ctaIndptr = w + l.off_cta_indptr;
@@ -1369,6 +1416,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     a.mergeIndptr = w + l.off_merge_indptr;
     a.units = reinterpret_cast<MergeUnit *>(w + l.off_merge_units);
     a.maxItems = l.max_items;
+    a.maxSlots = l.getMaxSlots(t);
     a.C = C;
     a.reserve = split ? splitReserve : 0;
     a.total = total + a.reserve;

@@ -138,6 +138,15 @@ def get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size=16, *, ki
     ``page_size``; in graph mode the indices buffer's pages), since its work
     list grows with the keys over the split size.
 
+    What the size holds: the flat plan (work list and merge map, which grow
+    with the query tiles, about 100 bytes a query row) and the split-KV
+    scratch (partial outputs and LSE of split tiles), which is bounded by the
+    kernels' grid, 2 x CTAs x tile rows, not by the query rows
+    (docs/Runtime.md, "The split scratch follows the grid"): 128 requests x
+    127 rows at 32/8 heads, head_dim 128 need 18.3 MiB on an H200, so the
+    256 MiB workspace FlashInfer's tests allocate holds every plan of their
+    shapes. A fixed split keeps its own bound (``max_kv_tokens``).
+
     >>> get_workspace_size(32, 8, 128, 16, kind="prefill", max_batch=128,
     ...                    max_total_q_rows=16384, arch="sm_90a", num_sms=132)  # doctest: +SKIP
     """

@@ -44,6 +44,8 @@ inline void checkPlan(const PlanConfig &c, const Batch &b, const PlanView &v) {
   ASSERT_EQ(v.header(kHdrMagic), kPlanMagic);
   ASSERT_LE(v.numCtas(), v.header(kHdrMaxCtas));
   ASSERT_LE(v.numItems(), v.header(kHdrMaxItems));
+  // The partial slots the workspace reserves (issue #13: never more).
+  ASSERT_LE(v.numSlots(), v.header(kHdrMaxSlots));
   if (c.graph_mode) {
     ASSERT_EQ(v.numCtas(), getCandidateCtas(c, c.candidates[v.candidate()]));
   }

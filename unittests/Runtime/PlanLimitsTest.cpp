@@ -450,6 +450,10 @@ struct Adversary {
     }
     c.graph_mode = chance(20);
     c.graph_candidate = uniform(0, c.num_candidates - 1);
+    // A cap on the split scratch (issue #13): fewer tiles split, never an
+    // error.
+    if (chance(20))
+      c.max_partial_rows = uniform(0, 3000);
     // Break the config now and then.
     if (chance(8)) {
       int32_t *fields[] = {&c.num_qo_heads, &c.num_kv_heads, &c.head_dim,

@@ -27,8 +27,10 @@
 // Device workspace (bytes): [flat plan, padded to 256] [partial_o] [partial_lse]
 //   partial_o   float32 [partial_rows][head_dim]   = [max_slots][slot_rows][head_dim]
 //   partial_lse float32 [partial_rows]             (base-2 log-sum-exp)
-// partial_rows is the most any candidate needs (its work-item bound times its
-// q_rows); a plan's header gives the picked candidate's slot_rows (its q_rows)
+// partial_rows is the most any candidate needs (its partial-slot bound times
+// its q_rows; the slot bound is kSplitSlotsPerCta x its CTAs, a fixed split's
+// its work list, 0 without splitting; PlanConfig::max_partial_rows may cap
+// it); a plan's header gives the picked candidate's slot_rows (its q_rows)
 // and max_slots (partial_rows / slot_rows), so the buffers never hold a
 // 128-row slot per item of a 16-row tile.
 //
@@ -72,6 +74,13 @@ constexpr int32_t kMergeUnitWords = 4;
 constexpr int32_t kMaxTileCandidates = 8;
 /// Alignment of the partial buffers inside the device workspace.
 constexpr size_t kDeviceAlign = 256;
+/// Partial slots the workspace holds per CTA of a candidate's grid (the
+/// balancing planner's split pieces). Splitting only pays while the tiles do
+/// not fill the grid, and each CTA boundary cuts at most one tile: a plan has
+/// at most CTAs - 1 split tiles and CTAs - 1 pieces beyond their first, so
+/// 2 x CTAs, whatever the batch's query rows (the planner checks it, keeping
+/// a tile whole rather than pass it).
+constexpr int64_t kSplitSlotsPerCta = 2;
 
 /// How the KV indptr is counted.
 enum class KVIndexing : int32_t {
@@ -197,6 +206,12 @@ struct PlanConfig {
   /// group see in total (decode: the batch's KV tokens); it bounds the extra
   /// chunks the work list and the partial buffers are sized for.
   int64_t max_kv_tokens = 0;
+  /// > 0: at most this many rows of partial buffers (e.g. what the caller's
+  /// buffer holds), below the grid's bound (kSplitSlotsPerCta x CTAs x
+  /// q_rows of the neediest candidate). The balancing planner then splits
+  /// fewer tiles (never fails for it); a fixed split whose exact chunks need
+  /// more slots is GraphMaximaExceeded. 0: the bound itself.
+  int64_t max_partial_rows = 0;
 };
 static_assert(std::is_trivially_copyable_v<PlanConfig>);
 

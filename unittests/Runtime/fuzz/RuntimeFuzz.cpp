@@ -140,6 +140,7 @@ void fuzzPlan(Bytes &b) {
   c.max_total_q_rows = b.field(0, 1000);
   c.min_chunk_tokens = b.field(0, 255);
   c.disable_split = b.field(0, 1);
+  c.max_partial_rows = b.field(0, 1) ? b.field(0, 4000) : 0;
   c.num_candidates = b.field(1, 3);
   for (int i = 0; i < kMaxTileCandidates; ++i) {
     TileCandidate &t = c.candidates[i];
