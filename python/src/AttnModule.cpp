@@ -16,6 +16,12 @@
 // attribute is the status name ("NonMonotoneIndptr", ...) and whose message
 // is the runtime's, naming the bad input.
 //
+// Where the caller gives the device workspace's size (`device_bytes`, the
+// tensor's nbytes; the Planner always has it), upload/run/merge call the
+// runtime's *Sized entry points: a workspace smaller than the plan and its
+// partial buffers reach is WorkspaceTooSmall, naming both sizes, before any
+// copy or launch, instead of a write past its end.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn-c/Runtime.h"
@@ -166,9 +172,9 @@ py::dict summaryDict(const attnRtPlanSummary &s) {
 /// A PlanConfig converted once (the dict's conversion costs more than the
 /// planner at decode sizes), for plan() of every step: `plan` takes the
 /// host arrays as addresses (CPU tensors' data_ptr()) and the maxima of the
-/// step, plans, and queues the uploads (the plan, then the index arrays
-/// through a pinned staging buffer), all in one call with no Python object
-/// built per element.
+/// step, plans, and queues the uploads (the plan, size-checked against the
+/// device workspace, then the index arrays through a pinned staging buffer),
+/// all in one call with no Python object built per element.
 class PyPlanner {
 public:
   explicit PyPlanner(const py::dict &config) : c_(toConfig(config)) {}
@@ -232,7 +238,9 @@ public:
       py::gil_scoped_release release;
       check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
       if (deviceWs) // 0: plan only (CPU tests and measurements)
-        check(attnRtCopyToDevice(ws, s.plan_bytes, deviceWs, stream));
+        // Sized: the runtime checks the plan against deviceWsBytes too.
+        check(attnRtUploadPlanSized(ws, hostWsBytes, deviceWs, deviceWsBytes,
+                                    stream));
       if (staging) {
         char *st = reinterpret_cast<char *>(staging);
         std::memcpy(st, in.kv_indptr, kvBytes);
@@ -533,47 +541,69 @@ PYBIND11_MODULE(_attn, m) {
       "The candidate plan() picks for a batch: the smallest tile holding the "
       "average packed query length.");
 
+  // device_bytes None: an address alone, unchecked (the runtime's unsized
+  // calls); callers that hold the workspace tensor pass its nbytes.
   m.def(
       "upload_plan",
       [](uint64_t host_ptr, size_t host_bytes, uint64_t device_ptr,
-         uint64_t stream) {
-        check(attnRtUploadPlan(reinterpret_cast<const void *>(host_ptr), host_bytes,
-                               device_ptr, stream));
+         uint64_t stream, std::optional<size_t> device_bytes) {
+        const void *host = reinterpret_cast<const void *>(host_ptr);
+        check(device_bytes ? attnRtUploadPlanSized(host, host_bytes, device_ptr,
+                                                   *device_bytes, stream)
+                           : attnRtUploadPlan(host, host_bytes, device_ptr, stream));
       },
       py::arg("host_ptr"), py::arg("host_bytes"), py::arg("device_ptr"),
-      py::arg("stream"));
+      py::arg("stream"), py::arg("device_bytes") = py::none(),
+      "Copies the plan to the device workspace on `stream`; with "
+      "device_bytes, a workspace smaller than the plan needs raises Error "
+      "(WorkspaceTooSmall) first.");
 
   m.def(
       "run",
       [](const PyModule &module, const std::string &attention_kernel,
          const std::optional<std::string> &merge_kernel, uint64_t host_ptr,
          size_t host_bytes, uint64_t device_ws, const py::list &args,
-         uint64_t stream) {
+         uint64_t stream, std::optional<size_t> device_bytes) {
         std::vector<std::string> names;
         std::vector<attnRtArg> a = toArgs(args, names);
-        check(attnRtRun(module.get(), attention_kernel.c_str(),
-                        merge_kernel ? merge_kernel->c_str() : nullptr,
-                        reinterpret_cast<const void *>(host_ptr), host_bytes,
-                        device_ws, a.data(), int32_t(a.size()), stream));
+        const void *host = reinterpret_cast<const void *>(host_ptr);
+        const char *merge = merge_kernel ? merge_kernel->c_str() : nullptr;
+        check(device_bytes
+                  ? attnRtRunSized(module.get(), attention_kernel.c_str(), merge,
+                                   host, host_bytes, device_ws, *device_bytes,
+                                   a.data(), int32_t(a.size()), stream)
+                  : attnRtRun(module.get(), attention_kernel.c_str(), merge, host,
+                              host_bytes, device_ws, a.data(), int32_t(a.size()),
+                              stream));
       },
       py::arg("module"), py::arg("attention_kernel"), py::arg("merge_kernel"),
       py::arg("host_ptr"), py::arg("host_bytes"), py::arg("device_workspace"),
-      py::arg("args"), py::arg("stream"));
+      py::arg("args"), py::arg("stream"), py::arg("device_bytes") = py::none(),
+      "Launches the planned attention (and merge) kernels; with device_bytes, "
+      "a workspace smaller than the plan needs raises Error "
+      "(WorkspaceTooSmall) before any launch.");
 
   m.def(
       "merge",
       [](const PyModule &module, const std::string &merge_kernel, uint64_t host_ptr,
          size_t host_bytes, uint64_t device_ws, const py::list &args,
-         uint64_t stream) {
+         uint64_t stream, std::optional<size_t> device_bytes) {
         std::vector<std::string> names;
         std::vector<attnRtArg> a = toArgs(args, names);
-        check(attnRtMerge(module.get(), merge_kernel.c_str(),
-                          reinterpret_cast<const void *>(host_ptr), host_bytes,
-                          device_ws, a.data(), int32_t(a.size()), stream));
+        const void *host = reinterpret_cast<const void *>(host_ptr);
+        check(device_bytes
+                  ? attnRtMergeSized(module.get(), merge_kernel.c_str(), host,
+                                     host_bytes, device_ws, *device_bytes,
+                                     a.data(), int32_t(a.size()), stream)
+                  : attnRtMerge(module.get(), merge_kernel.c_str(), host,
+                                host_bytes, device_ws, a.data(), int32_t(a.size()),
+                                stream));
       },
       py::arg("module"), py::arg("merge_kernel"), py::arg("host_ptr"),
       py::arg("host_bytes"), py::arg("device_workspace"), py::arg("args"),
-      py::arg("stream"));
+      py::arg("stream"), py::arg("device_bytes") = py::none(),
+      "Launches only the merge kernel over the plan's merge map; device_bytes "
+      "as for run().");
 
   //===--------------------------------------------------------------------===//
   // Compiler (only when built with it)

@@ -83,7 +83,8 @@ class Native:
         self.planners.append(p)
         return p
 
-    def upload_plan(self, host, nbytes, dev, stream):
+    def upload_plan(self, host, nbytes, dev, stream, device_bytes=None):
+        assert device_bytes is None or nbytes <= device_bytes  # the binding's Sized check, roughly
         ctypes.memmove(dev, host, nbytes)
 
 
