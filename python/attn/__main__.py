@@ -179,6 +179,8 @@ def clear_cache(cache_dir=None, dry_run=False, out=None):
         out.write(f"{verb} {key} ({_human(size)})\n")
     for name, why in r["kept"]:
         out.write(f"kept {name}: {why}\n")
+    if r.get("digest_list"):
+        out.write(f"{verb} the kernel pack's digest list {r['digest_list']}\n")
     out.write(f"attn clear-cache: {verb} {len(r['removed'])} entries ({_human(r['bytes'])}) from "
               f"{cache.directory}{', kept ' + str(len(r['kept'])) if r['kept'] else ''}\n")
     return 1 if r["kept"] else 0

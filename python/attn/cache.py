@@ -649,7 +649,8 @@ class KernelCache:
         them only the files :meth:`store` writes (``kernel.cubin``,
         ``kernel.ptx``, ``kernel.json``, ``meta.json`` and their temporary
         ``.<name>*`` files); an entry holding anything else keeps that and its
-        directory. Symbolic links are never followed (one at an entry's name
+        directory. A kernel pack's digest list goes too when every entry did
+        (``"digest_list"``: its path), so the directory is a plain cache again. Symbolic links are never followed (one at an entry's name
         is left alone). Each entry is removed holding its key's lock
         (:meth:`locked`, without waiting): an entry being compiled right now
         is kept. The lock file goes too, still held, so a process that
@@ -669,6 +670,14 @@ class KernelCache:
                           {n[:-5] for n in names if n.endswith(".lock") and _SHA256_RE.fullmatch(n[:-5])})
             for key in keys:
                 self._clear_key(root, key, key in names, key + ".lock" in names, dry_run, report)
+            if PACK_FILE in names and not report["kept"]:
+                # Every entry went: the list would only keep the empty directory a pack
+                # (not written to at run time). With entries kept, so is the list.
+                st = os.stat(PACK_FILE, dir_fd=root, follow_symlinks=False)
+                if (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and st.st_uid == os.geteuid():
+                    if not dry_run:
+                        os.unlink(PACK_FILE, dir_fd=root)
+                    report["digest_list"] = os.path.join(self.directory, PACK_FILE)
         finally:
             os.close(root)
         for key, _ in report["removed"]:

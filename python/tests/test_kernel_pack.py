@@ -264,3 +264,13 @@ def test_precompile_writes_a_pack_that_verifies(tmp_path, monkeypatch, capsys):
     with open(os.path.join(out, PACK_FILE)) as f:
         assert changed not in json.load(f)["entries"]
     assert ("extra", changed + "/") in _problems(out)
+
+
+def test_clear_cache_of_a_whole_pack_removes_its_list(pack):
+    out = io.StringIO()
+    assert cli.clear_cache(pack, dry_run=True, out=out) == 0
+    assert "would remove the kernel pack's digest list" in out.getvalue()
+    assert os.path.exists(os.path.join(pack, PACK_FILE))
+    assert cli.clear_cache(pack, out=io.StringIO()) == 0
+    assert not os.path.exists(os.path.join(pack, PACK_FILE))
+    assert KernelCache(pack).store(KEY_A, _kernel()) is not None  # a plain cache again: written to
