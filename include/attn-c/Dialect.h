@@ -7,8 +7,9 @@
 |* The attn dialect in MLIR's C API style (mlir-c/IR.h, BuiltinAttributes.h), *|
 |* for compilers not written in C++: register the dialect, its passes and     *|
 |* pipelines, build and read the #attn.bsr / #attn.composed / #attn.tile      *|
-|* attributes, and use MLIR's own C API (mlirModuleCreateParse,               *|
-|* mlirPassManager*, mlirOperationPrint, ...) on the IR.                      *|
+|* attributes, build the attn ops, and use MLIR's own C API                   *|
+|* (mlirModuleCreateParse, mlirPassManager*, mlirOperationPrint, ...) on the  *|
+|* IR.                                                                        *|
 |*                                                                            *|
 |* Exported, together with MLIR's C API (mlir-c/IR.h, BuiltinAttributes.h,    *|
 |* BuiltinTypes.h, Pass.h, Diagnostics.h, Support.h, AffineMap.h, ...), from  *|
@@ -146,6 +147,45 @@ MLIR_CAPI_EXPORTED int64_t attnTileAttrGetStages(MlirAttribute attr);
 MLIR_CAPI_EXPORTED int64_t attnTileAttrGetGqaPack(MlirAttribute attr);
 MLIR_CAPI_EXPORTED int64_t attnTileAttrGetCtasPerSM(MlirAttribute attr);
 MLIR_CAPI_EXPORTED MlirTypeID attnTileAttrGetTypeID(void);
+
+/*===----------------------------------------------------------------------===*
+ * Operations
+ *
+ * Each builder creates its op at `loc`, detached: insert it with
+ * mlirBlockInsertOwnedOperation* (or destroy it with mlirOperationDestroy).
+ * The op's verifier runs first; when it fails, the builder emits its message
+ * as an error diagnostic and returns a null operation (mlirOperationIsNull),
+ * never aborting. Result types are derived from the operands, as the textual
+ * form states them.
+ *===----------------------------------------------------------------------===*/
+
+/* attn.attention: query [rows, Hq, D], key/value caches in the format's
+ * layout, the format's i32 index arrays (view after view), an optional
+ * custom mask and sm_scale (pass a null MlirValue to leave one out), the
+ * variants by name ("causal", "soft_cap", ...; in application order) and
+ * their runtime parameters. Results: output (the query's type) and lse
+ * (tensor<rows x Hq x f32>). */
+MLIR_CAPI_EXPORTED MlirOperation attnAttentionOpCreate(
+    MlirLocation loc, MlirValue query, MlirValue keyCache,
+    MlirValue valueCache, MlirAttribute format, intptr_t numIndices,
+    MlirValue const *indices, MlirValue mask, MlirValue smScale,
+    intptr_t numVariants, MlirStringRef const *variants, intptr_t numParams,
+    MlirValue const *params);
+
+/* attn.merge_states of `numStates` partial results (outputs and their LSEs,
+ * in matching order) into an output of element type `outputElementType`
+ * (e.g. bf16 from f32 partials; a null type keeps the partials' type). */
+MLIR_CAPI_EXPORTED MlirOperation attnMergeStatesOpCreate(
+    MlirLocation loc, intptr_t numStates, MlirValue const *outputs,
+    MlirValue const *lses, MlirType outputElementType);
+
+/* attn.append_kv: new keys/values [tokens, Hkv, D] into the caches of the
+ * single paged view `format`, through its index arrays (batch_indices,
+ * positions, kv_indptr, kv_indices). Results: the updated caches. */
+MLIR_CAPI_EXPORTED MlirOperation attnAppendKVOpCreate(
+    MlirLocation loc, MlirValue key, MlirValue value, MlirValue keyCache,
+    MlirValue valueCache, MlirAttribute format, intptr_t numIndices,
+    MlirValue const *indices);
 
 #ifdef __cplusplus
 }

@@ -5,10 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // attn-c/Dialect.h over the C++ dialect: registration of the dialect, of the
-// dialects its pipelines need and of its passes, and the #attn.bsr /
-// #attn.composed / #attn.tile builders and getters. Builders go through
-// getChecked, so invalid parameters are a diagnostic and a null attribute,
-// never an assertion.
+// dialects its pipelines need and of its passes, the #attn.bsr /
+// #attn.composed / #attn.tile builders and getters, and the op builders.
+// Attribute builders go through getChecked and op builders through the op's
+// verifier, so invalid parameters are a diagnostic and a null result, never
+// an assertion.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 
 #include <functional>
 #include <mutex>
@@ -206,4 +208,152 @@ int64_t attnTileAttrGetCtasPerSM(MlirAttribute attr) {
 }
 MlirTypeID attnTileAttrGetTypeID(void) {
   return wrap(TypeID::get<attn::TileAttr>());
+}
+
+//===----------------------------------------------------------------------===//
+// Operations
+//===----------------------------------------------------------------------===//
+
+namespace {
+MlirOperation nullOp() { return MlirOperation{nullptr}; }
+
+/// Values of a C array; false (with an error at `loc`) when one is null or
+/// the array is missing.
+bool unwrapValues(Location loc, StringRef op, StringRef what, intptr_t n,
+                  MlirValue const *values, SmallVectorImpl<Value> &out) {
+  if (n < 0 || (n > 0 && !values)) {
+    emitError(loc) << op << ": no " << what << " given";
+    return false;
+  }
+  for (intptr_t i = 0; i < n; ++i) {
+    if (mlirValueIsNull(values[i])) {
+      emitError(loc) << op << ": " << what << " " << i << " is null";
+      return false;
+    }
+    out.push_back(unwrap(values[i]));
+  }
+  return true;
+}
+
+/// The built op if it verifies; else erased, its diagnostics emitted.
+MlirOperation verified(Operation *op) {
+  if (succeeded(verify(op)))
+    return wrap(op);
+  op->erase();
+  return nullOp();
+}
+} // namespace
+
+MlirOperation attnAttentionOpCreate(
+    MlirLocation location, MlirValue query, MlirValue keyCache,
+    MlirValue valueCache, MlirAttribute format, intptr_t numIndices,
+    MlirValue const *indices, MlirValue mask, MlirValue smScale,
+    intptr_t numVariants, MlirStringRef const *variants, intptr_t numParams,
+    MlirValue const *params) {
+  Location loc = unwrap(location);
+  MLIRContext *context = loc.getContext();
+  constexpr StringLiteral op = "attn.attention";
+  if (mlirValueIsNull(query) || mlirValueIsNull(keyCache) ||
+      mlirValueIsNull(valueCache)) {
+    emitError(loc) << op << ": the query and both caches are required";
+    return nullOp();
+  }
+  if (mlirAttributeIsNull(format)) {
+    emitError(loc) << op << ": no format given";
+    return nullOp();
+  }
+  auto queryType = dyn_cast<RankedTensorType>(unwrap(query).getType());
+  if (!queryType || queryType.getRank() != 3) {
+    emitError(loc) << op << ": the query must be a tensor<rows x Hq x D>, got "
+                   << unwrap(query).getType();
+    return nullOp();
+  }
+  SmallVector<Value> indexValues, paramValues;
+  if (!unwrapValues(loc, op, "index array", numIndices, indices,
+                    indexValues) ||
+      !unwrapValues(loc, op, "variant parameter", numParams, params,
+                    paramValues))
+    return nullOp();
+  if (numVariants < 0 || (numVariants > 0 && !variants)) {
+    emitError(loc) << op << ": no variant names given";
+    return nullOp();
+  }
+  OpBuilder builder(context);
+  ArrayAttr variantList;
+  if (numVariants > 0) {
+    SmallVector<Attribute> names;
+    for (intptr_t i = 0; i < numVariants; ++i)
+      names.push_back(FlatSymbolRefAttr::get(context, unwrap(variants[i])));
+    variantList = builder.getArrayAttr(names);
+  }
+  auto lseType =
+      RankedTensorType::get({queryType.getDimSize(0), queryType.getDimSize(1)},
+                            Float32Type::get(context));
+  Value maskValue = mlirValueIsNull(mask) ? Value() : unwrap(mask);
+  Value scaleValue = mlirValueIsNull(smScale) ? Value() : unwrap(smScale);
+  auto attention = attn::AttentionOp::create(
+      builder, loc, queryType, lseType, unwrap(query), unwrap(keyCache),
+      unwrap(valueCache), indexValues, maskValue, scaleValue, paramValues,
+      unwrap(format), variantList, attn::TileAttr(), ArrayAttr());
+  return verified(attention);
+}
+
+MlirOperation attnMergeStatesOpCreate(MlirLocation location,
+                                      intptr_t numStates,
+                                      MlirValue const *outputs,
+                                      MlirValue const *lses,
+                                      MlirType outputElementType) {
+  Location loc = unwrap(location);
+  constexpr StringLiteral op = "attn.merge_states";
+  SmallVector<Value> outputValues, lseValues;
+  if (!unwrapValues(loc, op, "partial output", numStates, outputs,
+                    outputValues) ||
+      !unwrapValues(loc, op, "partial LSE", numStates, lses, lseValues))
+    return nullOp();
+  if (numStates == 0) {
+    emitError(loc) << op << ": no states to merge";
+    return nullOp();
+  }
+  auto outputType = dyn_cast<RankedTensorType>(outputValues[0].getType());
+  if (!outputType) {
+    emitError(loc) << op << ": partial outputs must be ranked tensors, got "
+                   << outputValues[0].getType();
+    return nullOp();
+  }
+  if (!mlirTypeIsNull(outputElementType))
+    outputType = outputType.clone(unwrap(outputElementType));
+  OpBuilder builder(loc.getContext());
+  auto merge = attn::MergeStatesOp::create(builder, loc, outputType,
+                                           lseValues[0].getType(),
+                                           outputValues, lseValues);
+  return verified(merge);
+}
+
+MlirOperation attnAppendKVOpCreate(MlirLocation location, MlirValue key,
+                                   MlirValue value, MlirValue keyCache,
+                                   MlirValue valueCache, MlirAttribute format,
+                                   intptr_t numIndices,
+                                   MlirValue const *indices) {
+  Location loc = unwrap(location);
+  constexpr StringLiteral op = "attn.append_kv";
+  if (mlirValueIsNull(key) || mlirValueIsNull(value) ||
+      mlirValueIsNull(keyCache) || mlirValueIsNull(valueCache)) {
+    emitError(loc) << op << ": the new keys, values and both caches are "
+                            "required";
+    return nullOp();
+  }
+  auto bsr = dyn_cast_or_null<attn::BsrAttr>(unwrap(format));
+  if (!bsr) {
+    emitError(loc) << op << ": the format must be one #attn.bsr view";
+    return nullOp();
+  }
+  SmallVector<Value> indexValues;
+  if (!unwrapValues(loc, op, "index array", numIndices, indices, indexValues))
+    return nullOp();
+  Value cache = unwrap(keyCache);
+  OpBuilder builder(loc.getContext());
+  auto append = attn::AppendKVOp::create(
+      builder, loc, cache.getType(), unwrap(valueCache).getType(), unwrap(key),
+      unwrap(value), cache, unwrap(valueCache), indexValues, bsr);
+  return verified(append);
 }

@@ -7,13 +7,16 @@
 |* module with attn.attention (the built #attn.bsr printed into it) parsed,   *|
 |* lowered with attn's pipelines through mlirPassManager*, and the kernels    *|
 |* checked: gpu.funcs after attn-outline-kernels, gpu.kernel llvm.funcs in a  *|
-|* gpu.module with an #nvvm.target after attn-to-nvvm-pipeline. No GPU.       *|
+|* gpu.module with an #nvvm.target after attn-to-nvvm-pipeline; the same      *|
+|* attention built with the C op builders (and merge_states, append_kv;       *|
+|* invalid operands a null op and a diagnostic), lowered the same way. No GPU.*|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #include "attn-c/Dialect.h"
 
 #include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
@@ -131,6 +134,19 @@ static const char *kModule =
     "      : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>\n"
     "      -> tensor<?x32x128xbf16>, tensor<?x32xf32>\n"
     "  return %%o, %%lse : tensor<?x32x128xbf16>, tensor<?x32xf32>\n"
+    "}\n";
+
+/* A function whose body the C builders fill: its arguments are the operands,
+ * and its return first returns placeholders (%q, %lse0), then the attention's
+ * results. */
+static const char *kShell =
+    "func.func @decode(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>,\n"
+    "                  %v: tensor<?x16x8x128xbf16>, %qo: tensor<?xi32>,\n"
+    "                  %kp: tensor<?xi32>, %ki: tensor<?xi32>, %kl: tensor<?xi32>,\n"
+    "                  %lse0: tensor<?x32xf32>, %kn: tensor<?x8x128xbf16>,\n"
+    "                  %vn: tensor<?x8x128xbf16>, %bi: tensor<?xi32>, %pos: tensor<?xi32>)\n"
+    "    -> (tensor<?x32x128xbf16>, tensor<?x32xf32>) {\n"
+    "  return %q, %lse0 : tensor<?x32x128xbf16>, tensor<?x32xf32>\n"
     "}\n";
 
 int main(void) {
@@ -323,7 +339,92 @@ int main(void) {
   if (diagnostics.errors)
     fprintf(stderr, "dialect-c: %s\n", diagnostics.last);
 
-  /* 5. Errors are results, not aborts: an unknown pass, IR with an invalid
+  /* 5. The same attention built with the C op builders, lowered. */
+  {
+    MlirModule module = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kShell));
+    expect(!mlirModuleIsNull(module), "the function shell parses");
+    MlirOperation func = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+    MlirOperation ret = mlirBlockGetTerminator(body);
+    MlirValue arg[12];
+    for (int i = 0; i < 12; ++i)
+      arg[i] = mlirBlockGetArgument(body, i);
+    MlirLocation loc = mlirLocationUnknownGet(ctx);
+    MlirStringRef causal = mlirStringRefCreateFromCString("causal");
+    MlirValue none = {NULL};
+    MlirOperation att = attnAttentionOpCreate(loc, arg[0], arg[1], arg[2], paged, 4, &arg[3],
+                                              none, none, 1, &causal, 0, NULL);
+    expect(!mlirOperationIsNull(att), "attnAttentionOpCreate builds attn.attention");
+    expect(diagnostics.errors == 0, "no diagnostics from a valid attention");
+    if (!mlirOperationIsNull(att)) {
+      mlirBlockInsertOwnedOperationBefore(body, ret, att);
+      mlirOperationSetOperand(ret, 0, mlirOperationGetResult(att, 0));
+      mlirOperationSetOperand(ret, 1, mlirOperationGetResult(att, 1));
+      expect(mlirOperationVerify(mlirModuleGetOperation(module)), "the built module verifies");
+      char *text = printOperation(mlirModuleGetOperation(module));
+      expect(strstr(text, "attn.attention %arg0, %arg1, %arg2 format(#attn.bsr<") != NULL &&
+                 strstr(text, "variants [@causal]") != NULL,
+             "the built attention prints as its textual form");
+      free(text);
+    }
+
+    /* merge_states of the attention's result with itself, into f32; append_kv. */
+    MlirValue outs[2] = {mlirOperationGetResult(att, 0), mlirOperationGetResult(att, 0)};
+    MlirValue lses[2] = {mlirOperationGetResult(att, 1), arg[7]};
+    MlirOperation merge = attnMergeStatesOpCreate(loc, 2, outs, lses, mlirF32TypeGet(ctx));
+    expect(!mlirOperationIsNull(merge) && mlirOperationGetNumResults(merge) == 2,
+           "attnMergeStatesOpCreate builds attn.merge_states");
+    MlirValue appendIndices[4] = {arg[10], arg[11], arg[4], arg[5]};
+    MlirOperation append = attnAppendKVOpCreate(loc, arg[8], arg[9], arg[1], arg[2], paged,
+                                                4, appendIndices);
+    expect(!mlirOperationIsNull(append) && mlirOperationGetNumResults(append) == 2,
+           "attnAppendKVOpCreate builds attn.append_kv");
+    expect(diagnostics.errors == 0, "no diagnostics from valid merge and append ops");
+    if (!mlirOperationIsNull(merge))
+      mlirOperationDestroy(merge);
+    if (!mlirOperationIsNull(append))
+      mlirOperationDestroy(append);
+
+    /* Invalid operands: a null operation and one error each, no abort. */
+    MlirOperation invalid[] = {
+        /* 3 index arrays for a paged view of 4 */
+        attnAttentionOpCreate(loc, arg[0], arg[1], arg[2], paged, 3, &arg[3], none, none, 1,
+                              &causal, 0, NULL),
+        /* the query missing */
+        attnAttentionOpCreate(loc, none, arg[1], arg[2], paged, 4, &arg[3], none, none, 0, NULL,
+                              0, NULL),
+        /* an i32 index array for the query */
+        attnAttentionOpCreate(loc, arg[3], arg[1], arg[2], paged, 4, &arg[3], none, none, 0,
+                              NULL, 0, NULL),
+        /* no states */
+        attnMergeStatesOpCreate(loc, 0, outs, lses, (MlirType){NULL}),
+        /* a composed format for append_kv */
+        attnAppendKVOpCreate(loc, arg[8], arg[9], arg[1], arg[2], cascade, 4, appendIndices),
+        /* keys of the query's head count */
+        attnAppendKVOpCreate(loc, arg[0], arg[0], arg[1], arg[2], paged, 4, appendIndices),
+    };
+    int numBad = (int)(sizeof(invalid) / sizeof(invalid[0]));
+    int nulls = 0;
+    for (int i = 0; i < numBad; ++i)
+      nulls += mlirOperationIsNull(invalid[i]);
+    expect(nulls == numBad, "every invalid op builder call gives a null operation");
+    expect(diagnostics.errors == numBad, "one error diagnostic per invalid op builder call");
+    printf("dialect-c: %d invalid op builder calls: %d null operations, %d errors, the last: %s\n",
+           numBad, nulls, diagnostics.errors, diagnostics.last);
+    diagnostics.errors = 0;
+
+    expect(runPipeline(ctx, module, "builtin.module(attn-to-nvvm-pipeline{chip=sm_90})"),
+           "attn-to-nvvm-pipeline on the built module");
+    char *text = printOperation(mlirModuleGetOperation(module));
+    expect(count(text, "llvm.func @attn_decode_") == 1 && count(text, "llvm.func @attn_merge_") == 1,
+           "the built attention's kernels lowered to llvm.func");
+    printf("dialect-c: the C-built attention lowered to %d gpu.kernel llvm.funcs\n",
+           count(text, "gpu.kernel"));
+    free(text);
+    mlirModuleDestroy(module);
+  }
+
+  /* 6. Errors are results, not aborts: an unknown pass, IR with an invalid
    *    #attn.tile. */
   {
     MlirModule module = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(source));
