@@ -58,9 +58,11 @@ if [ -z "${SKIP_TESTS:-}" ]; then
     echo "memcheck exit status $? ($(grep -c "Invalid" "$OUT/memcheck.log") invalid accesses reported)"
     tail -3 "$OUT/memcheck.log"
     echo "=== compute-sanitizer racecheck: the demo check's kernels (shared-memory hazards) ==="
-    "$sanitizer" --tool racecheck --racecheck-report hazard --error-exitcode 3 \
+    # Instrumenting every shared-memory access is slow: bounded, and said so.
+    timeout ${RACECHECK_TIMEOUT:-180} "$sanitizer" --tool racecheck --racecheck-report hazard --error-exitcode 3 \
       python3 examples/check_llama3.py > "$OUT/racecheck.log" 2>&1
-    echo "racecheck exit status $? ($(grep -c "Race reported\|Error: Race" "$OUT/racecheck.log") hazards reported)"
+    rc=$?; [ $rc -eq 124 ] && echo "racecheck stopped after ${RACECHECK_TIMEOUT:-180} s (not finished)"
+    echo "racecheck exit status $rc ($(grep -c "Race reported\|Error: Race" "$OUT/racecheck.log") hazards reported)"
     tail -3 "$OUT/racecheck.log"
   else
     echo "compute-sanitizer not found: memcheck and racecheck not run"
