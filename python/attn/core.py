@@ -713,7 +713,8 @@ class WrapperBase:
             kv_lens=kv_lens, workspace_bytes=host_bytes)
         stream = torch.cuda.current_stream(self._device)
         _native.native().upload_plan(self._host_ws.data_ptr(), summary["plan_bytes"],
-                                     self._workspace.data_ptr(), stream.cuda_stream)
+                                     self._workspace.data_ptr(), stream.cuda_stream,
+                                     device_bytes=self._workspace.nbytes)
         try:
             dev = self._upload_i32(uploads)
         finally:
@@ -845,7 +846,8 @@ class WrapperBase:
                                "(and fixed buffers) to capture run()")
         stream = torch.cuda.current_stream(self._device).cuda_stream
         _native.native().run(p.module, p.attention_kernel, p.merge_kernel, self._host_ws.data_ptr(),
-                             p.host_bytes, self._workspace.data_ptr(), args + p.args, stream)
+                             p.host_bytes, self._workspace.data_ptr(), args + p.args, stream,
+                             device_bytes=self._workspace.nbytes)
 
     def _check_planned(self):
         if self._planned is None:

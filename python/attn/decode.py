@@ -289,7 +289,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         p.keepalive = keep
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
                   "kv_indices": d_idx.data_ptr(), "kv_indices_x2": None}
-        if self._wants_x2:
+        if self._wants_x2 or self._use_cuda_graph:
             self._double_indices(p)
         self._planned = p
         return True

@@ -146,7 +146,7 @@ class PagedWrapperBase(core.WrapperBase):
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
                   "kv_indices": d_idx.data_ptr(), "kv_indices_x2": None}
         p.indices = d_idx
-        if self._wants_x2:
+        if self._wants_x2 or self._use_cuda_graph:
             self._double_indices(p)
         if has_mask:
             kv_lens = [(kv_h[b + 1] - kv_h[b] - 1) * page_size + last_h[b] if kv_h[b + 1] > kv_h[b] else 0
@@ -163,14 +163,14 @@ class PagedWrapperBase(core.WrapperBase):
         """Writes ``kv_indices * 2`` (the page indices of K and V in a combined
         ``[pages, 2, ...]`` cache) for plan ``p`` into the wrapper's buffer.
 
-        Made by the first run that reads such a cache after each plan, and by
-        every plan once a run has (``_wants_x2``), so a wrapper over
-        ``(k, v)`` tuples never pays for it. The buffer is the wrapper's,
-        allocated by the first such run (usually the warm-up run before a
-        capture; a run captured first allocates it from the graph's pool and
-        captures this multiply, which then replays over the fixed indices
-        buffer); like the other device index arrays it is rewritten on the
-        current stream, after the runs queued there."""
+        Eager mode: made by the first run that reads such a cache after each
+        plan, and by every plan once a run has (``_wants_x2``), so a wrapper
+        over ``(k, v)`` tuples never pays for it. Graph mode: made by every
+        plan, so the buffer is never allocated under a capture (CUDA-graph
+        trees allocate their warm-up runs from the graph's pool and refuse a
+        buffer that outlives them). The buffer is the wrapper's; like the
+        other device index arrays it is rewritten on the current stream,
+        after the runs queued there."""
         torch = torch_module()
         d_idx = p.indices
         n = int(d_idx.numel())
