@@ -31,4 +31,6 @@ for d in 80 96; do pc --heads 32/8 --head-dim $d --kinds decode,prefill,ragged; 
 pc --heads 32/8 --head-dim 128 --kinds decode,prefill --page-size 3,48,544     # general page sizes
 pc --heads 32/8 --head-dim 128 --kinds decode --layout HND                     # strided views (HND)
 pc --heads 32/8 --head-dim 128 --kinds prefill --page-size 1                   # SGLang's 3-D buffers
+pc --heads 8/4 --head-dim 128 --kinds prefill --page-size 1,16 --dtype f16,bf16 --window-left 33  # paged window
 /usr/bin/python3 python/tests/test_gpu_output_transform.py --precompile "$out"  # a custom output transform
+ATTN_BUILD_DIR=$build ARCHS="$archs" "$(dirname "$0")/../../examples/serve_precompile.sh" "$out"  # examples/serve.py
