@@ -16,7 +16,8 @@ arch, cache), ``ATTN_LOGLEVEL=INFO`` logs what is compiled, and
 from . import log as _log
 from . import cascade, decode, mla, ops, page, prefill, utils
 from .cache import KernelCache, default_cache, default_cache_dir
-from .cascade import MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place, merge_states
+from .cascade import (BatchDecodeWithSharedPrefixPagedKVCacheWrapper, BatchPrefillWithSharedPrefixPagedKVCacheWrapper,
+                      MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place, merge_states)
 from .decode import (BatchDecodeMlaWithPagedKVCacheWrapper, BatchDecodeWithPagedKVCacheWrapper,
                      CUDAGraphBatchDecodeWithPagedKVCacheWrapper, fast_decode_plan, single_decode_with_kv_cache)
 from .errors import AttnError, CompileError, KernelNotFoundError
@@ -38,6 +39,7 @@ __all__ = [
     "BatchDecodeWithPagedKVCacheWrapper", "CUDAGraphBatchDecodeWithPagedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",
     "BatchPrefillWithRaggedKVCacheWrapper", "MultiLevelCascadeAttentionWrapper",
+    "BatchDecodeWithSharedPrefixPagedKVCacheWrapper", "BatchPrefillWithSharedPrefixPagedKVCacheWrapper",
     "merge_state", "merge_state_in_place", "merge_states", "append_paged_kv_cache",
     "get_batch_indices_positions", "get_seq_lens", "fast_decode_plan", "single_prefill_with_kv_cache",
     "single_prefill_with_kv_cache_return_lse", "single_decode_with_kv_cache", "next_positive_power_of_2",

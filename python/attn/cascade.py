@@ -139,3 +139,126 @@ class MultiLevelCascadeAttentionWrapper:
         return out
 
     forward = run
+
+
+def _shared_prefix_state(q, k_shared, v_shared, kv_layout, sm_scale):
+    """Every query row over the whole shared prefix (non-causal), with LSE."""
+    from .prefill import single_prefill_with_kv_cache
+    return single_prefill_with_kv_cache(q, k_shared, v_shared, causal=False, kv_layout=kv_layout,
+                                        sm_scale=sm_scale, return_lse=True)
+
+
+def _reject_rope(name, rope_scale, rope_theta, allow_fp16_qk_reduction):
+    if rope_scale is not None or rope_theta is not None:
+        raise NotImplementedError(f"attn: {name}.forward(rope_scale/rope_theta) is not implemented (its "
+                                  "pos_encoding_mode is NONE); use MultiLevelCascadeAttentionWrapper with "
+                                  "pos_encoding_mode='ROPE_LLAMA'")
+    if allow_fp16_qk_reduction:
+        raise NotImplementedError(f"attn: {name}.forward(allow_fp16_qk_reduction=True) is not implemented "
+                                  "(attn accumulates Q K^T in float32)")
+
+
+class BatchDecodeWithSharedPrefixPagedKVCacheWrapper:
+    """FlashInfer's two-level decode (deprecated there in favour of
+    :class:`MultiLevelCascadeAttentionWrapper`): every request shares the
+    prefix ``k_shared``/``v_shared`` (``[shared_len, Hkv, D]``, NHD; HND
+    ``[Hkv, shared_len, D]``), given as plain tensors, and has its own pages.
+
+    The prefix is attended once per query row by
+    :func:`attn.single_prefill_with_kv_cache` (non-causal, LSE), the unique
+    pages by :class:`BatchDecodeWithPagedKVCacheWrapper`, and the two states
+    are merged by their LSE (:func:`merge_state`). Same constructor,
+    ``begin_forward``/``plan`` and ``forward``/``run`` as FlashInfer's;
+    FlashInfer takes ``sm_scale`` at ``forward``, so the unique part is
+    planned at the first ``forward`` of each ``sm_scale`` after
+    ``begin_forward``.
+    """
+
+    def __init__(self, float_workspace_buffer, kv_layout="NHD"):
+        from .decode import BatchDecodeWithPagedKVCacheWrapper
+        self._kv_layout = kv_layout
+        self._unique = BatchDecodeWithPagedKVCacheWrapper(float_workspace_buffer, kv_layout)
+        self._args = None
+        self._planned_scale = ()
+
+    def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+             data_type="float16"):
+        """Records the unique part's page table (FlashInfer's arguments and order)."""
+        self._args = (indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size)
+        self._dtype = data_type
+        self._planned_scale = ()
+
+    begin_forward = plan
+
+    def run(self, q, k_shared, v_shared, unique_kv_cache, allow_fp16_qk_reduction=False, sm_scale=None,
+            rope_scale=None, rope_theta=None):
+        """Decode output of ``q`` ``[batch, Hq, D]`` over the prefix and each
+        request's own pages."""
+        _reject_rope("BatchDecodeWithSharedPrefixPagedKVCacheWrapper", rope_scale, rope_theta,
+                     allow_fp16_qk_reduction)
+        if self._args is None:
+            raise RuntimeError("attn: call begin_forward() (plan) before forward() (run)")
+        if self._planned_scale != (sm_scale,):
+            self._unique.plan(*self._args, q_data_type=self._dtype, sm_scale=sm_scale)
+            self._planned_scale = (sm_scale,)
+        v_a, s_a = _shared_prefix_state(q, k_shared, v_shared, self._kv_layout, sm_scale)
+        v_b, s_b = self._unique.run(q, unique_kv_cache, return_lse=True)
+        merge_state_in_place(v_a, s_a, v_b, s_b)
+        return v_a
+
+    forward = run
+
+    def end_forward(self):
+        """Nothing to release (FlashInfer's no-op)."""
+
+
+class BatchPrefillWithSharedPrefixPagedKVCacheWrapper:
+    """FlashInfer's two-level prefill/append (deprecated there in favour of
+    :class:`MultiLevelCascadeAttentionWrapper`): every request's new rows see
+    the whole shared prefix ``k_shared``/``v_shared`` (plain tensors, as in
+    the decode variant) and, causally when ``causal``, their own pages.
+
+    The prefix part is :func:`attn.single_prefill_with_kv_cache` of all rows
+    (non-causal, LSE), the unique part
+    :class:`BatchPrefillWithPagedKVCacheWrapper`, merged by LSE. FlashInfer
+    takes ``causal`` at ``forward``; attn's kernels need it at plan time, so
+    the unique part is planned at the first ``forward`` of each ``causal``
+    value after ``begin_forward`` (the plan is kept for later calls).
+    """
+
+    def __init__(self, float_workspace_buffer, kv_layout="NHD"):
+        from .prefill import BatchPrefillWithPagedKVCacheWrapper
+        self._kv_layout = kv_layout
+        self._unique = BatchPrefillWithPagedKVCacheWrapper(float_workspace_buffer, kv_layout)
+        self._args = None
+        self._planned_causal = None
+
+    def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads,
+             num_kv_heads, head_dim, page_size):
+        """Records the unique part's page table (FlashInfer's arguments and order)."""
+        self._args = (qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads,
+                      num_kv_heads, head_dim, page_size)
+        self._planned_causal = None
+
+    begin_forward = plan
+
+    def run(self, q, k_shared, v_shared, unique_kv_cache, causal=False, allow_fp16_qk_reduction=False,
+            sm_scale=None, rope_scale=None, rope_theta=None):
+        """Output of ``q`` ``[nnz_qo, Hq, D]`` over the prefix and each
+        request's own pages."""
+        _reject_rope("BatchPrefillWithSharedPrefixPagedKVCacheWrapper", rope_scale, rope_theta,
+                     allow_fp16_qk_reduction)
+        if self._args is None:
+            raise RuntimeError("attn: call begin_forward() (plan) before forward() (run)")
+        if self._planned_causal != (bool(causal), sm_scale):
+            self._unique.plan(*self._args, causal=bool(causal), sm_scale=sm_scale, q_data_type=q.dtype)
+            self._planned_causal = (bool(causal), sm_scale)
+        v_a, s_a = _shared_prefix_state(q, k_shared, v_shared, self._kv_layout, sm_scale)
+        v_b, s_b = self._unique.run(q, unique_kv_cache, return_lse=True)
+        merge_state_in_place(v_a, s_a, v_b, s_b)
+        return v_a
+
+    forward = run
+
+    def end_forward(self):
+        """Nothing to release (FlashInfer's no-op)."""

@@ -74,10 +74,25 @@ Decode = attn.BatchDecodeWithPagedKVCacheWrapper
 Paged = attn.BatchPrefillWithPagedKVCacheWrapper
 Ragged = attn.BatchPrefillWithRaggedKVCacheWrapper
 Cascade = attn.MultiLevelCascadeAttentionWrapper
+SharedDecode = attn.BatchDecodeWithSharedPrefixPagedKVCacheWrapper
+SharedPrefill = attn.BatchPrefillWithSharedPrefixPagedKVCacheWrapper
+# FlashInfer's (deprecated) two-level shared-prefix wrappers.
+SHARED_DECODE_PLAN = ["indptr", "indices", "last_page_len", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
+                      "data_type"]
+SHARED_DECODE_RUN = ["q", "k_shared", "v_shared", "unique_kv_cache", "allow_fp16_qk_reduction", "sm_scale",
+                     "rope_scale", "rope_theta"]
+SHARED_PREFILL_PLAN = ["qo_indptr", "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len",
+                       "num_qo_heads", "num_kv_heads", "head_dim", "page_size"]
+SHARED_PREFILL_RUN = ["q", "k_shared", "v_shared", "unique_kv_cache", "causal", "allow_fp16_qk_reduction",
+                      "sm_scale", "rope_scale", "rope_theta"]
 
 # (callable, FlashInfer's positional parameters after self, attn's keyword-only extras)
 POSITIONAL = {
     "decode.__init__": (Decode.__init__, DECODE_INIT, []),
+    "shared_decode.plan": (SharedDecode.plan, SHARED_DECODE_PLAN, []),
+    "shared_decode.forward": (SharedDecode.forward, SHARED_DECODE_RUN, []),
+    "shared_prefill.plan": (SharedPrefill.begin_forward, SHARED_PREFILL_PLAN, []),
+    "shared_prefill.forward": (SharedPrefill.forward, SHARED_PREFILL_RUN, []),
     "decode.plan": (Decode.plan, DECODE_PLAN, ["window_right", "sinks", "variant", "variant_params", "logits_scale"]),
     "decode.run": (Decode.run, ["q", "paged_kv_cache"], DECODE_RUN_KW),
     "decode.forward": (Decode.forward, DECODE_FORWARD, []),
@@ -209,7 +224,9 @@ ENGINE_IMPORTS = {
     "attn.prefill": ["BatchPrefillWithPagedKVCacheWrapper", "BatchPrefillWithRaggedKVCacheWrapper",
                      "single_prefill_with_kv_cache", "single_prefill_with_kv_cache_return_lse",
                      "trtllm_batch_context_with_kv_cache"],
-    "attn.cascade": ["MultiLevelCascadeAttentionWrapper", "merge_state", "merge_state_in_place", "merge_states"],
+    "attn.cascade": ["MultiLevelCascadeAttentionWrapper", "merge_state", "merge_state_in_place", "merge_states",
+                     "BatchDecodeWithSharedPrefixPagedKVCacheWrapper",
+                     "BatchPrefillWithSharedPrefixPagedKVCacheWrapper"],
     "attn.page": ["append_paged_kv_cache", "get_batch_indices_positions", "get_seq_lens"],
     "attn.utils": ["FP4Tensor", "PosEncodingMode", "MaskMode", "TensorLayout", "_get_range_buf", "_get_cache_buf",
                    "get_compute_capability", "is_float8", "canonicalize_torch_dtype", "ceil_div", "round_up",
