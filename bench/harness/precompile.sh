@@ -32,5 +32,6 @@ pc --heads 32/8 --head-dim 128 --kinds decode,prefill --page-size 3,48,544     #
 pc --heads 32/8 --head-dim 128 --kinds decode --layout HND                     # strided views (HND)
 pc --heads 32/8 --head-dim 128 --kinds prefill --page-size 1                   # SGLang's 3-D buffers
 pc --heads 8/4 --head-dim 128 --kinds prefill --page-size 1,16 --dtype f16,bf16 --window-left 33  # paged window
+pc --heads 8/4 --head-dim 128 --kinds prefill --page-size 64,128 --dtype f16 --window-left 33
 /usr/bin/python3 python/tests/test_gpu_output_transform.py --precompile "$out"  # a custom output transform
 ATTN_BUILD_DIR=$build ARCHS="$archs" "$(dirname "$0")/../../examples/serve_precompile.sh" "$out"  # examples/serve.py

@@ -4,13 +4,12 @@ the window (qo_len < kv_len), against a float32 PyTorch reference.
 Found by FlashInfer's own test_batch_paged_prefill_sliding_window (page 16,
 head dim 128, 8/4 heads, window 33, 17 requests of 47 rows over 397 keys:
 wrong output for 99% of the elements), while the ragged KV of the same batch
-was right. Measured on the H200 (2026-12-01): the sm_90 (mma.sync) kernels
-pass every case; the sm_90a warp-specialized wgmma kernels are wrong for
-16-token pages when the window clips the start of the keys (fi-case, bf16,
-one-request, kv200), right for one-token pages and for a window wider than
-the keys. Those cases are marked as expected failures on sm_90a (strict: a
-fix makes them pass and the marks must go) until the bug is fixed.
-Skipped without torch/GPU.
+was right. The cause: the planner clips an item's kv_begin to the first
+row's window start (unaligned), and the kernel started its K/V tiles there,
+off a page boundary; the warp-specialized producer's one page index per page
+then read the wrong pages (lib/Conversion/AttnToGPU/MMASync/KVPipeline.cpp,
+KVRangeLowering). Pages of 64 and 128 tokens cover the other page-index
+schemes (one per tile). Skipped without torch/GPU.
 """
 
 import math
@@ -20,26 +19,6 @@ import pytest
 import attn
 
 pytestmark = pytest.mark.gpu
-
-
-def _wgmma_kernels():
-    """True where attn runs the sm_90a kernels (an H100/H200, ATTN_ARCH unset
-    or sm_90a)."""
-    try:
-        import torch
-    except ImportError:
-        return False
-    if not torch.cuda.is_available():
-        return False
-    from attn.core import device_arch
-    return device_arch(torch.device("cuda")) == "sm_90a"
-
-
-def _known_bug(case):
-    return pytest.param(*case, marks=pytest.mark.xfail(
-        condition=_wgmma_kernels(), strict=True,
-        reason="sm_90a warp-specialized kernel: paged KV (pages > 1) with a window clipping the "
-               "start of the keys is wrong (open bug, #12)"))
 
 
 def reference(q, k_pages, v_pages, indptr, last, qo_len, window, page):
@@ -63,13 +42,15 @@ def reference(q, k_pages, v_pages, indptr, last, qo_len, window, page):
 
 
 @pytest.mark.parametrize("batch,qo_len,kv_len,window,page,dtype", [
-    _known_bug((17, 47, 397, 33, 16, "float16")),    # FlashInfer's failing case
-    _known_bug((17, 47, 397, 33, 16, "bfloat16")),
-    (17, 47, 397, 33, 1, "float16"),                  # one-token pages
-    (17, 47, 397, 400, 16, "float16"),                # a window wider than the keys (no clipping)
-    _known_bug((1, 47, 397, 33, 16, "float16")),      # one request (no split, one tile)
-    _known_bug((17, 47, 200, 33, 16, "float16")),     # two KV tiles
-], ids=["fi-case", "bf16", "page1", "wide-window", "one-request", "kv200"])
+    (17, 47, 397, 33, 16, "float16"),    # FlashInfer's failing case
+    (17, 47, 397, 33, 16, "bfloat16"),
+    (17, 47, 397, 33, 1, "float16"),     # one-token pages
+    (17, 47, 397, 400, 16, "float16"),   # a window wider than the keys (no clipping)
+    (1, 47, 397, 33, 16, "float16"),     # one request (no split, one tile)
+    (17, 47, 200, 33, 16, "float16"),    # two KV tiles
+    (17, 47, 397, 33, 64, "float16"),    # pages of 64 and 128 tokens
+    (5, 47, 397, 33, 128, "float16"),
+], ids=["fi-case", "bf16", "page1", "wide-window", "one-request", "kv200", "page64", "page128"])
 def test_paged_prefill_window_far_past_the_window(batch, qo_len, kv_len, window, page, dtype):
     import torch
     dt = getattr(torch, dtype)

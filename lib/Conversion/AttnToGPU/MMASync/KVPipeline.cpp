@@ -301,11 +301,15 @@ struct KVRangeLowering : public OpConversionPattern<TileKVRangeOp> {
     range.safeLo = item.kvBegin;
     // Keys >= p - lower: the lowest the first row sees starts the range
     // (aligned down to a whole tile), the lowest the last row sees starts the
-    // interior.
+    // interior. The planner clips an item's kv_begin to that same lowest key
+    // (unaligned), so max(kv_begin, aligned) would start the tiles off a page
+    // boundary: keys below it are masked for every row, so the range starts
+    // at the aligned key unless kv_begin is above it (a later chunk's start,
+    // which the planner cuts at whole pages and tiles).
     auto clipBelow = [&](Value lower, Value active) {
       Value lo = kb.maxs(kb.sub(firstPos, lower), zero);
       Value aligned = kb.mul(kb.divu(lo, align), align);
-      Value begin = kb.maxs(range.begin, aligned);
+      Value begin = kb.select(kb.sgt(range.begin, lo), range.begin, aligned);
       Value safeLo = kb.maxs(range.begin, kb.sub(lastPos, lower));
       range.begin = active ? kb.select(active, begin, range.begin) : begin;
       range.safeLo = active ? kb.select(active, safeLo, range.safeLo) : safeLo;
