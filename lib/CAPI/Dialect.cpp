@@ -325,7 +325,8 @@ MlirOperation attnMergeStatesOpCreate(MlirLocation location,
   OpBuilder builder(loc.getContext());
   auto merge = attn::MergeStatesOp::create(builder, loc, outputType,
                                            lseValues[0].getType(),
-                                           outputValues, lseValues);
+                                           outputValues, lseValues,
+                                           /*mask=*/Value());
   return verified(merge);
 }
 

@@ -70,6 +70,12 @@ static llvm::Error keepCandidate(mlir::ModuleOp module,
   });
   if (err)
     return err;
+  // Row kernels belong to no candidate.
+  for (auto func : gpuModule.getOps<mlir::gpu::GPUFuncOp>())
+    if (auto launch = func->getAttrOfType<mlir::attn::LaunchAttr>(
+            mlir::attn::LaunchAttr::getAttrName());
+        launch && launch.isRowKernel())
+      keep.insert(func.getName());
   for (auto func : llvm::make_early_inc_range(
            gpuModule.getOps<mlir::gpu::GPUFuncOp>()))
     if (!keep.contains(func.getName()))
@@ -92,8 +98,8 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
     return error("attn-outline-kernels failed (see the diagnostics)");
   auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(kGPUModule);
   if (!gpuModule || gpuModule.getOps<mlir::gpu::GPUFuncOp>().empty())
-    return error("no attn.attention with a tile: run attn-prepare-pipeline "
-                 "first");
+    return error("no attn.attention with a tile (run attn-prepare-pipeline "
+                 "first), attn.merge_states or attn.append_kv to compile");
   if (options.candidate >= 0)
     if (llvm::Error err = keepCandidate(module, gpuModule, options.candidate))
       return std::move(err);

@@ -126,7 +126,7 @@ mlir::attn::getKernelManifest(mlir::gpu::GPUFuncOp kernel,
       variants.push_back(v.getValue());
   json::Object entry{
       {"name", name},
-      {"role", launch.isAttention() ? "attention" : "merge"},
+      {"role", stringifyKernelRole(launch.getRole())},
       {"threads", launch.getThreads()},
       {"shared_bytes", launch.getSharedBytes()},
       {"ctas_per_sm", launch.getCtasPerSm()},
@@ -174,6 +174,9 @@ mlir::attn::getKernelManifest(mlir::gpu::GPUFuncOp kernel,
       entry["custom_mask"] = true;
     if (mlir::FlatSymbolRefAttr merge = launch.getMerge())
       entry["merge_kernel"] = merge.getValue();
+  } else if (launch.isRowKernel()) {
+    // Grid-strided over the num_rows rows given at launch.
+    entry["rows_per_cta"] = launch.getMergeRows();
   } else {
     // One CTA per (merge unit, merge_rows_per_cta rows), grid-strided.
     entry["merge_ctas"] = "unit_rows";

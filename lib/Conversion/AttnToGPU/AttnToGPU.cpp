@@ -55,6 +55,7 @@ void mlir::attn::populateTileToMMASyncConversionPatterns(
   mmasync::populateTileMathPatterns(converter, patterns);
   mmasync::populateStorePatterns(converter, patterns);
   mmasync::populateMergePatterns(converter, patterns);
+  mmasync::populateRowKernelPatterns(converter, patterns);
 }
 
 TileLoweringFn mlir::attn::getTileLowering(gpu::GPUFuncOp kernel) {
@@ -85,7 +86,8 @@ static LogicalResult lowerKernel(gpu::GPUFuncOp kernel) {
   target.addIllegalOp<TileWorkLoopOp, TileLoadQueryOp, TileKVRangeOp,
                       TileKVTileCountOp, TileKVPrologueOp, TileKVNextOp,
                       TileKVDrainOp, TileQKOp, TileSoftmaxInitOp,
-                      TileOnlineSoftmaxOp, TilePVOp, TileStoreOp, TileMergeOp>();
+                      TileOnlineSoftmaxOp, TilePVOp, TileStoreOp, TileMergeOp,
+                      TileMergeStatesOp, TileAppendKVOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                        target);

@@ -472,7 +472,7 @@ func.func @f(%o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) {
 
 func.func @f(%a: tensor<?x32x128xf32>, %b: tensor<?x32x128xbf16>, %l: tensor<?x32xf32>) {
   // expected-error @+1 {{partial outputs must share one type, got 'tensor<?x32x128xf32>' and 'tensor<?x32x128xbf16>'}}
-  %m:2 = "attn.merge_states"(%a, %b, %l, %l) {operandSegmentSizes = array<i32: 2, 2>}
+  %m:2 = "attn.merge_states"(%a, %b, %l, %l) {operandSegmentSizes = array<i32: 2, 2, 0>}
       : (tensor<?x32x128xf32>, tensor<?x32x128xbf16>, tensor<?x32xf32>, tensor<?x32xf32>) -> (tensor<?x32x128xbf16>, tensor<?x32xf32>)
   return
 }
@@ -481,7 +481,7 @@ func.func @f(%a: tensor<?x32x128xf32>, %b: tensor<?x32x128xbf16>, %l: tensor<?x3
 
 func.func @f(%o: tensor<?x32x128xf32>, %a: tensor<?x32xf32>, %b: tensor<4x32xf32>) {
   // expected-error @+1 {{LSEs must share one type, got 'tensor<?x32xf32>' and 'tensor<4x32xf32>'}}
-  %m:2 = "attn.merge_states"(%o, %o, %a, %b) {operandSegmentSizes = array<i32: 2, 2>}
+  %m:2 = "attn.merge_states"(%o, %o, %a, %b) {operandSegmentSizes = array<i32: 2, 2, 0>}
       : (tensor<?x32x128xf32>, tensor<?x32x128xf32>, tensor<?x32xf32>, tensor<4x32xf32>) -> (tensor<?x32x128xbf16>, tensor<?x32xf32>)
   return
 }
@@ -491,6 +491,14 @@ func.func @f(%o: tensor<?x32x128xf32>, %a: tensor<?x32xf32>, %b: tensor<4x32xf32
 func.func @f(%o: tensor<?x4096xf32>, %l: tensor<?x32xf32>) {
   // expected-error @+1 {{states are [rows, heads, dim] outputs with [rows, heads] LSEs, got 'tensor<?x4096xf32>' and 'tensor<?x32xf32>'}}
   %m, %ml = attn.merge_states %o, %o lse %l, %l : tensor<?x4096xf32>, tensor<?x32xf32> -> tensor<?x4096xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%o: tensor<4x32x128xf32>, %l: tensor<4x32xf32>, %m: tensor<5xi8>) {
+  // expected-error @+1 {{mask 'tensor<5xi8>' must have one byte per row of 'tensor<4x32x128xf32>'}}
+  %r, %rl = attn.merge_states %o, %o lse %l, %l mask %m : tensor<4x32x128xf32>, tensor<4x32xf32>, tensor<5xi8> -> tensor<4x32x128xf32>
   return
 }
 
@@ -514,7 +522,7 @@ func.func @f(%o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) {
 
 func.func @f(%o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) {
   // expected-error @+1 {{merged LSE must have type 'tensor<?x32xf32>'}}
-  %m:2 = "attn.merge_states"(%o, %o, %l, %l) {operandSegmentSizes = array<i32: 2, 2>}
+  %m:2 = "attn.merge_states"(%o, %o, %l, %l) {operandSegmentSizes = array<i32: 2, 2, 0>}
       : (tensor<?x32x128xf32>, tensor<?x32x128xf32>, tensor<?x32xf32>, tensor<?x32xf32>) -> (tensor<?x32x128xbf16>, tensor<8x32xf32>)
   return
 }

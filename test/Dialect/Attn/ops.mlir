@@ -108,6 +108,18 @@ func.func @merge(%o0: tensor<?x32x128xf32>, %o1: tensor<?x32x128xf32>, %o2: tens
 
 // -----
 
+// CHECK-LABEL: func.func @merge_masked
+// CHECK: attn.merge_states %{{.*}}, %{{.*}} lse %{{.*}}, %{{.*}} mask %{{.*}} : tensor<?x8x64xbf16>, tensor<?x8xf32>, tensor<?xi8> -> tensor<?x8x64xbf16>
+func.func @merge_masked(%o0: tensor<?x8x64xbf16>, %o1: tensor<?x8x64xbf16>,
+    %l0: tensor<?x8xf32>, %l1: tensor<?x8xf32>, %m: tensor<?xi8>)
+    -> (tensor<?x8x64xbf16>, tensor<?x8xf32>) {
+  %o, %lse = attn.merge_states %o0, %o1 lse %l0, %l1 mask %m
+      : tensor<?x8x64xbf16>, tensor<?x8xf32>, tensor<?xi8> -> tensor<?x8x64xbf16>
+  return %o, %lse : tensor<?x8x64xbf16>, tensor<?x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @append
 // CHECK: attn.append_kv %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} format(#attn.bsr<block_cols = 16>)
 // CHECK-SAME: : tensor<?x8x128xbf16> into tensor<?x16x8x128xbf16>

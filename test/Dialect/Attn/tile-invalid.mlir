@@ -151,3 +151,58 @@ func.func @f(%c: memref<?xi32>, %w: memref<?xi32>) attributes {attn.launch = #at
   }
   return
 }
+
+// -----
+
+// Row kernels (merge_states, append_kv): heads are arguments, a row is
+// spread over head_dim / 8 threads, append_kv needs its page size.
+
+// expected-error @+1 {{a row kernel's head counts are arguments: num_qo_heads and num_kv_heads must be 0}}
+func.func private @f() attributes {attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, merge_rows = 16>}
+
+// -----
+
+// expected-error @+1 {{a row kernel spreads a row's 128 elements over head_dim / 8 threads: merge_rows (8) must be threads / (head_dim / 8) = 16}}
+func.func private @f() attributes {attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 8>}
+
+// -----
+
+// expected-error @+1 {{an append_kv kernel's contract needs its paged format}}
+func.func private @f() attributes {attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 16>}
+
+// -----
+
+// expected-error @+1 {{dtype must be bf16 or f16}}
+func.func private @f() attributes {attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, dtype = f32, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, format = #attn.bsr<block_cols = 16>, merge_rows = 16>}
+
+// -----
+
+func.func @f(%n: i32, %v: memref<?xbf16>, %s: memref<?xf32>, %st: i64) attributes {attn.launch = #attn.launch<role = merge, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8>} {
+  // expected-error @+1 {{must be inside a merge_states kernel (a function with an attn.launch contract of role merge_states)}}
+  attn.tile.merge_states %n, %n states(%v, %v : memref<?xbf16>, memref<?xbf16>) stride %st lses(%s, %s : memref<?xf32>, memref<?xf32>) stride %st into %v : memref<?xbf16> stride %st, %s : memref<?xf32> stride %st
+  return
+}
+
+// -----
+
+func.func @f(%n: i32, %v: memref<?xbf16>, %s: memref<?xf32>, %st: i64) attributes {attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 16>} {
+  // expected-error @+1 {{needs one LSE per state and at least one state, got 2 states and 1 LSEs}}
+  attn.tile.merge_states %n, %n states(%v, %v : memref<?xbf16>, memref<?xbf16>) stride %st lses(%s : memref<?xf32>) stride %st into %v : memref<?xbf16> stride %st, %s : memref<?xf32> stride %st
+  return
+}
+
+// -----
+
+func.func @f(%n: i32, %v: memref<?xf16>, %o: memref<?xbf16>, %s: memref<?xf32>, %st: i64) attributes {attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 16>} {
+  // expected-error @+1 {{a state must hold 'bf16' elements (the contract's dtype), not 'f16'}}
+  attn.tile.merge_states %n, %n states(%v : memref<?xf16>) stride %st lses(%s : memref<?xf32>) stride %st into %o : memref<?xbf16> stride %st, %s : memref<?xf32> stride %st
+  return
+}
+
+// -----
+
+func.func @f(%n: i32, %k: memref<?xbf16>, %c: memref<?xf16>, %i: memref<?xi32>, %st: i64) attributes {attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, format = #attn.bsr<block_cols = 16>, merge_rows = 16>} {
+  // expected-error @+1 {{key_cache must hold 'bf16' elements (the contract's dtype), not 'f16'}}
+  attn.tile.append_kv %n, %n, %n, %n tokens(%k, %k : memref<?xbf16>, memref<?xbf16>) stride(%st, %st) at(%i, %i, %i, %i : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) into(%c, %c : memref<?xf16>, memref<?xf16>) stride(%st, %st, %st) dropped %i : memref<?xi32>
+  return
+}

@@ -286,6 +286,9 @@ void populateStorePatterns(const TypeConverter &converter,
                            RewritePatternSet &patterns);
 void populateMergePatterns(const TypeConverter &converter,
                            RewritePatternSet &patterns);
+/// merge_states and append_kv (RowKernels.cpp): chip-independent.
+void populateRowKernelPatterns(const TypeConverter &converter,
+                               RewritePatternSet &patterns);
 
 /// The type converter of one kernel: each tile type to its values.
 void addTypeConversions(TypeConverter &converter, const KernelContext &ctx);

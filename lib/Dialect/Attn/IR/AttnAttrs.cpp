@@ -262,11 +262,28 @@ LogicalResult LaunchAttr::verify(
                        << " bytes of shared memory do not fit one SM of "
                        << chip.getValue() << " ("
                        << target->getSharedMemoryPerSM() << " bytes)";
-  if (!dtype || !(dtype.isBF16() || dtype.isF16()))
-    return emitError() << "dtype must be bf16 or f16";
+  const bool rowKernel =
+      role == KernelRole::merge_states || role == KernelRole::append_kv;
+  const bool f32Allowed = role == KernelRole::merge_states;
+  if (!dtype || !(dtype.isBF16() || dtype.isF16() || (f32Allowed && dtype.isF32())))
+    return emitError() << "dtype must be bf16 or f16"
+                       << (f32Allowed ? " or f32" : "");
   if (llvm::Error err = TargetInfo::checkHeadDim(headDim))
     return emitError() << llvm::toString(std::move(err));
-  if (numQoHeads < 1 || numKVHeads < 1 || numQoHeads % numKVHeads)
+  if (rowKernel) {
+    // The head count is a kernel argument.
+    if (numQoHeads != 0 || numKVHeads != 0)
+      return emitError() << "a row kernel's head counts are arguments: "
+                            "num_qo_heads and num_kv_heads must be 0";
+    if (headDim / 8 > threads || mergeRows != threads / (headDim / 8))
+      return emitError() << "a row kernel spreads a row's " << headDim
+                         << " elements over head_dim / 8 threads: merge_rows ("
+                         << mergeRows << ") must be threads / (head_dim / 8) = "
+                         << threads / (headDim / 8);
+    if (role == KernelRole::append_kv && (!format || !format.isPaged()))
+      return emitError() << "an append_kv kernel's contract needs its paged "
+                            "format";
+  } else if (numQoHeads < 1 || numKVHeads < 1 || numQoHeads % numKVHeads)
     return emitError() << "num_qo_heads (" << numQoHeads
                        << ") must be a positive multiple of num_kv_heads ("
                        << numKVHeads << ")";

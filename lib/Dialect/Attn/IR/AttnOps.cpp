@@ -267,31 +267,43 @@ AttentionOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 ///           attr-dict `:` partial-type `,` lse-type `->` output-type
 ParseResult MergeStatesOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<OpAsmParser::UnresolvedOperand> outputs, lses;
-  Type partialType, lseType, outputType;
+  OpAsmParser::UnresolvedOperand mask;
+  Type partialType, lseType, maskType, outputType;
   if (parser.parseOperandList(outputs) || parser.parseKeyword("lse") ||
-      parser.parseOperandList(lses) ||
+      parser.parseOperandList(lses))
+    return failure();
+  bool hasMask = succeeded(parser.parseOptionalKeyword("mask"));
+  if ((hasMask && parser.parseOperand(mask)) ||
       parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
       parser.parseType(partialType) || parser.parseComma() ||
-      parser.parseType(lseType) || parser.parseArrow() ||
-      parser.parseType(outputType))
+      parser.parseType(lseType) ||
+      (hasMask && (parser.parseComma() || parser.parseType(maskType))) ||
+      parser.parseArrow() || parser.parseType(outputType))
     return failure();
   if (parser.resolveOperands(outputs, partialType, result.operands) ||
-      parser.resolveOperands(lses, lseType, result.operands))
+      parser.resolveOperands(lses, lseType, result.operands) ||
+      (hasMask && parser.resolveOperand(mask, maskType, result.operands)))
     return failure();
   result.addAttribute(getOperandSegmentSizesAttrName(result.name),
                       parser.getBuilder().getDenseI32ArrayAttr(
                           {static_cast<int32_t>(outputs.size()),
-                           static_cast<int32_t>(lses.size())}));
+                           static_cast<int32_t>(lses.size()),
+                           hasMask ? 1 : 0}));
   result.addTypes({outputType, lseType});
   return success();
 }
 
 void MergeStatesOp::print(OpAsmPrinter &p) {
   p << ' ' << getOutputs() << " lse " << getLses();
+  if (getMask())
+    p << " mask " << getMask();
   p.printOptionalAttrDict((*this)->getAttrs(),
                           {getOperandSegmentSizesAttrName()});
   p << " : " << getOutputs().front().getType() << ", "
-    << getLses().front().getType() << " -> " << getOutput().getType();
+    << getLses().front().getType();
+  if (getMask())
+    p << ", " << getMask().getType();
+  p << " -> " << getOutput().getType();
 }
 
 LogicalResult MergeStatesOp::verify() {
@@ -328,6 +340,14 @@ LogicalResult MergeStatesOp::verify() {
                          << partial;
   if (getLse().getType() != lseType)
     return emitOpError() << "merged LSE must have type " << lseType;
+  if (Value mask = getMask()) {
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    if (maskType.getRank() != 1 ||
+        failed(verifyCompatibleShape(maskType.getShape(),
+                                     partial.getShape().take_front(1))))
+      return emitOpError() << "mask " << maskType
+                           << " must have one byte per row of " << partial;
+  }
   return success();
 }
 

@@ -331,7 +331,7 @@ LogicalResult TileStoreOp::verify() {
 
 LogicalResult TileMergeOp::verify() {
   LaunchAttr launch = getEnclosingLaunch(*this);
-  if (!launch || launch.isAttention())
+  if (!launch || launch.getRole() != KernelRole::merge)
     return emitOpError() << "must be inside a merge kernel (a function with an "
                             "attn.launch contract of role merge)";
   if (launch.getOutputTransform() != !getOutputTransform().empty())
@@ -342,4 +342,59 @@ LogicalResult TileMergeOp::verify() {
                             "positions(kv_indptr[, kv_last_len])";
   return verifyHookRegion(*this, getOutputTransform(), "output_transform",
                           HookKind::output_transform);
+}
+
+//===----------------------------------------------------------------------===//
+// Row kernels
+//===----------------------------------------------------------------------===//
+
+/// The launch contract of a row kernel of `role` around `op`, or an error.
+static FailureOr<LaunchAttr> getRowLaunch(Operation *op, KernelRole role) {
+  LaunchAttr launch = getEnclosingLaunch(op);
+  if (!launch || launch.getRole() != role)
+    return op->emitOpError() << "must be inside a " << stringifyKernelRole(role)
+                             << " kernel (a function with an attn.launch "
+                                "contract of role "
+                             << stringifyKernelRole(role) << ")";
+  return launch;
+}
+
+/// `buffer` holds elements of `type`.
+static LogicalResult checkElements(Operation *op, Value buffer, Type type,
+                                   StringRef what) {
+  Type elt = cast<MemRefType>(buffer.getType()).getElementType();
+  if (elt != type)
+    return op->emitOpError() << what << " must hold " << type
+                             << " elements (the contract's dtype), not " << elt;
+  return success();
+}
+
+LogicalResult TileMergeStatesOp::verify() {
+  FailureOr<LaunchAttr> launch = getRowLaunch(*this, KernelRole::merge_states);
+  if (failed(launch))
+    return failure();
+  if (getStates().empty() || getStates().size() != getLses().size())
+    return emitOpError() << "needs one LSE per state and at least one state, "
+                            "got "
+                         << getStates().size() << " states and "
+                         << getLses().size() << " LSEs";
+  for (Value state : getStates())
+    if (failed(checkElements(*this, state, launch->getDtype(), "a state")))
+      return failure();
+  return checkElements(*this, getOutput(), launch->getDtype(), "the output");
+}
+
+LogicalResult TileAppendKVOp::verify() {
+  FailureOr<LaunchAttr> launch = getRowLaunch(*this, KernelRole::append_kv);
+  if (failed(launch))
+    return failure();
+  Type dtype = launch->getDtype();
+  std::pair<Value, StringRef> buffers[] = {{getKey(), "key"},
+                                           {getValue(), "value"},
+                                           {getKeyCache(), "key_cache"},
+                                           {getValueCache(), "value_cache"}};
+  for (auto [buffer, what] : buffers)
+    if (failed(checkElements(*this, buffer, dtype, what)))
+      return failure();
+  return success();
 }

@@ -49,7 +49,7 @@ struct DecomposeComposedAttention : OpRewritePattern<AttentionOp> {
     }
     rewriter.replaceOpWithNewOp<MergeStatesOp>(op, op.getOutput().getType(),
                                                op.getLse().getType(), outputs,
-                                               lses);
+                                               lses, /*mask=*/Value());
     return success();
   }
 };

@@ -106,6 +106,45 @@ mlir::attn::getMergeKernelArguments(Type dtype, bool outputTransform,
   return args;
 }
 
+SmallVector<KernelArgument>
+mlir::attn::getMergeStatesKernelArguments(Type dtype, int64_t numStates,
+                                          bool masked) {
+  MLIRContext *ctx = dtype.getContext();
+  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  Type f32 = Float32Type::get(ctx), i8 = IntegerType::get(ctx, 8);
+  auto buf = [](Type t) { return getKernelBufferType(t); };
+  SmallVector<KernelArgument> args = {{"num_rows", i32, {}},
+                                      {"heads", i32, {}}};
+  for (int64_t i = 0; i < numStates; ++i)
+    args.push_back({"v" + std::to_string(i), buf(dtype), {}});
+  args.push_back({"v_stride", i64, {}});
+  for (int64_t i = 0; i < numStates; ++i)
+    args.push_back({"s" + std::to_string(i), buf(f32), {}});
+  args.push_back({"s_stride", i64, {}});
+  args.push_back({"o", buf(dtype), {}});
+  args.push_back({"o_stride", i64, {}});
+  args.push_back({"lse", buf(f32), {}});
+  args.push_back({"lse_stride", i64, {}});
+  if (masked)
+    args.push_back({"mask", buf(i8), {}});
+  return args;
+}
+
+SmallVector<KernelArgument> mlir::attn::getAppendKVKernelArguments(Type dtype) {
+  MLIRContext *ctx = dtype.getContext();
+  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  auto buf = [](Type t) { return getKernelBufferType(t); };
+  return {{"num_rows", i32, {}},        {"heads", i32, {}},
+          {"batch", i32, {}},           {"num_pages", i32, {}},
+          {"key", buf(dtype), {}},      {"value", buf(dtype), {}},
+          {"key_stride", i64, {}},      {"value_stride", i64, {}},
+          {"batch_indices", buf(i32), {}}, {"positions", buf(i32), {}},
+          {"kv_indptr", buf(i32), {}},  {"kv_indices", buf(i32), {}},
+          {"k_cache", buf(dtype), {}},  {"v_cache", buf(dtype), {}},
+          {"page_stride", i64, {}},     {"slot_stride", i64, {}},
+          {"head_stride", i64, {}},     {"dropped", buf(i32), {}}};
+}
+
 gpu::GPUFuncOp mlir::attn::createKernel(OpBuilder &b, Location loc,
                                         gpu::GPUModuleOp gpuModule,
                                         StringRef name,

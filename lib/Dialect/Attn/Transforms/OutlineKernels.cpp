@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HookComposition.h"
+#include "RowKernels.h"
 #include "attn/Dialect/Attn/IR/TileLayout.h"
 #include "attn/Dialect/Attn/Transforms/KernelSignature.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
@@ -395,6 +396,25 @@ struct AttnOutlineKernelsPass
     for (AttentionOp op : ops)
       if (failed(outline(op, *target)))
         return signalPassFailure();
+    // merge_states and append_kv in host code (not inside an attention,
+    // whose own merges are its merge kernel's) become row kernels.
+    SmallVector<Operation *> rowOps;
+    getOperation().walk([&](Operation *op) {
+      if (isa<MergeStatesOp, AppendKVOp>(op) &&
+          !op->getParentOfType<gpu::GPUModuleOp>())
+        rowOps.push_back(op);
+    });
+    if (rowOps.empty())
+      return;
+    gpu::GPUModuleOp gm = getOrCreateGPUModule(getOperation(), gpuModuleName);
+    for (Operation *op : rowOps) {
+      LogicalResult done =
+          isa<MergeStatesOp>(op)
+              ? outlineMergeStates(cast<MergeStatesOp>(op), gm, *target)
+              : outlineAppendKV(cast<AppendKVOp>(op), gm, *target);
+      if (failed(done))
+        return signalPassFailure();
+    }
   }
 
   /// The merge kernel for `info`'s partial results of `rows` rows per CTA.

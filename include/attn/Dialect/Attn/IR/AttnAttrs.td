@@ -291,9 +291,14 @@ def Attn_LaunchAttr : Attn_Attr<"Launch", "launch"> {
     * `role`: `attention` kernels run the planner's work list on a persistent
       grid of `num_sms * ctas_per_sm` CTAs; `merge` kernels combine the
       partial results of split KV (grid `merge_units * ceil(slot_rows /
-      merge_rows)`, grid-strided).
+      merge_rows)`, grid-strided); `merge_states` and `append_kv` kernels are
+      row kernels (`attn.merge_states`, `attn.append_kv` outside attention):
+      a grid-strided loop over the `num_rows` rows given at launch,
+      `merge_rows` rows per CTA step, at most `num_sms * ctas_per_sm` CTAs.
     * `threads`, `shared_bytes` (dynamic shared memory), `ctas_per_sm`.
-    * `dtype`, `head_dim`, `num_qo_heads`, `num_kv_heads`.
+    * `dtype`, `head_dim`, `num_qo_heads`, `num_kv_heads` (0 in row kernels:
+      their head count is an argument). Row kernels of `merge_states` may
+      be f32.
     * attention: `tile` and `format` (what the plan must match), the
       planner's cost model (an item over `n` keys costs `cost_per_item +
       n * cost_per_kv_token`; KV chunks are at least `min_chunk` keys, 0:
@@ -341,6 +346,11 @@ def Attn_LaunchAttr : Attn_Attr<"Launch", "launch"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     bool isAttention() const { return getRole() == KernelRole::attention; }
+    /// merge_states and append_kv: grid-strided over rows, no plan.
+    bool isRowKernel() const {
+      return getRole() == KernelRole::merge_states ||
+             getRole() == KernelRole::append_kv;
+    }
     /// The name of the discardable attribute a gpu.func carries it in.
     static constexpr ::llvm::StringLiteral getAttrName() { return "attn.launch"; }
   }];

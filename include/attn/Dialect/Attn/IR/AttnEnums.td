@@ -54,7 +54,9 @@ def Attn_ConfigKeyAttr : EnumAttr<Attn_Dialect, Attn_ConfigKey, "config_key">;
 
 def Attn_KernelRole : I32EnumAttr<"KernelRole", "what a generated kernel runs", [
     I32EnumAttrCase<"attention", 0>,
-    I32EnumAttrCase<"merge", 1>
+    I32EnumAttrCase<"merge", 1>,
+    I32EnumAttrCase<"merge_states", 2>,
+    I32EnumAttrCase<"append_kv", 3>
   ]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;

@@ -133,14 +133,25 @@ def Attn_MergeStatesOp : Attn_Op<"merge_states", [Pure, AttrSizedOperandSegments
     All partial outputs share one type, all LSEs another; the merged output
     may have another element type (f32 partials merged into bf16).
 
+    With a `mask` (one byte per row), the rows whose byte is 0 are state 0's
+    output and LSE unmerged: written into state 0's buffers, that is
+    FlashInfer's `merge_state_in_place` with a mask.
+
     ```mlir
     %o, %lse = attn.merge_states %o0, %o1 lse %lse0, %lse1
         : tensor<?x32x128xf32>, tensor<?x32xf32> -> tensor<?x32x128xbf16>
+    %o2, %lse2 = attn.merge_states %o0, %o1 lse %lse0, %lse1 mask %m
+        : tensor<?x32x128xf32>, tensor<?x32xf32>, tensor<?xi8> -> tensor<?x32x128xf32>
     ```
+
+    Outside an attention, `attn-outline-kernels` writes a merge_states
+    kernel for the op (a row kernel, AttnTileOps.td); its states and output
+    share one element type.
   }];
   let arguments = (ins
     Variadic<RankedTensorOf<[BF16, F16, F32]>>:$outputs,
-    Variadic<RankedTensorOf<[F32]>>:$lses
+    Variadic<RankedTensorOf<[F32]>>:$lses,
+    Optional<RankedTensorOf<[I8]>>:$mask
   );
   let results = (outs
     RankedTensorOf<[BF16, F16, F32]>:$output,

@@ -31,6 +31,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def Attn_Buffer : MemRefRankOf<[AnyType], [1]>;
 def Attn_I32Buffer : MemRefRankOf<[I32], [1]>;
 def Attn_F32Buffer : MemRefRankOf<[F32], [1]>;
+def Attn_I8Buffer : MemRefRankOf<[I8], [1]>;
 
 class Attn_TileOp<string mnemonic, list<Trait> traits = []>
     : Attn_Op<"tile." # mnemonic, traits> {
@@ -432,6 +433,117 @@ def Attn_TileMergeOp : Attn_TileOp<"merge", [AttrSizedOperandSegments]> {
     type($partial_output) `,` type($partial_lse) `,` type($output) `,` type($lse) `,`
     type($qo_indptr)
     (`output_transform` $output_transform^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Row kernels: attn.merge_states and attn.append_kv outside attention
+//===----------------------------------------------------------------------===//
+//
+// The body of a row kernel (launch role merge_states / append_kv): a
+// grid-strided loop over `num_rows` independent rows, row r being token
+// r / heads, head r % heads, of head_dim elements. Strides are in elements;
+// within a token the heads are dense (head h at h * head_dim).
+
+def Attn_TileMergeStatesOp : Attn_TileOp<"merge_states", [AttrSizedOperandSegments]> {
+  let summary = "the body of a merge_states kernel: N states merged row by row";
+  let description = [{
+    Row `r` (token `t = r / heads`, head `h = r % heads`) of state `i` is
+    `states[i][t * state_stride + h * D ...]` with base-2 LSE
+    `lses[i][t * lse_stride + h]`; the merged row (as `attn.merge_states`:
+    all states -inf give 0 / -inf) goes to `output[t * output_stride + h * D
+    ...]` and `merged_lse[t * merged_lse_stride + h]`. With `mask` (a byte
+    per token), the rows of tokens whose byte is 0 are left as they are
+    (FlashInfer's `merge_state_in_place` writes into state 0).
+
+    ```mlir
+    attn.tile.merge_states %num_rows, %heads
+        states(%v0, %v1 : memref<1099511627776xbf16, 1>, memref<1099511627776xbf16, 1>) stride %vs
+        lses(%s0, %s1 : memref<1099511627776xf32, 1>, memref<1099511627776xf32, 1>) stride %ss
+        into %o : memref<1099511627776xbf16, 1> stride %os, %lse : memref<1099511627776xf32, 1> stride %ls
+    ```
+  }];
+  let arguments = (ins
+    I32:$num_rows,
+    I32:$heads,
+    Variadic<Attn_Buffer>:$states,
+    I64:$state_stride,
+    Variadic<Attn_F32Buffer>:$lses,
+    I64:$lse_stride,
+    Attn_Buffer:$output,
+    I64:$output_stride,
+    Attn_F32Buffer:$merged_lse,
+    I64:$merged_lse_stride,
+    Optional<Attn_I8Buffer>:$mask
+  );
+  let assemblyFormat = [{
+    $num_rows `,` $heads
+    `states` `(` $states `:` type($states) `)` `stride` $state_stride
+    `lses` `(` $lses `:` type($lses) `)` `stride` $lse_stride
+    `into` $output `:` type($output) `stride` $output_stride `,`
+    $merged_lse `:` type($merged_lse) `stride` $merged_lse_stride
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileAppendKVOp : Attn_TileOp<"append_kv"> {
+  let summary = "the body of an append_kv kernel: new tokens' K/V into pages";
+  let description = [{
+    Row `r` (token `t = r / heads`, head `h = r % heads`) of `key` / `value`
+    (`[t * key_stride + h * D ...]`, `[t * value_stride + h * D ...]`)
+    belongs to request `b = batch_indices[t]` at position `p =
+    positions[t]`, and is written to page `kv_indices[kv_indptr[b] + p / P]`
+    (P: the contract format's page size), slot `p % P`: element `d` of head
+    `h` at `page * page_stride + (p % P) * slot_stride + h * head_stride + d`
+    of `key_cache` / `value_cache` (NHD and HND, and the K/V halves of one
+    combined cache, differ only in the strides). A row whose request is not
+    in `[0, batch)`, whose position is negative or past the request's pages,
+    or whose page is not in `[0, num_pages)` writes nothing and counts
+    itself in `dropped[0]`.
+
+    ```mlir
+    attn.tile.append_kv %num_rows, %heads, %batch, %num_pages
+        tokens(%k, %v : memref<...>, memref<...>) stride(%ks, %vs)
+        at(%batch_indices, %positions, %kv_indptr, %kv_indices
+           : memref<...>, memref<...>, memref<...>, memref<...>)
+        into(%k_cache, %v_cache : memref<...>, memref<...>)
+        stride(%page_stride, %slot_stride, %head_stride)
+        dropped %dropped : memref<...>
+    ```
+  }];
+  let arguments = (ins
+    I32:$num_rows,
+    I32:$heads,
+    I32:$batch,
+    I32:$num_pages,
+    Attn_Buffer:$key,
+    Attn_Buffer:$value,
+    I64:$key_stride,
+    I64:$value_stride,
+    Attn_I32Buffer:$batch_indices,
+    Attn_I32Buffer:$positions,
+    Attn_I32Buffer:$kv_indptr,
+    Attn_I32Buffer:$kv_indices,
+    Attn_Buffer:$key_cache,
+    Attn_Buffer:$value_cache,
+    I64:$page_stride,
+    I64:$slot_stride,
+    I64:$head_stride,
+    Attn_I32Buffer:$dropped
+  );
+  let assemblyFormat = [{
+    $num_rows `,` $heads `,` $batch `,` $num_pages
+    `tokens` `(` $key `,` $value `:` type($key) `,` type($value) `)`
+    `stride` `(` $key_stride `,` $value_stride `)`
+    `at` `(` $batch_indices `,` $positions `,` $kv_indptr `,` $kv_indices `:`
+      type($batch_indices) `,` type($positions) `,` type($kv_indptr) `,` type($kv_indices) `)`
+    `into` `(` $key_cache `,` $value_cache `:` type($key_cache) `,` type($value_cache) `)`
+    `stride` `(` $page_stride `,` $slot_stride `,` $head_stride `)`
+    `dropped` $dropped `:` type($dropped)
+    attr-dict
   }];
   let hasVerifier = 1;
 }

@@ -78,6 +78,19 @@ SmallVector<KernelArgument>
 getMergeKernelArguments(Type dtype, bool outputTransform, bool paged,
                         ArrayRef<VariantParamArg> params);
 
+/// The arguments of a merge_states kernel of `numStates` states:
+/// num_rows, heads, v0 .. v{n-1}, v_stride, s0 .. s{n-1}, s_stride, o,
+/// o_stride, lse, lse_stride, [mask].
+SmallVector<KernelArgument> getMergeStatesKernelArguments(Type dtype,
+                                                          int64_t numStates,
+                                                          bool masked);
+
+/// The arguments of an append_kv kernel: num_rows, heads, batch, num_pages,
+/// key, value, key_stride, value_stride, batch_indices, positions,
+/// kv_indptr, kv_indices, k_cache, v_cache, page_stride, slot_stride,
+/// head_stride, dropped.
+SmallVector<KernelArgument> getAppendKVKernelArguments(Type dtype);
+
 /// Appends `gpu.func @name` with `args` to `gpuModule`: a kernel of
 /// `launch.getThreads()` threads carrying the contract as `attn.launch`.
 gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc,

@@ -153,6 +153,12 @@ def AttnOutlineKernelsPass : Pass<"attn-outline-kernels", "::mlir::ModuleOp"> {
     The module becomes a `gpu.container_module`; `convert-attn-to-gpu` then
     lowers the tile ops for the chip.
 
+    An `attn.merge_states` or `attn.append_kv` in host code becomes a row
+    kernel (role `merge_states` / `append_kv`: a grid-strided loop over
+    tokens x heads rows, whose head count and strides are arguments), its
+    body one `attn.tile.merge_states` / `attn.tile.append_kv`; the op
+    records it in `attn.kernels` too.
+
     Before:
     ```mlir
     %o, %lse = attn.attention %q, %k, %v format(#attn.bsr<block_cols = 16>) ...

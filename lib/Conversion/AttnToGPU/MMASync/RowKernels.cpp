@@ -1,0 +1,292 @@
+//===- RowKernels.cpp - attn.tile.merge_states and attn.tile.append_kv ----===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The row kernels are memory-bound: every byte is read once and written
+// once, so they are plain vector loads and stores, the same on every chip
+// (this set serves sm_80 to sm_120). A row (one token's head, head_dim
+// elements) is spread over head_dim / 8 threads, 8 elements (16 bytes at
+// 2-byte types) each; a CTA of T threads takes R = T / (head_dim / 8) rows
+// per step (the contract's merge_rows; threads past R whole rows idle) and
+// the grid strides over the row groups.
+//
+// merge_states: each thread loads its 8 elements and the LSE of every
+// state, kGroup states' loads in flight at once, merged online across
+// groups (one group for the common two-state merge):
+//   m = max s_i, w_i = 2^(s_i - m), o = sum w_i v_i / sum w_i,
+//   lse = m + log2(sum w_i)         (all -inf: o = 0, lse = -inf)
+// in f32, then narrowed to the element type.
+//
+// append_kv: each thread copies its 8 elements of the row's key and value
+// into the row's page slot. The index arrays are read, and checked, per
+// row: a row whose request, position or page is out of range writes
+// nothing, and its first thread counts it in dropped[0] (atomically), so a
+// bad page table never writes outside the cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MMASync.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::mmasync;
+
+namespace {
+
+/// States whose loads a thread issues together.
+constexpr int64_t kGroup = 4;
+
+/// The thread's place in a row kernel, and the loop over its rows: the body
+/// runs once per row the thread has a part of, inside the grid-strided
+/// loop over row groups.
+struct RowLoop {
+  Value row;   ///< index of the row (token * heads + head)
+  Value token; ///< row / heads
+  Value head;  ///< row % heads
+  Value chunk; ///< which 8 elements of the row this thread holds
+  Value offset; ///< chunk * 8
+};
+
+/// Builds the loop and calls `body` inside the row test; leaves the
+/// builder after the loop.
+template <typename Body>
+void buildRowLoop(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                  LaunchAttr launch, Value numRows, Value heads, Body body) {
+  const int64_t chunks = launch.getHeadDim() / 8;
+  const int64_t R = launch.getMergeRows();
+  const bool idle = R * chunks != launch.getThreads();
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  Value part = kb.divu(tid, chunks);
+  Value chunk = kb.remu(tid, chunks);
+  Value rows = kb.toIndex(numRows);
+  Value headCount = kb.toIndex(heads);
+  Value groups = kb.divu(kb.add(rows, kb.idx(R - 1)), kb.idx(R));
+  auto loop = scf::ForOp::create(b, cta, groups, grid);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value row = kb.add(kb.mul(loop.getInductionVar(), R), part);
+  Value exists = kb.slt(row, rows);
+  if (idle)
+    exists = kb.andi(exists, kb.slt(part, kb.idx(R)));
+  auto ifRow = scf::IfOp::create(b, exists, false);
+  b.setInsertionPointToStart(&ifRow.getThenRegion().front());
+  // Rows are < 2^31 (the launch checks): a 32-bit division, not 64.
+  Value row32 = kb.toI32(row);
+  Value token = kb.toIndex(kb.divu(row32, heads));
+  Value head = kb.sub(row, kb.mul(token, headCount));
+  RowLoop r{row, token, head, chunk, kb.mul(chunk, 8)};
+  body(r);
+}
+
+Value toIndex64(ImplicitLocOpBuilder &b, Value i64) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), i64);
+}
+
+/// Element `base + offset` .. + 7 of `buffer`, as 8 x f32.
+Value loadChunk(ImplicitLocOpBuilder &b, Value buffer, Value index) {
+  Type elt = cast<MemRefType>(buffer.getType()).getElementType();
+  auto load = vector::LoadOp::create(b, VectorType::get({8}, elt), buffer,
+                                     ValueRange{index});
+  load.setAlignment(16);
+  if (elt.isF32())
+    return load;
+  return arith::ExtFOp::create(b, VectorType::get({8}, b.getF32Type()),
+                               load.getResult());
+}
+
+void storeChunk(ImplicitLocOpBuilder &b, Value f32x8, Value buffer,
+                Value index) {
+  Type elt = cast<MemRefType>(buffer.getType()).getElementType();
+  Value value = elt.isF32() ? f32x8
+                            : Value(arith::TruncFOp::create(
+                                  b, VectorType::get({8}, elt), f32x8));
+  auto store = vector::StoreOp::create(b, value, buffer, ValueRange{index});
+  store.setAlignment(16);
+}
+
+struct MergeStatesLowering : public OpConversionPattern<TileMergeStatesOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileMergeStatesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    LaunchAttr launch = op.getLaunch();
+    const int64_t D = launch.getHeadDim();
+    auto f32x8 = VectorType::get({8}, b.getF32Type());
+    auto splat = [&](Value x) { return vector::BroadcastOp::create(b, f32x8, x); };
+    Value vStride = toIndex64(b, op.getStateStride());
+    Value sStride = toIndex64(b, op.getLseStride());
+    Value oStride = toIndex64(b, op.getOutputStride());
+    Value lseStride = toIndex64(b, op.getMergedLseStride());
+    Value negInf = kb.negInf(), zero = kb.f32(0.0f);
+
+    buildRowLoop(b, kb, launch, op.getNumRows(), op.getHeads(), [&](RowLoop r) {
+      Value vIndex =
+          kb.add(kb.add(kb.mul(r.token, vStride), kb.mul(r.head, D)), r.offset);
+      Value sIndex = kb.add(kb.mul(r.token, sStride), r.head);
+      // m, sum and acc over the states so far.
+      Value m, sum, acc, first, firstLse;
+      ValueRange states = op.getStates(), lses = op.getLses();
+      for (size_t g = 0; g < states.size(); g += kGroup) {
+        size_t end = std::min(states.size(), g + kGroup);
+        SmallVector<Value> ls, vs;
+        for (size_t i = g; i < end; ++i) {
+          ls.push_back(memref::LoadOp::create(b, lses[i], ValueRange{sIndex}));
+          vs.push_back(loadChunk(b, states[i], vIndex));
+        }
+        if (g == 0) {
+          first = vs.front();
+          firstLse = ls.front();
+        }
+        Value mNew = g == 0 ? ls.front() : m;
+        for (Value l : ArrayRef<Value>(ls).drop_front(g == 0 ? 1 : 0))
+          mNew = kb.fmax(mNew, l);
+        // With every state so far -inf, weigh against 0: all weights 0.
+        Value mUse = kb.select(kb.foeq(mNew, negInf), zero, mNew);
+        Value newSum, newAcc;
+        if (g != 0) {
+          Value scale = kb.exp2(kb.fsub(m, mUse));
+          newSum = kb.fmul(sum, scale);
+          newAcc = arith::MulFOp::create(b, acc, splat(scale));
+        }
+        for (auto [l, v] : llvm::zip(ls, vs)) {
+          Value w = kb.exp2(kb.fsub(l, mUse));
+          Value wv = arith::MulFOp::create(b, v, splat(w));
+          newSum = newSum ? kb.fadd(newSum, w) : w;
+          newAcc = newAcc ? Value(arith::AddFOp::create(b, newAcc, wv)) : wv;
+        }
+        m = mNew;
+        sum = newSum;
+        acc = newAcc;
+      }
+      Value nonEmpty = kb.fogt(sum, zero);
+      Value inv = kb.select(nonEmpty, kb.fdiv(kb.f32(1.0f), sum), zero);
+      Value out = arith::MulFOp::create(b, acc, splat(inv));
+      Value lse = kb.select(nonEmpty, kb.fadd(m, kb.log2(sum)), negInf);
+      if (Value mask = op.getMask()) {
+        // A masked-off row is state 0's, unmerged.
+        Value byte = memref::LoadOp::create(b, mask, ValueRange{r.token});
+        Value keep = arith::CmpIOp::create(
+            b, arith::CmpIPredicate::ne, byte,
+            arith::ConstantIntOp::create(b, b.getI8Type(), 0));
+        out = arith::SelectOp::create(b, keep, out, first);
+        lse = kb.select(keep, lse, firstLse);
+      }
+      storeChunk(b, out, op.getOutput(),
+                 kb.add(kb.add(kb.mul(r.token, oStride), kb.mul(r.head, D)),
+                        r.offset));
+      auto writer = scf::IfOp::create(b, kb.eq(r.chunk, kb.idx(0)), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&writer.getThenRegion().front());
+      memref::StoreOp::create(
+          b, lse, op.getMergedLse(),
+          ValueRange{kb.add(kb.mul(r.token, lseStride), r.head)});
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct AppendKVLowering : public OpConversionPattern<TileAppendKVOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileAppendKVOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    LaunchAttr launch = op.getLaunch();
+    const int64_t D = launch.getHeadDim();
+    const int64_t P = launch.getFormat().getBlockCols();
+    Value keyStride = toIndex64(b, op.getKeyStride());
+    Value valueStride = toIndex64(b, op.getValueStride());
+    Value pageStride = toIndex64(b, op.getPageStride());
+    Value slotStride = toIndex64(b, op.getSlotStride());
+    Value headStride = toIndex64(b, op.getHeadStride());
+    Value batch = kb.toIndex(op.getBatch());
+    Value numPages = kb.toIndex(op.getNumPages());
+    Value zero = kb.idx(0);
+    auto loadIndex = [&](Value buffer, Value i) {
+      return kb.toIndex(memref::LoadOp::create(b, buffer, ValueRange{i}));
+    };
+    auto inRange = [&](Value x, Value end) {
+      return kb.andi(kb.slt(x, end),
+                     arith::CmpIOp::create(b, arith::CmpIPredicate::sge, x,
+                                           zero));
+    };
+
+    buildRowLoop(b, kb, launch, op.getNumRows(), op.getHeads(), [&](RowLoop r) {
+      Value request = loadIndex(op.getBatchIndices(), r.token);
+      Value position = loadIndex(op.getPositions(), r.token);
+      Value known = kb.andi(inRange(request, batch),
+                            arith::CmpIOp::create(
+                                b, arith::CmpIPredicate::sge, position, zero));
+      // Reads of kv_indptr stay in bounds whatever the request says.
+      Value safeRequest = kb.select(known, request, zero);
+      Value first = loadIndex(op.getKvIndptr(), safeRequest);
+      Value last = loadIndex(op.getKvIndptr(), kb.add(safeRequest, 1));
+      Value slot = kb.add(first, kb.divu(position, P));
+      Value mapped = kb.andi(known, kb.slt(slot, last));
+      // kv_indices is read only at a slot the request owns (-1 otherwise).
+      auto ifMapped = scf::IfOp::create(b, b.getIndexType(), mapped,
+                                        /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifMapped.getThenRegion().front());
+        scf::YieldOp::create(b, loadIndex(op.getKvIndices(), slot));
+        b.setInsertionPointToStart(&ifMapped.getElseRegion().front());
+        scf::YieldOp::create(b, kb.idx(-1));
+      }
+      Value page = ifMapped.getResult(0);
+      Value ok = inRange(page, numPages);
+      auto ifOk = scf::IfOp::create(b, ok, /*withElse=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifOk.getThenRegion().front());
+        Value cache = kb.add(
+            kb.add(kb.mul(page, pageStride),
+                   kb.mul(kb.remu(position, P), slotStride)),
+            kb.add(kb.mul(r.head, headStride), r.offset));
+        Value inner = kb.add(kb.mul(r.head, D), r.offset);
+        for (auto [src, stride, dst] :
+             {std::tuple{op.getKey(), keyStride, op.getKeyCache()},
+              std::tuple{op.getValue(), valueStride, op.getValueCache()}}) {
+          Type elt = cast<MemRefType>(src.getType()).getElementType();
+          auto load = vector::LoadOp::create(
+              b, VectorType::get({8}, elt), src,
+              ValueRange{kb.add(kb.mul(r.token, stride), inner)});
+          load.setAlignment(16);
+          auto store = vector::StoreOp::create(b, load, dst, ValueRange{cache});
+          store.setAlignment(16);
+        }
+        b.setInsertionPointToStart(&ifOk.getElseRegion().front());
+        auto counter = scf::IfOp::create(b, kb.eq(r.chunk, kb.idx(0)), false);
+        b.setInsertionPointToStart(&counter.getThenRegion().front());
+        memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, kb.i32(1),
+                                    op.getDropped(), ValueRange{zero});
+      }
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::attn::mmasync::populateRowKernelPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<MergeStatesLowering, AppendKVLowering>(converter,
+                                                      patterns.getContext());
+}

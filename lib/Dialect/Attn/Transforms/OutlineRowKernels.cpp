@@ -1,0 +1,168 @@
+//===- OutlineRowKernels.cpp - merge_states and append_kv to kernels ------===//
+//
+// Part of the attn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The row kernels of attn-outline-kernels: an attn.merge_states or
+// attn.append_kv in host code (not inside an attention) becomes a kernel
+// whose body is one attn.tile.merge_states / attn.tile.append_kv, launched
+// over `num_rows` = tokens x heads rows. Row kernels have no plan; their
+// head counts and strides are arguments, so one kernel serves every head
+// count and memory layout of its element type and head dim (and, for
+// append_kv, page size).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowKernels.h"
+#include "attn/Dialect/Attn/Transforms/KernelSignature.h"
+#include "attn/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Threads of a row kernel; a row's head_dim elements are spread over
+/// head_dim / 8 of them (16 bytes each at 2-byte elements).
+constexpr int64_t kRowThreads = 256;
+
+std::string elementName(Type t) {
+  return t.isBF16() ? "bf16" : t.isF16() ? "f16" : "f32";
+}
+
+/// The head dim of a row kernel, checked against what kernels support.
+FailureOr<int64_t> getRowHeadDim(Operation *op, ShapedType rows) {
+  int64_t headDim = rows.getDimSize(rows.getRank() - 1);
+  if (ShapedType::isDynamic(headDim))
+    return op->emitOpError() << "needs a static head dim to generate its "
+                                "kernel, got "
+                             << rows;
+  if (llvm::Error err = TargetInfo::checkHeadDim(headDim))
+    return op->emitOpError() << llvm::toString(std::move(err));
+  return headDim;
+}
+
+/// The contract of a row kernel, verified.
+FailureOr<LaunchAttr> getRowLaunch(Operation *op, KernelRole role,
+                                   const TargetInfo &target, Type dtype,
+                                   int64_t headDim, BsrAttr format) {
+  MLIRContext *ctx = op->getContext();
+  // Enough CTAs resident to keep every SM's thread slots busy.
+  int64_t ctasPerSM = target.getMaxThreadsPerSM() / kRowThreads;
+  const int64_t none = 0, unit = 1, rows = kRowThreads / (headDim / 8);
+  LaunchAttr launch = LaunchAttr::getChecked(
+      [&] { return op->emitOpError(); }, ctx, role,
+      StringAttr::get(ctx, target.getName()), kRowThreads,
+      /*shared_bytes=*/none, ctasPerSM, dtype, headDim, /*num_qo_heads=*/none,
+      /*num_kv_heads=*/none, /*tile=*/TileAttr(), format,
+      /*cost_per_item=*/none, /*cost_per_kv_token=*/unit, /*min_chunk=*/none,
+      /*band=*/BandAttr(), /*custom_mask=*/false,
+      /*merge=*/FlatSymbolRefAttr(), /*merge_rows=*/rows, /*pdl=*/false,
+      /*output_transform=*/false, /*variants=*/ArrayAttr());
+  if (!launch)
+    return failure();
+  return launch;
+}
+
+void recordKernel(Operation *op, StringRef gpuModuleName, StringRef name) {
+  MLIRContext *ctx = op->getContext();
+  op->setAttr(kKernelsAttrName,
+              ArrayAttr::get(ctx, {SymbolRefAttr::get(
+                                      ctx, gpuModuleName,
+                                      {FlatSymbolRefAttr::get(ctx, name)})}));
+}
+
+} // namespace
+
+LogicalResult mlir::attn::outlineMergeStates(MergeStatesOp op,
+                                             gpu::GPUModuleOp gm,
+                                             const TargetInfo &target) {
+  auto states = cast<RankedTensorType>(op.getOutputs().front().getType());
+  Type dtype = states.getElementType();
+  if (op.getOutput().getType().getElementType() != dtype)
+    return op.emitOpError()
+           << "merges " << dtype << " states into "
+           << op.getOutput().getType().getElementType()
+           << "; the generated merge_states kernel writes the states' element "
+              "type (merge, then convert)";
+  FailureOr<int64_t> headDim = getRowHeadDim(op, states);
+  if (failed(headDim))
+    return failure();
+  int64_t n = op.getOutputs().size();
+  bool masked = bool(op.getMask());
+  std::string name = llvm::formatv("attn_merge_states_{0}_d{1}_n{2}{3}",
+                                   elementName(dtype), *headDim, n,
+                                   masked ? "_masked" : "")
+                         .str();
+  if (!gm.lookupSymbol(name)) {
+    FailureOr<LaunchAttr> launch = getRowLaunch(
+        op, KernelRole::merge_states, target, dtype, *headDim, BsrAttr());
+    if (failed(launch))
+      return failure();
+    OpBuilder b(op.getContext());
+    gpu::GPUFuncOp func =
+        createKernel(b, op.getLoc(), gm, name,
+                     getMergeStatesKernelArguments(dtype, n, masked), *launch);
+    auto arg = [&](StringRef argName) {
+      return getKernelArgument(func, argName);
+    };
+    SmallVector<Value> vs, ss;
+    for (int64_t i = 0; i < n; ++i) {
+      vs.push_back(arg("v" + std::to_string(i)));
+      ss.push_back(arg("s" + std::to_string(i)));
+    }
+    b.setInsertionPointToStart(&func.getBody().front());
+    TileMergeStatesOp::create(b, op.getLoc(), arg("num_rows"), arg("heads"),
+                              vs, arg("v_stride"), ss, arg("s_stride"),
+                              arg("o"), arg("o_stride"), arg("lse"),
+                              arg("lse_stride"),
+                              masked ? Value(arg("mask")) : Value());
+    gpu::ReturnOp::create(b, op.getLoc());
+  }
+  recordKernel(op, gm.getName(), name);
+  return success();
+}
+
+LogicalResult mlir::attn::outlineAppendKV(AppendKVOp op, gpu::GPUModuleOp gm,
+                                          const TargetInfo &target) {
+  RankedTensorType key = op.getKey().getType();
+  Type dtype = key.getElementType();
+  FailureOr<int64_t> headDim = getRowHeadDim(op, key);
+  if (failed(headDim))
+    return failure();
+  // Page geometry is compile-time (the division by the page size is a
+  // constant one); layout and cache strides are arguments.
+  int64_t pageSize = op.getFormat().getBlockCols();
+  std::string name = llvm::formatv("attn_append_kv_{0}_d{1}_p{2}",
+                                   elementName(dtype), *headDim, pageSize)
+                         .str();
+  if (!gm.lookupSymbol(name)) {
+    MLIRContext *ctx = op.getContext();
+    FailureOr<LaunchAttr> launch = getRowLaunch(
+        op, KernelRole::append_kv, target, dtype, *headDim, op.getFormat());
+    if (failed(launch))
+      return failure();
+    OpBuilder b(ctx);
+    gpu::GPUFuncOp func = createKernel(b, op.getLoc(), gm, name,
+                                       getAppendKVKernelArguments(dtype),
+                                       *launch);
+    auto arg = [&](StringRef argName) {
+      return getKernelArgument(func, argName);
+    };
+    b.setInsertionPointToStart(&func.getBody().front());
+    TileAppendKVOp::create(
+        b, op.getLoc(), arg("num_rows"), arg("heads"), arg("batch"),
+        arg("num_pages"), arg("key"), arg("value"), arg("key_stride"),
+        arg("value_stride"), arg("batch_indices"), arg("positions"),
+        arg("kv_indptr"), arg("kv_indices"), arg("k_cache"), arg("v_cache"),
+        arg("page_stride"), arg("slot_stride"), arg("head_stride"),
+        arg("dropped"));
+    gpu::ReturnOp::create(b, op.getLoc());
+  }
+  recordKernel(op, gm.getName(), name);
+  return success();
+}
