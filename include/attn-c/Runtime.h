@@ -5,11 +5,12 @@
 |*===----------------------------------------------------------------------===*|
 |*                                                                            *|
 |* The runtime's C API for the Python package and other languages: plan,      *|
-|* workspace sizing, module loading, plan upload, run and merge. Every        *|
-|* function returns an attnRtStatus; on failure attnRtLastError() returns a   *|
-|* message naming the bad input (thread-local, valid until the next call on   *|
-|* the same thread). No function throws, allocates device memory, or          *|
-|* synchronizes the host. Exported from libattn_runtime.so.                   *|
+|* workspace sizing, module loading, plan upload, run and merge, and launches *|
+|* of row kernels (merge_states, append_kv). Every function returns an        *|
+|* attnRtStatus; on failure attnRtLastError() returns a message naming the    *|
+|* bad input (thread-local, valid until the next call on the same thread). No *|
+|* function throws, allocates device memory, or synchronizes the host.        *|
+|* Exported from libattn_runtime.so.                                          *|
 |*                                                                            *|
 |* The structs mirror attn/Runtime/Plan.h field for field; the work-list ABI  *|
 |* the kernels read is documented there and in docs/Runtime.md.               *|
@@ -204,6 +205,21 @@ ATTN_RT_EXPORT attnRtStatus attnRtMergeSized(
     const void *host_workspace, size_t host_bytes, uint64_t device_workspace,
     size_t device_bytes, const attnRtArg *args, int32_t num_args,
     uint64_t stream);
+
+/* Launches row kernel `kernel` (manifest role "merge_states" or "append_kv":
+ * a grid-strided loop over independent rows, no plan) over num_rows rows.
+ * The runtime binds the kernel's `num_rows` argument; args binds every other
+ * one by name and must hold exactly those (a missing, mistyped, unknown or
+ * repeated name, or one named num_rows, is refused). Grid min(ceil(num_rows
+ * / rows_per_cta), SMs x ctas_per_sm), block `threads`, `shared_bytes` of
+ * dynamic shared memory. ATTN_RT_INVALID_ARGUMENT for a kernel of another
+ * role or num_rows outside [0, 2^31-1]; num_rows 0 launches nothing
+ * (ATTN_RT_OK). Everything is checked before the launch. */
+ATTN_RT_EXPORT attnRtStatus attnRtLaunchRows(attnRtModule_t module,
+                                             const char *kernel,
+                                             int64_t num_rows,
+                                             const attnRtArg *args,
+                                             int32_t num_args, uint64_t stream);
 
 #ifdef __cplusplus
 }

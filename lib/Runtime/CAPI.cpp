@@ -355,4 +355,24 @@ attnRtStatus attnRtMergeSized(attnRtModule_t module, const char *mergeKernel,
                    args, numArgs, stream);
 }
 
+attnRtStatus attnRtLaunchRows(attnRtModule_t module, const char *kernel,
+                              int64_t numRows, const attnRtArg *args,
+                              int32_t numArgs, uint64_t stream) {
+  return guarded([&] {
+    // The row count and the arguments first: they need no module.
+    if (numRows < 0 || numRows > std::numeric_limits<int32_t>::max())
+      return report(Status(StatusCode::InvalidArgument,
+                           "attnRtLaunchRows: num_rows " +
+                               std::to_string(numRows) +
+                               " is outside [0, 2^31-1]"));
+    KernelArg converted[64];
+    if (!toArgs(args, numArgs, converted))
+      return invalidArg("args: null, more than 64, or an unknown kind");
+    if (!module || !kernel)
+      return invalidArg("attnRtLaunchRows: module and kernel must not be null");
+    return report(launchRows(*module->module, kernel, numRows, converted,
+                             numArgs, stream));
+  });
+}
+
 } // extern "C"

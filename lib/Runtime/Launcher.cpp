@@ -6,7 +6,8 @@
 //
 // Binds kernel parameters by the names in the manifest (plan arrays from the
 // device workspace, everything else from the caller) into fixed-size arrays on
-// the stack, so run() never allocates, and launches on the caller's stream.
+// the stack, so run() and launchRows() never allocate, and launches on the
+// caller's stream.
 // Without CUDA headers at build time every entry point reports CudaUnavailable.
 //
 //===----------------------------------------------------------------------===//
@@ -113,6 +114,119 @@ Status runMerge(const Module &m, std::string_view mergeKernel,
   if (Status s = checkDeviceWorkspace(plan, ws, bytes); !s.ok())
     return s;
   return runMerge(m, mergeKernel, plan, ws, args, numArgs, stream);
+}
+
+namespace {
+/// Kernel parameters on the stack: 64 eight-byte slots.
+struct ParamBlock {
+  uint64_t slots[64];
+  void *params[64];
+};
+} // namespace
+
+/// Binds parameter `a` of kernel `k` from the caller's argument of the same
+/// name into `slot`; ManifestMismatch when there is none or its kind differs.
+static Status bindCallerArg(const KernelManifest &k, const ManifestArg &a,
+                            const KernelArg *args, int32_t numArgs,
+                            uint64_t *slot) {
+  const KernelArg *found = nullptr;
+  for (int32_t j = 0; j < numArgs; ++j)
+    if (args[j].name && a.name == args[j].name) {
+      found = &args[j];
+      break;
+    }
+  if (!found)
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" argument \"" + a.name +
+                      "\" is not bound by the caller");
+  if (found->kind != a.kind)
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" argument \"" + a.name + "\" is " +
+                      argKindName(a.kind) + ", caller passed " +
+                      argKindName(found->kind));
+  *slot = 0;
+  switch (a.kind) {
+  case ArgKind::Ptr: *slot = found->ptr; break;
+  case ArgKind::I32: std::memcpy(slot, &found->i32, 4); break;
+  case ArgKind::I64: std::memcpy(slot, &found->i64, 8); break;
+  case ArgKind::F32: std::memcpy(slot, &found->f32, 4); break;
+  }
+  return Status::success();
+}
+
+/// Fills `pb` for row kernel `k`: num_rows from `numRows`, everything else
+/// from `args`. Unlike run(), whose one list feeds two kernels, a row kernel
+/// is launched alone, so a caller argument it does not take is an error (a
+/// misspelt or stale name would otherwise be dropped silently).
+static Status bindRowArgs(const KernelManifest &k, int64_t numRows,
+                          const KernelArg *args, int32_t numArgs,
+                          ParamBlock *pb) {
+  if (!isRowKernel(k.role))
+    return Status(StatusCode::InvalidArgument,
+                  "kernel \"" + k.name + "\" has role " +
+                      kernelRoleName(k.role) +
+                      ", not a row kernel (merge_states, append_kv)");
+  if (numRows < 0 || numRows > std::numeric_limits<int32_t>::max())
+    return Status(StatusCode::InvalidArgument,
+                  "row kernel \"" + k.name + "\": num_rows " +
+                      std::to_string(numRows) + " is outside [0, 2^31-1]");
+  if (numArgs < 0 || numArgs > 64 || (numArgs > 0 && !args))
+    return Status(StatusCode::InvalidArgument,
+                  "row kernel \"" + k.name + "\": args is null or has more "
+                  "than 64 entries");
+  for (int32_t j = 0; j < numArgs; ++j) {
+    const char *n = args[j].name;
+    if (!n)
+      return Status(StatusCode::InvalidArgument,
+                    "row kernel \"" + k.name + "\": argument " +
+                        std::to_string(j) + " has no name");
+    if (std::strcmp(n, plan_args::kNumRows) == 0)
+      return Status(StatusCode::InvalidArgument,
+                    "row kernel \"" + k.name + "\": \"num_rows\" is bound by "
+                    "the runtime from the row count, not passed as an argument");
+    if (k.argIndex(n) < 0)
+      return Status(StatusCode::ManifestMismatch,
+                    "row kernel \"" + k.name + "\" has no argument \"" + n +
+                        "\" (passed by the caller)");
+    for (int32_t i = 0; i < j; ++i)
+      if (std::strcmp(args[i].name, n) == 0)
+        return Status(StatusCode::ManifestMismatch,
+                      "row kernel \"" + k.name + "\": argument \"" + n +
+                          "\" is passed twice");
+  }
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ManifestArg &a = k.args[i];
+    pb->params[i] = &pb->slots[i];
+    if (a.name == plan_args::kNumRows) {
+      if (a.kind != ArgKind::I32) // parseManifest refuses it; a built one may not
+        return Status(StatusCode::ManifestMismatch,
+                      "row kernel \"" + k.name + "\": argument \"num_rows\" "
+                      "is " + argKindName(a.kind) + ", not i32");
+      pb->slots[i] = 0;
+      int32_t rows = int32_t(numRows);
+      std::memcpy(&pb->slots[i], &rows, 4);
+      continue;
+    }
+    if (Status b = bindCallerArg(k, a, args, numArgs, &pb->slots[i]); !b.ok())
+      return b;
+  }
+  return Status::success();
+}
+
+Status checkRowLaunch(const KernelManifest &k, int64_t numRows,
+                      const KernelArg *args, int32_t numArgs) {
+  ParamBlock pb;
+  return bindRowArgs(k, numRows, args, numArgs, &pb);
+}
+
+int64_t rowGrid(const KernelManifest &k, int64_t numRows, int32_t numSms) {
+  if (numRows <= 0)
+    return 0;
+  const int64_t per = std::max<int64_t>(k.rows_per_cta, 1);
+  const int64_t ctas = (numRows + per - 1) / per;
+  if (numSms <= 0)
+    return ctas;
+  return std::min(ctas, int64_t(numSms) * std::max<int64_t>(k.ctas_per_sm, 1));
 }
 
 Status Module::loadFiles(const std::string &imagePath,
@@ -254,6 +368,7 @@ Status Module::load(const void *image, size_t bytes, std::string_view manifestJs
   if (CUresult r = d->moduleLoadData(&mod, data); r != CUDA_SUCCESS)
     return cudaFailure(*d, "cuModuleLoadData", r);
   m->module_ = mod;
+  m->num_sms_ = dev.num_sms;
   for (const KernelManifest &k : m->manifest_.kernels) {
     CUfunction f;
     CUresult r = d->moduleGetFunction(&f, mod, k.name.c_str());
@@ -299,14 +414,6 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t strea
                            : cudaFailure(*d, "cuMemcpyHtoDAsync", r);
 }
 
-namespace {
-/// Kernel parameters on the stack: 64 eight-byte slots.
-struct ParamBlock {
-  uint64_t slots[64];
-  void *params[64];
-};
-} // namespace
-
 /// Fills `pb` for kernel `k` from the plan's device arrays and `args`.
 static Status bindArgs(const KernelManifest &k, const PlanView &plan,
                        uint64_t ws, const KernelArg *args, int32_t numArgs,
@@ -336,28 +443,8 @@ static Status bindArgs(const KernelManifest &k, const PlanView &plan,
       std::memcpy(&pb->slots[i], &rows, 4);
       continue;
     }
-    const KernelArg *found = nullptr;
-    for (int32_t j = 0; j < numArgs; ++j)
-      if (args[j].name && a.name == args[j].name) {
-        found = &args[j];
-        break;
-      }
-    if (!found)
-      return Status(StatusCode::ManifestMismatch,
-                    "kernel \"" + k.name + "\" argument \"" + a.name +
-                        "\" is not bound by the caller");
-    if (found->kind != a.kind)
-      return Status(StatusCode::ManifestMismatch,
-                    "kernel \"" + k.name + "\" argument \"" + a.name + "\" is " +
-                        argKindName(a.kind) + ", caller passed " +
-                        argKindName(found->kind));
-    pb->slots[i] = 0;
-    switch (a.kind) {
-    case ArgKind::Ptr: pb->slots[i] = found->ptr; break;
-    case ArgKind::I32: std::memcpy(&pb->slots[i], &found->i32, 4); break;
-    case ArgKind::I64: std::memcpy(&pb->slots[i], &found->i64, 8); break;
-    case ArgKind::F32: std::memcpy(&pb->slots[i], &found->f32, 4); break;
-    }
+    if (Status b = bindCallerArg(k, a, args, numArgs, &pb->slots[i]); !b.ok())
+      return b;
   }
   return Status::success();
 }
@@ -442,7 +529,7 @@ static Status lookup(const Module &m, std::string_view name, KernelRole role,
   if (k->role != role)
     return Status(StatusCode::ManifestMismatch,
                   "kernel \"" + k->name + "\" has role " +
-                      (k->role == KernelRole::Attention ? "attention" : "merge"));
+                      kernelRoleName(k->role));
   *out = k;
   return Status::success();
 }
@@ -520,6 +607,26 @@ Status run(const Module &m, std::string_view attentionKernel,
                   : Status::success();
 }
 
+Status launchRows(const Module &m, std::string_view kernel, int64_t numRows,
+                  const KernelArg *args, int32_t numArgs, uint64_t stream) {
+  const KernelManifest *k = m.kernel(kernel);
+  if (!k)
+    return Status(StatusCode::NotFound,
+                  "no kernel \"" + std::string(kernel) + "\" in the module");
+  // Bind first: bad input is refused the same way with zero rows.
+  ParamBlock pb;
+  if (Status b = bindRowArgs(*k, numRows, args, numArgs, &pb); !b.ok())
+    return b;
+  const int64_t grid = rowGrid(*k, numRows, m.numSms());
+  if (grid == 0)
+    return Status::success();
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  return launch(*d, m, *k, uint32_t(grid), pb, stream);
+}
+
 #else // !ATTN_HAVE_CUDA_H
 
 static Status noCuda() {
@@ -543,6 +650,10 @@ Status run(const Module &, std::string_view, std::string_view, const PlanView &,
 }
 Status runMerge(const Module &, std::string_view, const PlanView &, uint64_t,
                 const KernelArg *, int32_t, uint64_t) {
+  return noCuda();
+}
+Status launchRows(const Module &, std::string_view, int64_t, const KernelArg *,
+                  int32_t, uint64_t) {
   return noCuda();
 }
 

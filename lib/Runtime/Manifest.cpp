@@ -7,7 +7,7 @@
 // Reads the JSON manifest the compiler writes next to a cubin (docs/Manifest.md)
 // into KernelManifest records and checks everything the launcher relies on:
 // required fields and their types, enum spellings, and that each kernel takes
-// the plan arguments its role needs.
+// the plan arguments its role needs (a row kernel: num_rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,7 @@
 #include "Json.h"
 
 #include <cmath>
+#include <iterator>
 #include <set>
 
 namespace attnrt {
@@ -28,6 +29,16 @@ const char *argKindName(ArgKind k) {
   case ArgKind::I32: return "i32";
   case ArgKind::I64: return "i64";
   case ArgKind::F32: return "f32";
+  }
+  return "?";
+}
+
+const char *kernelRoleName(KernelRole role) {
+  switch (role) {
+  case KernelRole::Attention: return "attention";
+  case KernelRole::Merge: return "merge";
+  case KernelRole::MergeStates: return "merge_states";
+  case KernelRole::AppendKV: return "append_kv";
   }
   return "?";
 }
@@ -117,6 +128,29 @@ bool isSymbolName(const std::string &name) {
   return true;
 }
 
+/// "format": required for attention kernels, optional for row kernels
+/// (append_kv's page size and layout), the same rules either way.
+bool parseFormat(Reader &r, const Value &fmt, const std::string &where,
+                 KernelManifest *out) {
+  std::string fw = where + ".format", layout, indexing;
+  if (fmt.kind != Value::Kind::Object)
+    return r.fail(fw + " must be an object");
+  if (!r.getInt(fmt, "block_rows", fw, &out->block_rows) ||
+      !r.getInt(fmt, "block_cols", fw, &out->block_cols) ||
+      !r.getString(fmt, "layout", fw, &layout) ||
+      !r.getString(fmt, "indexing", fw, &indexing))
+    return false;
+  if (out->block_rows < 0 || out->block_cols < 1)
+    return r.fail(fw + ": block_rows must be >= 0 and block_cols >= 1");
+  if (layout == "NHD") out->layout = KVLayout::NHD;
+  else if (layout == "HND") out->layout = KVLayout::HND;
+  else return r.fail(fw + ": layout must be NHD or HND");
+  if (indexing == "paged") out->indexing = KVIndexing::Paged;
+  else if (indexing == "ragged") out->indexing = KVIndexing::Ragged;
+  else return r.fail(fw + ": indexing must be paged or ragged");
+  return true;
+}
+
 bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
   std::string where = "kernels[" + std::to_string(index) + "]";
   if (k.kind != Value::Kind::Object)
@@ -132,7 +166,11 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
     return false;
   if (role == "attention") out->role = KernelRole::Attention;
   else if (role == "merge") out->role = KernelRole::Merge;
-  else return r.fail(where + ": role must be \"attention\" or \"merge\"");
+  else if (role == "merge_states") out->role = KernelRole::MergeStates;
+  else if (role == "append_kv") out->role = KernelRole::AppendKV;
+  else return r.fail(where + ": role must be \"attention\", \"merge\", "
+                             "\"merge_states\" or \"append_kv\"");
+  const bool rows = isRowKernel(out->role);
   if (!r.getInt(k, "threads", where, &out->threads) ||
       !r.getInt(k, "shared_bytes", where, &out->shared_bytes))
     return false;
@@ -146,10 +184,18 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
       !r.getInt(k, "num_qo_heads", where, &out->num_qo_heads) ||
       !r.getInt(k, "num_kv_heads", where, &out->num_kv_heads))
     return false;
-  if (out->head_dim <= 0 || out->num_qo_heads <= 0 || out->num_kv_heads <= 0 ||
-      out->num_qo_heads % out->num_kv_heads)
+  // Row kernels take their heads as a runtime argument: 0 there means "any".
+  if (rows) {
+    if (out->head_dim <= 0 || out->num_qo_heads < 0 || out->num_kv_heads < 0 ||
+        (out->num_qo_heads > 0 && out->num_kv_heads > 0 &&
+         out->num_qo_heads % out->num_kv_heads))
+      return r.fail(where + ": head_dim must be positive, head counts >= 0 "
+                            "and num_qo_heads a multiple of num_kv_heads");
+  } else if (out->head_dim <= 0 || out->num_qo_heads <= 0 ||
+             out->num_kv_heads <= 0 || out->num_qo_heads % out->num_kv_heads) {
     return r.fail(where + ": head_dim and head counts must be positive, "
                           "num_qo_heads a multiple of num_kv_heads");
+  }
   if (out->role == KernelRole::Attention) {
     const Value *tile = k.get("tile");
     if (!tile || tile->kind != Value::Kind::Object)
@@ -168,20 +214,8 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
     const Value *fmt = k.get("format");
     if (!fmt || fmt->kind != Value::Kind::Object)
       return r.fail(where + ": attention kernel needs a \"format\" object");
-    std::string fw = where + ".format", layout, indexing;
-    if (!r.getInt(*fmt, "block_rows", fw, &out->block_rows) ||
-        !r.getInt(*fmt, "block_cols", fw, &out->block_cols) ||
-        !r.getString(*fmt, "layout", fw, &layout) ||
-        !r.getString(*fmt, "indexing", fw, &indexing))
+    if (!parseFormat(r, *fmt, where, out))
       return false;
-    if (out->block_rows < 0 || out->block_cols < 1)
-      return r.fail(fw + ": block_rows must be >= 0 and block_cols >= 1");
-    if (layout == "NHD") out->layout = KVLayout::NHD;
-    else if (layout == "HND") out->layout = KVLayout::HND;
-    else return r.fail(fw + ": layout must be NHD or HND");
-    if (indexing == "paged") out->indexing = KVIndexing::Paged;
-    else if (indexing == "ragged") out->indexing = KVIndexing::Ragged;
-    else return r.fail(fw + ": indexing must be paged or ragged");
     if (const Value *cost = k.get("cost")) {
       std::string cw = where + ".cost";
       if (!r.getInt(*cost, "per_item", cw, &out->cost_per_item) ||
@@ -194,6 +228,18 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
         return r.fail(cw + ": per_item >= 0, per_kv_token >= 1 and "
                            "min_chunk_tokens >= 0");
     }
+  }
+  if (rows) {
+    if (const Value *fmt = k.get("format"))
+      if (!parseFormat(r, *fmt, where, out))
+        return false;
+    if (!r.getInt(k, "rows_per_cta", where, &out->rows_per_cta))
+      return false;
+    if (out->rows_per_cta < 1)
+      return r.fail(where + ": rows_per_cta must be >= 1");
+  }
+  // The persistent grid's CTAs per SM: attention kernels and row kernels.
+  if (out->role != KernelRole::Merge) {
     if (!r.getInt(k, "ctas_per_sm", where, &out->ctas_per_sm, false))
       return false;
     if (out->ctas_per_sm < 1 || out->ctas_per_sm > 64)
@@ -247,21 +293,36 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
       return r.fail(aw + ": duplicate argument name \"" + a.name + "\"");
     out->args.push_back(std::move(a));
   }
-  // The plan arguments each role cannot work without.
-  std::vector<const char *> required;
+  // The runtime-bound arguments each role cannot work without.
+  struct Required {
+    const char *name;
+    ArgKind kind;
+  };
+  static const Required attention[] = {{plan_args::kCtaIndptr, ArgKind::Ptr},
+                                       {plan_args::kWorkItems, ArgKind::Ptr},
+                                       {plan_args::kPartialO, ArgKind::Ptr},
+                                       {plan_args::kPartialLse, ArgKind::Ptr}};
+  static const Required merge[] = {{plan_args::kPlan, ArgKind::Ptr},
+                                   {plan_args::kMergeIndptr, ArgKind::Ptr},
+                                   {plan_args::kMergeUnits, ArgKind::Ptr},
+                                   {plan_args::kPartialO, ArgKind::Ptr},
+                                   {plan_args::kPartialLse, ArgKind::Ptr}};
+  static const Required rowArgs[] = {{plan_args::kNumRows, ArgKind::I32}};
+  const Required *first = rowArgs, *last = std::end(rowArgs);
   if (out->role == KernelRole::Attention)
-    required = {plan_args::kCtaIndptr, plan_args::kWorkItems,
-                plan_args::kPartialO, plan_args::kPartialLse};
-  else
-    required = {plan_args::kPlan, plan_args::kMergeIndptr, plan_args::kMergeUnits,
-                plan_args::kPartialO, plan_args::kPartialLse};
-  for (const char *n : required) {
-    int32_t i = out->argIndex(n);
+    first = attention, last = std::end(attention);
+  else if (out->role == KernelRole::Merge)
+    first = merge, last = std::end(merge);
+  for (const Required *it = first; it != last; ++it) {
+    const Required &q = *it;
+    int32_t i = out->argIndex(q.name);
     if (i < 0)
-      return r.fail(where + ": a " + role + " kernel must take argument \"" + n +
-                    "\"");
-    if (out->args[i].kind != ArgKind::Ptr)
-      return r.fail(where + ": argument \"" + n + "\" must be a ptr");
+      return r.fail(where + ": a " + role + " kernel must take argument \"" +
+                    q.name + "\"");
+    if (out->args[i].kind != q.kind)
+      return r.fail(where + ": argument \"" + q.name + "\" must be " +
+                    (q.kind == ArgKind::Ptr ? "a " : "an ") +
+                    argKindName(q.kind));
   }
   if (out->args.size() > 64)
     return r.fail(where + ": more than 64 arguments");

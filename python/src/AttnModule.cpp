@@ -5,12 +5,12 @@
 //===----------------------------------------------------------------------===//
 //
 // `attn._attn`: a thin binding over attn-c/Runtime.h (plan, workspace sizing,
-// module loading, plan upload, run, merge) and, when built with the compiler,
-// attn-c/Compiler.h (verify a variant, compile attn IR). It knows nothing of
-// PyTorch: device memory and streams are plain integers (data_ptr(),
-// cuda_stream), host arrays are Python buffers of int32 (array('i'), NumPy).
-// The Python package (python/attn) does the tensor checks and the FlashInfer-
-// style API on top.
+// module loading, plan upload, run, merge, row kernels) and, when built with
+// the compiler, attn-c/Compiler.h (verify a variant, compile attn IR). It
+// knows nothing of PyTorch: device memory and streams are plain integers
+// (data_ptr(), cuda_stream), host arrays are Python buffers of int32
+// (array('i'), NumPy). The Python package (python/attn) does the tensor
+// checks and the FlashInfer-style API on top.
 //
 // Runtime errors raise `attn._attn.Error` (a RuntimeError) whose `status`
 // attribute is the status name ("NonMonotoneIndptr", ...) and whose message
@@ -604,6 +604,21 @@ PYBIND11_MODULE(_attn, m) {
       py::arg("stream"), py::arg("device_bytes") = py::none(),
       "Launches only the merge kernel over the plan's merge map; device_bytes "
       "as for run().");
+
+  m.def(
+      "launch_rows",
+      [](const PyModule &module, const std::string &kernel, int64_t num_rows,
+         const py::list &args, uint64_t stream) {
+        std::vector<std::string> names;
+        std::vector<attnRtArg> a = toArgs(args, names);
+        check(attnRtLaunchRows(module.get(), kernel.c_str(), num_rows, a.data(),
+                               int32_t(a.size()), stream));
+      },
+      py::arg("module"), py::arg("kernel"), py::arg("num_rows"),
+      py::arg("args"), py::arg("stream"),
+      "Launches a row kernel (role merge_states or append_kv) over num_rows "
+      "rows; args as for run(), without num_rows (the runtime binds it) and "
+      "with exactly the kernel's other arguments. 0 rows launches nothing.");
 
   //===--------------------------------------------------------------------===//
   // Compiler (only when built with it)

@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Loads compiled kernels (cubin, fatbin or PTX) with their manifest through the
-// CUDA driver API and launches the persistent grid a plan describes. The driver
+// CUDA driver API and launches the persistent grid a plan describes, or a row
+// kernel's grid over its rows (launchRows). The driver
 // (libcuda.so.1) is opened with dlopen on first use, so this header and the
 // library build and link on machines without a GPU; every entry point then
 // reports CudaUnavailable. Handles are plain integers (CUstream, CUdeviceptr)
@@ -101,10 +102,13 @@ public:
   }
   /// CUfunction of a kernel, as an opaque pointer.
   void *function(std::string_view name) const;
+  /// SMs of the device the module was loaded on (its context's device).
+  int32_t numSms() const { return num_sms_; }
 
 private:
   Module() = default;
   Manifest manifest_;
+  int32_t num_sms_ = 0;
   void *module_ = nullptr;          ///< CUmodule
   std::vector<void *> functions_;   ///< CUfunction per manifest kernel
 };
@@ -156,6 +160,29 @@ Status runMerge(const Module &module, std::string_view mergeKernel,
 Status runMerge(const Module &module, std::string_view mergeKernel,
                 const PlanView &plan, uint64_t deviceWorkspace,
                 const KernelArg *args, int32_t numArgs, uint64_t stream);
+
+/// The grid launchRows launches for `numRows` rows of row kernel `k` on a
+/// device of `numSms` SMs: min(ceil(numRows / rows_per_cta), numSms *
+/// ctas_per_sm) (the kernel is grid-strided, so a grid capped at what stays
+/// resident still covers every row); 0 for no rows; uncapped when numSms <= 0.
+int64_t rowGrid(const KernelManifest &k, int64_t numRows, int32_t numSms);
+
+/// What launchRows checks before it touches the driver: `k` is a row kernel
+/// (else InvalidArgument naming it and its role), numRows in [0, 2^31-1]
+/// (InvalidArgument), no caller argument named num_rows (the runtime binds
+/// it; InvalidArgument), and the caller's arguments bind the kernel's others
+/// exactly: each one present with its kind, none that the kernel lacks,
+/// none twice (ManifestMismatch naming the argument).
+Status checkRowLaunch(const KernelManifest &k, int64_t numRows,
+                      const KernelArg *args, int32_t numArgs);
+
+/// Launches row kernel `kernel` (role merge_states or append_kv) over
+/// `numRows` rows: num_rows is bound by the runtime, every other argument
+/// from `args` by name (checkRowLaunch); grid rowGrid(numSms()), block
+/// `threads`, `shared_bytes` dynamic shared memory. No plan; nothing is
+/// launched for zero rows (still Ok). No allocation, no host synchronization.
+Status launchRows(const Module &module, std::string_view kernel, int64_t numRows,
+                  const KernelArg *args, int32_t numArgs, uint64_t stream);
 
 } // namespace attnrt
 

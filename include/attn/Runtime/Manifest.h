@@ -29,8 +29,21 @@ constexpr int32_t kManifestVersion = 1;
 /// Kind of one kernel parameter, as the manifest's "kind" string names it.
 enum class ArgKind : int32_t { Ptr = 0, I32 = 1, I64 = 2, F32 = 3 };
 
-/// Kernel role: "attention" runs the work list, "merge" runs the merge map.
-enum class KernelRole : int32_t { Attention = 0, Merge = 1 };
+/// Kernel role: "attention" runs the work list, "merge" runs the merge map;
+/// the row kernels "merge_states" (merge N attention states by LSE) and
+/// "append_kv" (write new K/V tokens into a paged cache) loop over
+/// `num_rows` independent rows and take no plan (launchRows).
+enum class KernelRole : int32_t {
+  Attention = 0,
+  Merge = 1,
+  MergeStates = 2,
+  AppendKV = 3
+};
+
+/// Whether kernels of `role` are row kernels (launched by launchRows).
+inline bool isRowKernel(KernelRole role) {
+  return role == KernelRole::MergeStates || role == KernelRole::AppendKV;
+}
 
 /// Parameter names the runtime binds from the plan (docs/Manifest.md). Every
 /// other parameter is bound by name from the caller's arguments.
@@ -43,6 +56,8 @@ constexpr const char *kMergeUnits = "merge_units";
 constexpr const char *kPartialO = "partial_o";
 constexpr const char *kPartialLse = "partial_lse";
 constexpr const char *kSlotRows = "slot_rows"; ///< i32: row stride of a partial slot
+/// i32: the rows a row kernel loops over; launchRows binds it, not the caller.
+constexpr const char *kNumRows = "num_rows";
 } // namespace plan_args
 
 /// A merge kernel's launch shape (manifest "merge_ctas"): `Units` one CTA
@@ -78,6 +93,9 @@ struct KernelManifest {
   int32_t cost_per_item = 0, cost_per_kv_token = 1, min_chunk_tokens = 0;
   /// "ctas_per_sm" (optional): CTAs the kernel keeps resident per SM.
   int32_t ctas_per_sm = 1;
+  /// "rows_per_cta" (row kernels, >= 1 there): rows one CTA takes per step
+  /// of its grid-strided loop; 0 for the other roles.
+  int32_t rows_per_cta = 0;
   std::vector<ManifestVariantParam> variant_params;
   std::vector<ManifestArg> args;
   // Merge kernels: "merge_ctas" (the launch shape) and "pdl".
@@ -113,6 +131,8 @@ Status parseManifest(std::string_view json, Manifest *out);
 int32_t archComputeCapability(std::string_view arch);
 
 const char *argKindName(ArgKind k);
+/// The manifest's spelling of `role` ("attention", "merge_states", ...).
+const char *kernelRoleName(KernelRole role);
 
 } // namespace attnrt
 

@@ -6,7 +6,8 @@
 //
 // One fuzz target over the runtime's untrusted inputs (issue #15). The first
 // byte picks what the rest becomes:
-//   0  manifest JSON text -> parseManifest (and the candidates of what parses)
+//   0  manifest JSON text -> parseManifest (and the candidates and row grids
+//      of what parses)
 //   1  PlanConfig + PlanInputs -> computePlanLayout, plan, viewPlan
 //   2  a flat plan buffer -> viewPlan, and a walk of what it accepts
 // Every input must give a Status; a plan() that says Ok must pass viewPlan,
@@ -14,13 +15,14 @@
 // checks the walk in the sanitizer build). A violation aborts.
 //
 // g++ has no libFuzzer, so main() runs a fixed, seeded number of inputs
-// (random bytes and mutations of valid seeds: the documented manifest, valid
-// configs and batches, a real plan) as a ctest. Built with clang and
-// -DATTN_LIBFUZZER (target AttnRuntimeLibFuzzer), the same function is
-// libFuzzer's LLVMFuzzerTestOneInput.
+// (random bytes and mutations of valid seeds: the documented manifest with
+// two row kernels, valid configs and batches, a real plan) as a ctest. Built
+// with clang and -DATTN_LIBFUZZER (target AttnRuntimeLibFuzzer), the same
+// function is libFuzzer's LLVMFuzzerTestOneInput.
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Runtime/Launcher.h"
 #include "attn/Runtime/Manifest.h"
 #include "attn/Runtime/Plan.h"
 
@@ -90,6 +92,15 @@ void fuzzManifest(const uint8_t *p, size_t n) {
         violation("manifest", "accepted a kernel with a bad tile: " + k.name);
       if (k.name.empty() || k.name.find('\0') != std::string::npos)
         violation("manifest", "accepted a bad kernel name");
+      if (isRowKernel(k.role)) {
+        const int32_t i = k.argIndex(plan_args::kNumRows);
+        if (k.rows_per_cta < 1 || i < 0 || k.args[i].kind != ArgKind::I32)
+          violation("manifest", "accepted a row kernel without rows_per_cta "
+                                "or an i32 num_rows: " + k.name);
+        const int64_t g = rowGrid(k, 2147483647, 1 << 20);
+        if (g < 1 || g > 2147483647)
+          violation("manifest", "a row grid out of range: " + k.name);
+      }
     }
   } else if (s.message().empty()) {
     violation("manifest", "an error without a message");
@@ -263,7 +274,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 namespace {
 
-/// The documented manifest (docs/Manifest.md), the seed of the mutations.
+/// The documented manifest (docs/Manifest.md) and two row kernels, the seed
+/// of the mutations.
 const char kSeedManifest[] = R"json({"attn_manifest_version": 1, "compiler_version": "attn 0.1.0", "arch": "sm_90a",
 "kernels": [{"name": "attn_decode_q16_kv64_p4", "role": "attention", "threads": 128, "shared_bytes": 65536,
 "tile": {"q": 16, "kv": 64, "warps": 4, "stages": 2, "gqa_pack": 4},
@@ -276,12 +288,20 @@ const char kSeedManifest[] = R"json({"attn_manifest_version": 1, "compiler_versi
 {"name": "attn_merge_d128", "role": "merge", "threads": 128, "shared_bytes": 0, "dtype": "bf16",
 "head_dim": 128, "num_qo_heads": 32, "num_kv_heads": 8, "merge_ctas": "unit_rows", "merge_rows_per_cta": 4, "pdl": 1,
 "args": [{"name": "plan", "kind": "ptr"}, {"name": "merge_indptr", "kind": "ptr"}, {"name": "merge_units", "kind": "ptr"},
-{"name": "partial_o", "kind": "ptr"}, {"name": "partial_lse", "kind": "ptr"}, {"name": "o", "kind": "ptr"}]}]})json";
+{"name": "partial_o", "kind": "ptr"}, {"name": "partial_lse", "kind": "ptr"}, {"name": "o", "kind": "ptr"}]},
+{"name": "attn_merge_states_bf16_d128_n2", "role": "merge_states", "threads": 256, "shared_bytes": 0,
+"ctas_per_sm": 8, "rows_per_cta": 16, "dtype": "bf16", "head_dim": 128, "num_qo_heads": 0, "num_kv_heads": 0,
+"args": [{"name": "num_rows", "kind": "i32"}, {"name": "heads", "kind": "i32"}, {"name": "v0", "kind": "ptr"}]},
+{"name": "attn_append_kv_bf16_d128_p16", "role": "append_kv", "threads": 128, "shared_bytes": 0, "rows_per_cta": 4,
+"format": {"block_rows": 0, "block_cols": 16, "layout": "NHD", "indexing": "paged"}, "dtype": "bf16",
+"head_dim": 128, "num_qo_heads": 0, "num_kv_heads": 0,
+"args": [{"name": "num_rows", "kind": "i32"}, {"name": "k", "kind": "ptr"}]}]})json";
 
 /// Tokens that mutate JSON into near-misses of valid manifests.
 const char *const kTokens[] = {"{", "}", "[", "]", ",", ":", "\"", "\\u0000",
                                "\\", "null", "true", "-1", "0", "1e999", "2147483648",
-                               "-2147483649", "4.5", "\"ptr\"", "\"merge\"", "[[[[[[[["};
+                               "-2147483649", "4.5", "\"ptr\"", "\"merge\"", "[[[[[[[[",
+                               "\"merge_states\"", "\"append_kv\"", "\"i32\""};
 
 std::vector<uint8_t> mutateText(std::mt19937 &rng, std::string s) {
   const int edits = 1 + rng() % 6;
