@@ -14,7 +14,7 @@ out=${1:?usage: examples/serve_precompile.sh OUTDIR}
 build=${ATTN_BUILD_DIR:-build}
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 archs=${ARCHS:-sm_90a}
-pc() { for a in $archs; do /usr/bin/python3 -m attn.precompile --out "$out" --arch "$a" --kinds decode,prefill \
+pc() { for a in $archs; do /usr/bin/python3 -m attn.precompile --out "$out" --arch "$a" --kinds decode,prefill,append \
                                    --page-size 16 --dtype bf16 --layout NHD "$@"; done; }
 pc --heads 8/2 --head-dim 128                                        # llama3: GQA group 4
 pc --heads 14/2 --head-dim 64                                        # qwen2: GQA group 7

@@ -10,7 +10,12 @@ export PYTHONPATH=$build/python CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 # with ARCHS, other chips too (sm_90: the mma.sync kernels, ATTN_ARCH=sm_90).
 archs=${ARCHS:-sm_90a}
 pc() { for a in $archs; do /usr/bin/python3 -m attn.precompile --out "$out" --arch "$a" "$@"; done; }
-pc --model llama3-8b --kinds decode,prefill,ragged              # D1-D5, P1, P2, P4, P5
+pc --model llama3-8b --kinds decode,prefill,ragged,merge,append # D1-D5, P1, P2, P4, P5, M1, A1
+pc --heads 8/8 --head-dim 128 --kinds merge --merge-states 3,5,9 --dtype bf16,f16  # merge_states tests
+pc --heads 8/8 --head-dim 128 --kinds merge,append --dtype f16 --page-size 1,3,16,48
+pc --heads 8/8 --head-dim 128 --kinds append --dtype bf16 --page-size 1,3,48
+for d in 64 96 256; do pc --heads 8/8 --head-dim $d --kinds merge,append --dtype bf16,f16 --page-size 1,3,16,48; done
+pc --heads 8/8 --head-dim 64 --kinds merge --merge-states 3 --dtype f32          # f32 states
 pc --heads 32/8 --head-dim 64 --kinds ragged                      # P3
 pc --heads 32/8 --head-dim 256 --kinds ragged                     # P3
 pc --heads 32/8 --head-dim 128 --kinds decode --logits-soft-cap 30 # tests

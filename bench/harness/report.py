@@ -8,9 +8,12 @@ def one_line(row):
         return f"{row['workload']:8s} {row['system']:34s} {row['error']}"
     fig = (f"{row['GBps']:7.0f} GB/s" if "GBps" in row
            else f"{row.get('TFLOPs', 0):6.1f} TFLOP/s")
-    ok = "ok" if row.get("correct") else "WRONG"
+    if row.get("baseline"):
+        check = "baseline"
+    else:
+        check = f"err {row['rel_err']:.1e} " + ("ok" if row.get("correct") else "WRONG")
     return (f"{row['workload']:8s} {row['system']:34s} {row['ms']:9.4f} ms "
-            f"{fig} {row.get('pct_ceiling', 0):5.1f}%  err {row['rel_err']:.1e} {ok}")
+            f"{fig} {row.get('pct_ceiling', 0):5.1f}%  {check}")
 
 
 def markdown(result):
@@ -26,7 +29,7 @@ def markdown(result):
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     best_peer = {}
     for r in rows:
-        if "ms" in r and r.get("correct") and not r["system"].startswith("attn"):
+        if "ms" in r and r.get("correct") and not r["system"].startswith("attn") and not r.get("baseline"):
             best_peer[r["workload"]] = min(best_peer.get(r["workload"], 1e30), r["ms"])
     for r in rows:
         if "error" in r:
@@ -36,7 +39,7 @@ def markdown(result):
         graph = f"{r['graph_ms']:.4f}" if "graph_ms" in r else "—"
         peer = best_peer.get(r["workload"])
         ratio = f"{peer / r['ms']:.2f}x" if peer else "—"
-        err = f"{r['rel_err']:.1e}" + ("" if r["correct"] else " WRONG")
+        err = "— (baseline)" if r.get("baseline") else f"{r['rel_err']:.1e}" + ("" if r["correct"] else " WRONG")
         plan = f"{r['plan_us']:.0f}" if "plan_us" in r else "—"
         out.append(f"| {r['workload']} | {r['system']} | {r['ms']:.4f} | {graph} | "
                    f"{fig} | {r['pct_ceiling']:.0f}% | {ratio} | {err} | {plan} |")

@@ -6,7 +6,8 @@
 Measures in one run: the ceilings (a device-to-device copy counting bytes
 read + written; an 8192^3 bf16 matmul on random data), then every workload
 of docs/Benchmarks.md with attn and with PyTorch's peers (SDPA backends on gathered
-KV, FlexAttention over the page pool), then the sweeps of sweeps.py (decode
+KV, FlexAttention over the page pool; for the row kernels M1/A1 the PyTorch
+code, eager and compiled, and a copy of the same bytes), then the sweeps of sweeps.py (decode
 against KV length and skew, prefill against sequence length and head dim;
 --no-sweeps skips them, --only implies it, --sweep decode-skew runs just
 that one). Every system's output is checked
@@ -30,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attn_system  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
+import row_workloads  # noqa: E402
 import sweeps  # noqa: E402
 import workloads  # noqa: E402
 from reference import reference, rel_error  # noqa: E402
@@ -78,8 +80,11 @@ def measure(w, name, fn, ref, graph):
         torch.cuda.synchronize()
         out = fn()
         torch.cuda.synchronize()
-        row["rel_err"] = rel_error(out, ref)
-        row["correct"] = row["rel_err"] <= TOLERANCE
+        if getattr(fn, "unchecked", False):  # a baseline (a copy): no output to check
+            row["baseline"] = True
+        else:
+            row["rel_err"] = rel_error(out, ref)
+            row["correct"] = row["rel_err"] <= TOLERANCE
         row["ms"] = bench(fn)
         if graph:
             try:
@@ -96,7 +101,7 @@ def run_workload(w, systems, meta, graph):
     # FlexAttention compiles per shape; a fresh cache per workload keeps
     # it under dynamo's recompile limit (past it, flex runs unfused).
     torch._dynamo.reset()
-    ref = reference(w)
+    ref = w["reference"]() if "reference" in w else reference(w)
     rows = []
     for name, fn in systems:
         if isinstance(fn, Exception) or fn is None:
@@ -177,6 +182,18 @@ def main():
         if not args.no_peers:
             systems += peers.peers_for(w)
         rows += run_workload(w, systems, meta, graph=w["kind"] == "decode")
+        del w
+        torch.cuda.empty_cache()
+    # The row kernels (merge, append) against their PyTorch versions.
+    for wid, build in row_workloads.all_workloads(args.smoke):
+        if only and wid not in only:
+            continue
+        w = build()
+        try:
+            systems = w["systems"]()
+        except Exception as e:  # attn not importable
+            systems = [("attn", e)]
+        rows += run_workload(w, systems, meta, graph=True)
         del w
         torch.cuda.empty_cache()
 

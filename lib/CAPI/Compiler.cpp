@@ -146,11 +146,16 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   OwningOpRef<ModuleOp> module = s.parse(text, status);
   if (!module)
     return status;
-  bool hasAttention = false;
-  module->walk([&](mlir::attn::AttentionOp) { hasAttention = true; });
-  if (!hasAttention)
+  bool hasKernelOp = false;
+  module->walk([&](Operation *op) {
+    if (isa<mlir::attn::AttentionOp, mlir::attn::MergeStatesOp,
+            mlir::attn::AppendKVOp>(op))
+      hasKernelOp = true;
+  });
+  if (!hasKernelOp)
     return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
-                  "the module holds no attn.attention to compile");
+                  "the module holds no attn.attention, attn.merge_states or "
+                  "attn.append_kv to compile");
 
   auto start = Clock::now();
   PassManager pm(&s.context);

@@ -7,12 +7,13 @@ log-sum-exp. Attention over the union of disjoint key sets is the merge
 nothing; if all are ``-inf`` the result is output 0 and LSE ``-inf`` (never
 NaN).
 
-attn difference: these functions are written in PyTorch (float32 math, the
-result cast back), not a fused kernel; inside attn's own kernels split-KV
-merging is done by the generated merge kernel.
+On CUDA tensors the merges run as generated kernels (``attn.merge_states``
+compiled like attention: attn/rows.py), float32 math, the result in the
+states' element type; on CPU tensors they are PyTorch code (the reference).
 """
 
 from .core import check_tensor, torch_module
+from .rows import merge_into
 from .paged import PagedWrapperBase
 from .prefill import BatchPrefillWithPagedKVCacheWrapper
 
@@ -44,6 +45,12 @@ def merge_state(v_a, s_a, v_b, s_b):
     _check_state("b", v_b, s_b)
     if v_a.shape != v_b.shape or v_a.dtype != v_b.dtype:
         raise ValueError(f"attn: v_a {list(v_a.shape)} {v_a.dtype} and v_b {list(v_b.shape)} {v_b.dtype} differ")
+    check_tensor("v_b", v_b, device=v_a.device, contiguous=False)
+    if v_a.is_cuda:
+        v = torch.empty(v_a.shape, dtype=v_a.dtype, device=v_a.device)
+        s = torch.empty(s_a.shape, dtype=torch.float32, device=v_a.device)
+        merge_into([v_a, v_b], [s_a, s_b], v, s)
+        return v, s
     v, s = _merge(torch.stack([v_a.float(), v_b.float()], dim=-3), torch.stack([s_a, s_b], dim=-2))
     return v.to(v_a.dtype), s
 
@@ -51,9 +58,19 @@ def merge_state(v_a, s_a, v_b, s_b):
 def merge_state_in_place(v, s, v_other, s_other, mask=None):
     """Merges ``(v_other, s_other)`` into ``(v, s)`` in place; ``mask`` (bool ``[seq]``) limits the rows."""
     torch = torch_module()
+    if mask is not None:
+        check_tensor("mask", mask, shape=(v.shape[0],), device=v.device, contiguous=False)
+    if v.is_cuda:
+        _check_state("a", v, s)
+        _check_state("b", v_other, s_other)
+        if v.shape != v_other.shape or v.dtype != v_other.dtype:
+            raise ValueError(f"attn: v {list(v.shape)} {v.dtype} and v_other {list(v_other.shape)} "
+                             f"{v_other.dtype} differ")
+        check_tensor("v_other", v_other, device=v.device, contiguous=False)
+        merge_into([v, v_other], [s, s_other], v, s, mask)
+        return
     mv, ms = merge_state(v, s, v_other, s_other)
     if mask is not None:
-        check_tensor("mask", mask, shape=(v.shape[0],), device=v.device)
         m = mask.bool()
         mv = torch.where(m[:, None, None], mv, v)
         ms = torch.where(m[:, None], ms, s)
@@ -65,6 +82,17 @@ def merge_states(v, s):
     """Merges ``n`` states per row: ``v`` ``[seq, n, H, D]``, ``s`` ``[seq, n, H]`` -> ``([seq, H, D], [seq, H])``."""
     check_tensor("v", v, dtype=("bf16", "f16", "f32"), dims=4)
     check_tensor("s", s, dtype="f32", shape=tuple(v.shape[:3]), device=v.device)
+    if v.is_cuda and v.shape[1] > 0:
+        torch = torch_module()
+        seq, n, heads, d = v.shape
+        out = torch.empty((seq, heads, d), dtype=v.dtype, device=v.device)
+        lse = torch.empty((seq, heads), dtype=torch.float32, device=v.device)
+        if n == 1:
+            out.copy_(v[:, 0])
+            lse.copy_(s[:, 0])
+        else:
+            merge_into([v[:, i] for i in range(n)], [s[:, i] for i in range(n)], out, lse)
+        return out, lse
     out, lse = _merge(v.float(), s)
     return out.to(v.dtype), lse
 

@@ -81,6 +81,8 @@ def spec_summary(spec):
     >>> spec_summary(AttentionSpec(128, 32, 8, 16, variants=("causal",)))
     'decode heads 32/8 d=128 page=16 bf16 NHD [causal]'
     """
+    if hasattr(spec, "summary"):  # a row kernel's spec (attn/rows.py)
+        return spec.summary()
     kind = "decode" if spec.query_rows == 1 else (
         f"{spec.query_rows}-row" if spec.query_rows is not None else
         "ragged prefill" if spec.indexing == "ragged" else "prefill")

@@ -1,6 +1,7 @@
 """Writing new tokens into a paged KV cache (FlashInfer's ``flashinfer.page``)."""
 
 from .core import check_kv_layout, check_tensor, torch_module
+from .rows import append_into, dropped_counter
 
 
 def get_seq_lens(kv_indptr, kv_last_page_len, page_size):
@@ -41,9 +42,15 @@ def append_paged_kv_cache(append_key, append_value, batch_indices, positions, pa
     ``pos % page_size``. The cache is the combined ``[pages, 2, ...]`` tensor
     or a ``(k_cache, v_cache)`` tuple, NHD or HND.
 
-    attn difference: implemented with PyTorch indexing (one scatter per K
-    and V), not a dedicated kernel; ``kv_last_page_len`` is accepted for
-    compatibility and not needed.
+    On CUDA tensors this is one generated kernel (``attn.append_kv``,
+    attn/rows.py) for K and V together; on CPU tensors PyTorch indexing.
+    ``kv_last_page_len`` is accepted for compatibility and not needed.
+
+    attn difference: a token whose request is not in the batch, whose
+    position is negative or past its request's pages, or whose page is not
+    in the cache is not written (FlashInfer writes wherever the indices
+    point); the kernel counts such tokens per head, and
+    :func:`dropped_append_rows` returns the count.
 
     >>> append_paged_kv_cache(k, v, b, p, kv_cache, kv_indices, kv_indptr, last)   # doctest: +SKIP
     """
@@ -57,6 +64,22 @@ def append_paged_kv_cache(append_key, append_value, batch_indices, positions, pa
         check_tensor("paged_kv_cache", paged_kv_cache, dims=5, contiguous=False)
         k_cache, v_cache = paged_kv_cache[:, 0], paged_kv_cache[:, 1]
     page_size = int(k_cache.shape[1] if kv_layout == "NHD" else k_cache.shape[2])
+    if append_key.is_cuda:
+        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+            check_tensor(name, t, dims=4, device=append_key.device, contiguous=False)
+            if str(t.dtype) != str(append_key.dtype):
+                raise TypeError(f"attn: cache dtype {t.dtype} differs from appended {append_key.dtype}")
+        heads_axis = 2 if kv_layout == "NHD" else 1
+        if k_cache.shape[heads_axis] != append_key.shape[1] or k_cache.shape[3] != append_key.shape[2]:
+            raise ValueError(f"attn: append_key {list(append_key.shape)} does not fit a {kv_layout} cache of "
+                             f"shape {list(k_cache.shape)}")
+        for name, t in (("batch_indices", batch_indices), ("positions", positions)):
+            check_tensor(name, t, shape=(append_key.shape[0],), device=append_key.device, contiguous=False)
+        for name, t in (("kv_indptr", kv_indptr), ("kv_indices", kv_indices)):
+            check_tensor(name, t, dims=1, device=append_key.device, contiguous=False)
+        append_into(append_key, append_value, batch_indices, positions, k_cache, v_cache, kv_indices,
+                    kv_indptr, page_size, kv_layout)
+        return
     b = batch_indices.long()
     pos = positions.long()
     page = kv_indices.long()[kv_indptr.long()[b] + pos // page_size]
@@ -68,3 +91,15 @@ def append_paged_kv_cache(append_key, append_value, batch_indices, positions, pa
             cache[page, slot] = x
         else:
             cache[page, :, slot] = x
+
+
+def dropped_append_rows(device="cuda", reset=True):
+    """How many (token, head) rows :func:`append_paged_kv_cache` left out on
+    ``device`` since the last reset because their request, position or page
+    was out of range (0 when every write landed). Synchronizes the device."""
+    torch = torch_module()
+    counter = dropped_counter(torch.device(device))
+    n = int(counter.item())
+    if reset:
+        counter.zero_()
+    return n

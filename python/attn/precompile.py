@@ -10,7 +10,11 @@ The GPU machine has no MLIR: compile here, carry the directory, and point
 
 Options: ``--model`` (see ``--list``) or explicit ``--heads HQ/HKV --head-dim D``;
 ``--tp 1,2`` divides the heads by tensor-parallel degrees; ``--page-size``,
-``--dtype``, ``--layout`` (comma lists allowed); ``--kinds decode,prefill,ragged``;
+``--dtype``, ``--layout`` (comma lists allowed); ``--kinds
+decode,prefill,ragged,merge,append`` (the last two are the row kernels of
+``merge_state``/``merge_states`` and ``append_paged_kv_cache``: they depend
+on the head dim, dtype and, for merges, ``--merge-states`` (the state
+counts, default 2; each count also with a mask), for appends the page size);
 ``--arch`` (comma list); ``--custom-mask`` makes the prefill kinds read a
 custom mask instead of causal (token-tree verification). Variants:
 ``--window-left``, ``--logits-soft-cap``, ``--pos-encoding-mode`` (``ROPE_LLAMA``,
@@ -39,6 +43,7 @@ from .cache import KernelCache, _Refused
 from .compiler import get_all_kernels
 from .errors import CompileError
 from .paged import make_spec
+from .rows import AppendKVSpec, MergeStatesSpec
 
 # name: (num_qo_heads, num_kv_heads, head_dim, FlashInfer-style variant keywords)
 MODELS = {
@@ -59,9 +64,30 @@ def _list(s, conv=str):
     return [conv(x) for x in str(s).split(",") if x]
 
 
+ROW_KINDS = ("merge", "append")
+
+
+def row_specs_for(d, kinds, page_sizes, dtypes, merge_states):
+    """The row kernels' specs to precompile, with a label (heads, layout and
+    tensor parallelism do not change them)."""
+    out = []
+    for dt in dtypes:
+        if "merge" in kinds:
+            for n in merge_states:
+                for masked in (False, True):
+                    spec = MergeStatesSpec(dt, d, n, masked)
+                    out.append((spec.summary(), spec))
+        if "append" in kinds and dt != "f32":
+            for ps in page_sizes:
+                spec = AppendKVSpec(dt, d, ps)
+                out.append((spec.summary(), spec))
+    return out
+
+
 def specs_for(hq, hkv, d, kinds, page_sizes, dtypes, layouts, tps, variant_kwargs):
     """Every AttentionSpec to precompile, with a label."""
     out = []
+    kinds = [k for k in kinds if k not in ROW_KINDS]
     for tp in tps:
         if hq % tp or hkv % tp and tp % hkv:
             raise SystemExit(f"attn.precompile: heads {hq}/{hkv} do not split over tp={tp}")
@@ -99,8 +125,10 @@ def main(argv=None):
     ap.add_argument("--page-size", default="16")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--layout", default="NHD")
-    ap.add_argument("--kinds", default="decode,prefill,ragged",
-                    help="decode (paged), prefill (paged, causal), ragged (ragged prefill, causal)")
+    ap.add_argument("--kinds", default="decode,prefill,ragged,merge,append",
+                    help="decode (paged), prefill (paged, causal), ragged (ragged prefill, causal), "
+                         "merge (merge_state(s)), append (append_paged_kv_cache)")
+    ap.add_argument("--merge-states", default="2", help="state counts of the merge kernels (comma list)")
     ap.add_argument("--non-causal", action="store_true",
                     help="prefill kernels without @causal (e.g. cascade levels over a shared prefix)")
     ap.add_argument("--window-left", type=int, default=-1)
@@ -147,12 +175,21 @@ def main(argv=None):
     cache = KernelCache(a.out, writes_pack=True)
     done = failed = 0
     produced = set()
+    kinds = _list(a.kinds)
+    unknown = set(kinds) - {"decode", "prefill", "ragged", *ROW_KINDS}
+    if unknown:
+        ap.error(f"unknown kinds {sorted(unknown)}; known: decode, prefill, ragged, merge, append")
     for arch in _list(a.arch):
-        for label, spec in specs_for(hq, hkv, d, _list(a.kinds), _list(a.page_size, int), _list(a.dtype),
-                                     _list(a.layout), _list(a.tp, int), kw):
+        specs = specs_for(hq, hkv, d, kinds, _list(a.page_size, int), _list(a.dtype), _list(a.layout),
+                          _list(a.tp, int), kw)
+        specs += row_specs_for(d, kinds, _list(a.page_size, int), _list(a.dtype), _list(a.merge_states, int))
+        for label, spec in specs:
             t0 = time.perf_counter()
             try:
-                contracts, kernels = get_all_kernels(spec, arch, cache=cache)
+                if isinstance(spec, (MergeStatesSpec, AppendKVSpec)):
+                    contracts, kernels = _compiler.get_kernel(spec, arch, cache=cache), []
+                else:
+                    contracts, kernels = get_all_kernels(spec, arch, cache=cache)
             except CompileError as e:
                 failed += 1
                 first = e.diagnostics.strip().splitlines()[0] if e.diagnostics.strip() else e.status
@@ -162,8 +199,8 @@ def main(argv=None):
             produced |= {os.path.basename(k.path) for k in [contracts] + kernels if k.path}
             ms = (time.perf_counter() - t0) * 1e3
             sources = sorted({k.source for k in [contracts] + kernels})
-            print(f"{'/'.join(sources):8s} {arch} {label}: {len(kernels)} tile candidates, {ms:.0f} ms "
-                  f"-> {contracts.path}")
+            what = f"{len(kernels)} tile candidates" if kernels else "1 row kernel"
+            print(f"{'/'.join(sources):8s} {arch} {label}: {what}, {ms:.0f} ms -> {contracts.path}")
     print(f"attn.precompile: {done} kernel modules in {a.out}, {failed} skipped")
     if not done:
         return 1

@@ -544,7 +544,7 @@ func.func @f(%k: tensor<?x8x128xbf16>, %c: tensor<?x8x128xbf16>, %i: tensor<?xi3
 // -----
 
 func.func @f(%k: tensor<?x1024xbf16>, %c: tensor<?x16x8x128xbf16>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{new keys must be [tokens, kv_heads, head_dim] with static heads and head dim, got 'tensor<?x1024xbf16>'}}
+  // expected-error @+1 {{new keys must be [tokens, kv_heads, head_dim] with a static head dim, got 'tensor<?x1024xbf16>'}}
   %k1, %v1 = attn.append_kv %k, %k into %c, %c format(#attn.bsr<block_cols = 16>)
       indices(%i, %i, %i, %i : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
       : tensor<?x1024xbf16> into tensor<?x16x8x128xbf16>

@@ -41,9 +41,12 @@ static CacheAxes getCacheAxes(BsrAttr view) {
 
 /// Checks that `type` is a K/V cache tensor of `view` with `numKVHeads`
 /// (or dynamic, filled in) heads of `headDim`.
+/// `dynamicHeads`: the head count may be `?` (append_kv: its kernel takes
+/// the head count as an argument; attention kernels are built for theirs).
 static LogicalResult verifyCacheType(Operation *op, StringRef what,
                                      RankedTensorType type, BsrAttr view,
-                                     int64_t headDim) {
+                                     int64_t headDim,
+                                     bool dynamicHeads = false) {
   if (type.getRank() != view.getCacheRank())
     return op->emitOpError()
            << what << " has rank " << type.getRank() << " but a "
@@ -62,7 +65,7 @@ static LogicalResult verifyCacheType(Operation *op, StringRef what,
     return op->emitOpError() << what << " has head dim "
                              << dimStr(type.getDimSize(axes.dim))
                              << " but the query has " << headDim;
-  if (ShapedType::isDynamic(type.getDimSize(axes.head)))
+  if (!dynamicHeads && ShapedType::isDynamic(type.getDimSize(axes.head)))
     return op->emitOpError() << what << " needs a static number of KV heads";
   if (view.isPaged() && type.getDimSize(axes.token) != view.getBlockCols())
     return op->emitOpError()
@@ -360,10 +363,9 @@ LogicalResult AppendKVOp::verify() {
   if (!format.isPaged())
     return emitOpError() << "appends into pages; the format must be paged";
   RankedTensorType keyType = getKey().getType();
-  if (keyType.getRank() != 3 || ShapedType::isDynamic(keyType.getDimSize(1)) ||
-      ShapedType::isDynamic(keyType.getDimSize(2)))
+  if (keyType.getRank() != 3 || ShapedType::isDynamic(keyType.getDimSize(2)))
     return emitOpError() << "new keys must be [tokens, kv_heads, head_dim] "
-                            "with static heads and head dim, got "
+                            "with a static head dim, got "
                          << keyType;
   int64_t headDim = keyType.getDimSize(2);
   if (keyType.getElementType() != getKeyCache().getType().getElementType())
@@ -371,11 +373,11 @@ LogicalResult AppendKVOp::verify() {
                          << " but the cache holds "
                          << getKeyCache().getType().getElementType();
   if (failed(verifyCacheType(*this, "key cache", getKeyCache().getType(),
-                             format, headDim)))
+                             format, headDim, /*dynamicHeads=*/true)))
     return failure();
   int64_t cacheHeads =
       getKeyCache().getType().getDimSize(getCacheAxes(format).head);
-  if (cacheHeads != keyType.getDimSize(1))
+  if (failed(verifyCompatibleShape({cacheHeads}, {keyType.getDimSize(1)})))
     return emitOpError() << "new keys have " << keyType.getDimSize(1)
                          << " heads but the cache has " << cacheHeads;
   if (getIndices().size() != 4)

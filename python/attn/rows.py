@@ -1,0 +1,213 @@
+"""The row kernels: merging attention states and appending to a paged cache.
+
+``attn.merge_states`` and ``attn.append_kv`` compile, like attention, from
+attn IR to generated kernels ("row kernels": one thread group per token and
+head, grid-strided; docs/Kernels.md). This module holds their specs (what a
+kernel depends on: element type, head dim, number of states or page size)
+and their launches on CUDA tensors. Head counts, strides and the layout of
+the cache are kernel arguments, so one kernel serves every model of its
+head dim.
+
+A row is the ``head_dim`` elements of one token's head, read and written
+16 bytes at a time: the functions below pass a tensor to the kernel as it
+is when its heads are dense (``stride(-1) == 1``, ``stride(-2) ==
+head_dim``), its token stride a multiple of 8 elements and its address
+16-byte aligned, and copy it first otherwise.
+"""
+
+from collections import namedtuple
+
+from . import _native
+from .compiler import get_kernel
+from .core import device_arch, dtype_name, load_module, torch_module
+
+
+class MergeStatesSpec(namedtuple("MergeStatesSpec", "dtype head_dim num_states masked")):
+    """The merge_states kernel of ``num_states`` states of ``dtype``
+    (``"bf16"``, ``"f16"``, ``"f32"``) and ``head_dim``; ``masked``: rows
+    whose mask byte is 0 keep state 0.
+
+    >>> print(MergeStatesSpec("bf16", 128, 2, False).to_ir().splitlines()[2].strip())
+    %o, %lse = attn.merge_states %v0, %v1 lse %s0, %s1
+    """
+
+    def to_ir(self):
+        n, t = self.num_states, f"tensor<?x?x{self.head_dim}x{self.dtype}>"
+        lse, mask = "tensor<?x?xf32>", "tensor<?xi8>"
+        args = [f"%v{i}: {t}" for i in range(n)] + [f"%s{i}: {lse}" for i in range(n)]
+        if self.masked:
+            args.append(f"%m: {mask}")
+        vs = ", ".join(f"%v{i}" for i in range(n))
+        ss = ", ".join(f"%s{i}" for i in range(n))
+        m = " mask %m" if self.masked else ""
+        mt = f", {mask}" if self.masked else ""
+        return (f"func.func @merge_states({', '.join(args)}) -> ({t}, {lse}) {{\n"
+                f"  // {self.summary()}\n"
+                f"  %o, %lse = attn.merge_states {vs} lse {ss}{m}\n"
+                f"      : {t}, {lse}{mt} -> {t}\n"
+                f"  return %o, %lse : {t}, {lse}\n}}\n")
+
+    def summary(self):
+        return (f"merge_states of {self.num_states} d={self.head_dim} {self.dtype}"
+                + (" masked" if self.masked else ""))
+
+
+class AppendKVSpec(namedtuple("AppendKVSpec", "dtype head_dim page_size")):
+    """The append_kv kernel of ``dtype`` (``"bf16"``, ``"f16"``) keys and
+    values of ``head_dim`` into pages of ``page_size`` tokens (either layout).
+
+    >>> "attn.append_kv" in AppendKVSpec("bf16", 128, 16).to_ir()
+    True
+    """
+
+    def to_ir(self):
+        d, p, t = self.head_dim, self.page_size, self.dtype
+        new, cache, i32 = f"tensor<?x?x{d}x{t}>", f"tensor<?x{p}x?x{d}x{t}>", "tensor<?xi32>"
+        return (f"func.func @append_kv(%k: {new}, %v: {new}, %kc: {cache}, %vc: {cache}, %b: {i32}, "
+                f"%p: {i32}, %ip: {i32}, %ix: {i32}) -> ({cache}, {cache}) {{\n"
+                f"  // {self.summary()}\n"
+                f"  %k1, %v1 = attn.append_kv %k, %v into %kc, %vc format(#attn.bsr<block_cols = {p}>)\n"
+                f"      indices(%b, %p, %ip, %ix : {i32}, {i32}, {i32}, {i32}) : {new} into {cache}\n"
+                f"  return %k1, %v1 : {cache}, {cache}\n}}\n")
+
+    def summary(self):
+        return f"append_kv d={self.head_dim} page={self.page_size} {self.dtype}"
+
+
+_kernels = {}
+
+
+def row_kernel(spec, device):
+    """(loaded module, kernel name) of ``spec`` on ``device``, memoized: from
+    the kernel cache, compiled on first use where the compiler is built."""
+    arch = device_arch(device)
+    key = (spec, arch, str(device))
+    hit = _kernels.get(key)
+    if hit is None:
+        kernel = get_kernel(spec, arch)
+        import json
+        names = [k["name"] for k in json.loads(kernel.manifest)["kernels"]]
+        if len(names) != 1:
+            raise RuntimeError(f"attn: the kernels of {spec.summary()} are {names}, expected one row kernel")
+        hit = _kernels[key] = (load_module(kernel, device), names[0])
+    return hit
+
+
+def launch_rows(spec, device, num_rows, args):
+    """Launches ``spec``'s kernel over ``num_rows`` rows on the current stream."""
+    torch = torch_module()
+    module, name = row_kernel(spec, device)
+    stream = torch.cuda.current_stream(device).cuda_stream
+    _native.native().launch_rows(module, name, int(num_rows), args, stream)
+
+
+def _rows_ok(t, head_dim):
+    """Whether the kernels can read ``t`` ([tokens, heads, head_dim] or a
+    cache view) in place: dense heads, 16-byte aligned rows."""
+    if t.dim() < 2 or t.stride(-1) != 1 or (t.size(-2) > 1 and t.stride(-2) != head_dim):
+        return False
+    return t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:-2])
+
+
+def row_view(t, head_dim):
+    """``t`` itself when the row kernels can read it, else a dense copy."""
+    return t if _rows_ok(t, head_dim) else t.contiguous()
+
+
+def _lse_ok(s):
+    return s.stride(-1) == 1 or s.size(-1) == 1
+
+
+def merge_into(vs, ss, out, out_lse, mask=None):
+    """Merges states ``vs[i]`` ``[seq, H, D]`` (one element type) with base-2
+    LSEs ``ss[i]`` ``[seq, H]`` (float32) into ``out`` / ``out_lse`` (which
+    may be ``vs[0]`` / ``ss[0]``) on the GPU. ``mask``: a byte or bool per
+    token; rows of tokens whose mask is 0 keep state 0. All on one CUDA
+    device, already checked for shapes and dtypes by the caller."""
+    torch = torch_module()
+    seq, heads, d = out.shape
+    if seq * heads == 0:
+        return
+    if seq * heads > 2**31 - 1:
+        raise ValueError(f"attn: {seq} x {heads} rows to merge exceed the kernel's 2^31-1")
+    vs = [row_view(v, d) for v in vs]
+    ss = [s if _lse_ok(s) else s.contiguous() for s in ss]
+    # One stride per family: states that disagree are made dense.
+    if len({v.stride(0) for v in vs}) > 1:
+        vs = [v.contiguous() for v in vs]
+    if len({s.stride(0) for s in ss}) > 1:
+        ss = [s.contiguous() for s in ss]
+    o = out if _rows_ok(out, d) else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    lse = out_lse if _lse_ok(out_lse) else torch.empty(out_lse.shape, dtype=out_lse.dtype, device=out.device)
+    spec = MergeStatesSpec(dtype_name(out.dtype), d, len(vs), mask is not None)
+    args = [("heads", "i32", heads)]
+    args += [(f"v{i}", "ptr", v.data_ptr()) for i, v in enumerate(vs)]
+    args += [("v_stride", "i64", vs[0].stride(0))]
+    args += [(f"s{i}", "ptr", s.data_ptr()) for i, s in enumerate(ss)]
+    args += [("s_stride", "i64", ss[0].stride(0)), ("o", "ptr", o.data_ptr()), ("o_stride", "i64", o.stride(0)),
+             ("lse", "ptr", lse.data_ptr()), ("lse_stride", "i64", lse.stride(0))]
+    if mask is not None:
+        # A byte per token, nonzero to merge (bool tensors are such bytes).
+        one_byte = mask.dtype in (torch.bool, torch.uint8, torch.int8) and mask.is_contiguous()
+        m = mask if one_byte else (mask != 0).to(torch.uint8)
+        args.append(("mask", "ptr", m.data_ptr()))
+    launch_rows(spec, out.device, seq * heads, args)
+    if o is not out:
+        out.copy_(o)
+    if lse is not out_lse:
+        out_lse.copy_(lse)
+
+
+_dropped = {}
+
+
+def dropped_counter(device):
+    """The per-device int32 counter the append kernel adds dropped rows to."""
+    key = str(device)
+    c = _dropped.get(key)
+    if c is None:
+        c = _dropped[key] = torch_module().zeros(1, dtype=torch_module().int32, device=device)
+    return c
+
+
+def append_into(key, value, batch_indices, positions, k_cache, v_cache, kv_indices, kv_indptr, page_size,
+                kv_layout):
+    """Writes ``key``/``value`` ``[nnz, Hkv, D]`` into the page slots of
+    ``k_cache``/``v_cache`` (NHD ``[pages, page_size, Hkv, D]`` or HND
+    ``[pages, Hkv, page_size, D]`` views) on the GPU. Rows whose request,
+    position or page is out of range are not written; they are counted in
+    :func:`dropped_counter`."""
+    torch = torch_module()
+    nnz, heads, d = key.shape
+    if nnz * heads == 0:
+        return
+    if nnz * heads > 2**31 - 1:
+        raise ValueError(f"attn: {nnz} x {heads} rows to append exceed the kernel's 2^31-1")
+    key, value = row_view(key, d), row_view(value, d)
+    for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if c.stride(-1) != 1 or c.data_ptr() % 16 or any(s % 8 for s in c.stride()[:-1]):
+            raise ValueError(f"attn: {name} (strides {list(c.stride())}) must have a dense last dimension, "
+                             "16-byte aligned rows and strides that are multiples of 8 elements for the "
+                             "append kernel")
+    if k_cache.stride() != v_cache.stride():
+        raise ValueError(f"attn: k_cache strides {list(k_cache.stride())} and v_cache strides "
+                         f"{list(v_cache.stride())} differ")
+    if kv_layout == "NHD":
+        page_stride, slot_stride, head_stride = k_cache.stride(0), k_cache.stride(1), k_cache.stride(2)
+    else:
+        page_stride, head_stride, slot_stride = k_cache.stride(0), k_cache.stride(1), k_cache.stride(2)
+    i32 = [t if t.dtype == torch.int32 and t.is_contiguous() else t.to(torch.int32).contiguous()
+           for t in (batch_indices, positions, kv_indptr, kv_indices)]
+    batch = i32[2].numel() - 1
+    if batch < 0:
+        raise ValueError("attn: kv_indptr must hold at least one entry")
+    spec = AppendKVSpec(dtype_name(key.dtype), d, int(page_size))
+    args = [("heads", "i32", heads), ("batch", "i32", batch), ("num_pages", "i32", int(k_cache.shape[0])),
+            ("key", "ptr", key.data_ptr()), ("value", "ptr", value.data_ptr()),
+            ("key_stride", "i64", key.stride(0)), ("value_stride", "i64", value.stride(0)),
+            ("batch_indices", "ptr", i32[0].data_ptr()), ("positions", "ptr", i32[1].data_ptr()),
+            ("kv_indptr", "ptr", i32[2].data_ptr()), ("kv_indices", "ptr", i32[3].data_ptr()),
+            ("k_cache", "ptr", k_cache.data_ptr()), ("v_cache", "ptr", v_cache.data_ptr()),
+            ("page_stride", "i64", page_stride), ("slot_stride", "i64", slot_stride),
+            ("head_stride", "i64", head_stride), ("dropped", "ptr", dropped_counter(key.device).data_ptr())]
+    launch_rows(spec, key.device, nnz * heads, args)
