@@ -87,8 +87,8 @@ def merge_states(v, s):
         seq, n, heads, d = v.shape
         out = torch.empty((seq, heads, d), dtype=v.dtype, device=v.device)
         lse = torch.empty((seq, heads), dtype=torch.float32, device=v.device)
-        if n == 1:
-            out.copy_(v[:, 0])
+        if n == 1:  # one state: itself, except that -inf rows are 0
+            out.copy_(torch.where(torch.isneginf(s[:, 0])[..., None], 0, v[:, 0]))
             lse.copy_(s[:, 0])
         else:
             merge_into([v[:, i] for i in range(n)], [s[:, i] for i in range(n)], out, lse)

@@ -56,8 +56,9 @@ def append_paged_kv_cache(append_key, append_value, batch_indices, positions, pa
     """
     check_kv_layout(kv_layout)
     torch = torch_module()
-    check_tensor("append_key", append_key, dims=3)
-    check_tensor("append_value", append_value, shape=tuple(append_key.shape), device=append_key.device)
+    check_tensor("append_key", append_key, dims=3, contiguous=False)
+    check_tensor("append_value", append_value, shape=tuple(append_key.shape), device=append_key.device,
+                 contiguous=False)
     if isinstance(paged_kv_cache, (tuple, list)):
         k_cache, v_cache = paged_kv_cache
     else:

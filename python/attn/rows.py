@@ -162,11 +162,15 @@ _dropped = {}
 
 
 def dropped_counter(device):
-    """The per-device int32 counter the append kernel adds dropped rows to."""
-    key = str(device)
-    c = _dropped.get(key)
+    """The per-device int32 counter the append kernel adds dropped rows to
+    (``"cuda"`` and ``"cuda:<current>"`` name the same one)."""
+    torch = torch_module()
+    device = torch.device(device)
+    if device.index is None:
+        device = torch.device(device.type, torch.cuda.current_device())
+    c = _dropped.get(device)
     if c is None:
-        c = _dropped[key] = torch_module().zeros(1, dtype=torch_module().int32, device=device)
+        c = _dropped[device] = torch.zeros(1, dtype=torch.int32, device=device)
     return c
 
 

@@ -17,6 +17,7 @@ come from ATTN_CACHE_DIR; precompile them with
 """
 
 import math
+import os
 import sys
 
 import pytest
@@ -143,9 +144,15 @@ def precompile(out, archs=("sm_90a", "sm_90")):
     from attn.paged import make_spec
     spec, _ = make_spec(num_qo_heads=HQ, num_kv_heads=HKV, head_dim=D, page_size=PAGE, dtype="bf16",
                         kv_layout="NHD", query_rows=1, variant=variant(), variant_params={"gain": GAIN})
+    from attn.compiler import compiler_version
+    # `out` is a kernel pack (attn.precompile's): write into it as a pack,
+    # and add the entries to its digest list.
+    cache, produced = KernelCache(out, writes_pack=True), set()
     for arch in archs:
-        contracts, _ = get_all_kernels(spec, arch, cache=KernelCache(out))
+        contracts, kernels = get_all_kernels(spec, arch, cache=cache)
+        produced |= {os.path.basename(k.path) for k in [contracts] + kernels if k.path}
         print(f"precompiled {spec} for {arch} -> {out} ({contracts.source})")
+    cache.write_pack(produced, compiler_version())
 
 
 if __name__ == "__main__":

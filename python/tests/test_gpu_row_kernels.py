@@ -217,3 +217,21 @@ def test_row_kernels_in_a_cuda_graph():
     reference_append(want, key, batch, pos, ptr, ind, page, "NHD")
     assert torch.equal(k_cache, want)
     torch.testing.assert_close(out.float(), reference_merge(va, sa)[0], atol=1e-2, rtol=1e-2)
+
+
+def test_append_of_strided_keys():
+    """K and V as views of one [nnz, 2, H, D] tensor (a fused projection's
+    output): read in place, token stride 2 H D."""
+    import torch
+    page, heads, d, lens = 16, 4, 128, [45, 8]
+    indptr, indices, pages = page_table(lens, page, 1, 2)
+    kv = torch.randn(sum(lens), 2, heads, d).half().cuda()
+    batch = torch.cat([torch.full((n,), b, dtype=torch.int32) for b, n in enumerate(lens)]).cuda()
+    pos = torch.cat([torch.arange(n, dtype=torch.int32) for n in lens]).cuda()
+    cache = torch.zeros(pages, 2, page, heads, d, dtype=torch.half, device="cuda")
+    attn.append_paged_kv_cache(kv[:, 0], kv[:, 1], batch, pos, cache, indices.cuda(), indptr.cuda(),
+                               torch.tensor([13, 8], dtype=torch.int32).cuda())
+    want = torch.zeros_like(cache)
+    reference_append(want[:, 0], kv[:, 0], batch, pos, indptr.cuda(), indices.cuda(), page, "NHD")
+    reference_append(want[:, 1], kv[:, 1], batch, pos, indptr.cuda(), indices.cuda(), page, "NHD")
+    assert torch.equal(cache, want)

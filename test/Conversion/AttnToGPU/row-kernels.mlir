@@ -1,20 +1,25 @@
 // RUN: attn-opt %s --attn-outline-kernels="chip=sm_80" --convert-attn-to-gpu -split-input-file | FileCheck %s
 
-// merge_states: a grid-strided loop over groups of 16 rows (16 threads a row
-// at head dim 128); per row 16-byte loads of every state and its LSE, the
-// weights 2^(s_i - m) against the max (0 when every state is -inf), the
-// merged chunk narrowed back to bf16 and stored by all threads, the LSE by
-// the row's first thread. The row index is divided in 32 bits.
+// merge_states: a grid-strided loop over pairs of 16-row groups (16
+// threads a row at head dim 128): the loads of both rows a thread holds
+// first (16-byte chunks of every state and its LSE, at the row clamped to
+// the last one), then per row, inside its existence test, the weights
+// 2^(s_i - m) against the max (0 when every state is -inf), the merged
+// chunk narrowed back to bf16 and stored by all threads, the LSE by the
+// row's first thread. The row index is divided in 32 bits.
 // CHECK-LABEL: gpu.func @attn_merge_states_bf16_d128_n2
 // CHECK-NOT: attn.tile
 // CHECK: %[[GRID:.*]] = gpu.grid_dim x
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[GRID]]
-// CHECK: scf.if
+// CHECK: %[[STEP:.*]] = arith.muli %[[GRID]], %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[STEP]]
+// CHECK: arith.minsi
 // CHECK: arith.divui %{{.*}}, %{{.*}} : i32
-// CHECK: memref.load
-// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xbf16, #gpu.address_space<global>>, vector<8xbf16>
-// CHECK: memref.load
-// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// CHECK-COUNT-2: memref.load
+// CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// CHECK: arith.minsi
+// CHECK-COUNT-2: memref.load
+// CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// CHECK: scf.if
 // CHECK: arith.cmpf oeq
 // CHECK: math.exp2
 // CHECK: math.exp2
@@ -23,6 +28,8 @@
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64}
 // CHECK: scf.if
 // CHECK: memref.store
+// CHECK: scf.if
+// CHECK: math.exp2
 func.func @merge(%v0: tensor<?x32x128xbf16>, %v1: tensor<?x32x128xbf16>, %s0: tensor<?x32xf32>, %s1: tensor<?x32xf32>)
     -> (tensor<?x32x128xbf16>, tensor<?x32xf32>) {
   %o, %lse = attn.merge_states %v0, %v1 lse %s0, %s1
@@ -32,11 +39,14 @@ func.func @merge(%v0: tensor<?x32x128xbf16>, %v1: tensor<?x32x128xbf16>, %s0: te
 
 // -----
 
-// Six f32 states with a mask: two groups of loads (4, then 2), the second
-// rescaling the first's sum and accumulator; a masked-off row keeps state 0.
+// Six f32 states with a mask: two groups of loads (4, issued with the other
+// row's, then 2 inside the row's test), the second rescaling the first's sum
+// and accumulator; a masked-off row keeps state 0.
 // CHECK-LABEL: gpu.func @attn_merge_states_f32_d64_n6_masked
 // CHECK-COUNT-4: vector.load %{{.*}} : memref<1099511627776xf32, #gpu.address_space<global>>, vector<8xf32>
-// CHECK-NOT: vector.load
+// CHECK: arith.minsi
+// CHECK-COUNT-4: vector.load %{{.*}} : memref<1099511627776xf32, #gpu.address_space<global>>, vector<8xf32>
+// CHECK: scf.if
 // CHECK: math.exp2
 // CHECK-COUNT-2: vector.load %{{.*}} : memref<1099511627776xf32, #gpu.address_space<global>>, vector<8xf32>
 // CHECK: memref.load %{{.*}} : memref<1099511627776xi8, #gpu.address_space<global>>
@@ -52,19 +62,22 @@ func.func @merge6(%v: tensor<?x4x64xf32>, %s: tensor<?x4xf32>, %m: tensor<?xi8>)
 
 // -----
 
-// append_kv: the row's request and position, its slot in the page table,
-// read only when the request owns it; the copy only when the page is in
-// range, else the row's first thread counts it in dropped[0].
+// append_kv: per row, loaded first for both rows of the step: the K/V
+// chunks, the row's request and position, its slot in the page table (the
+// page read only when the request owns the slot); then, inside the row's
+// test, the copy when the page is in range, else the row's first thread
+// counts it in dropped[0].
 // CHECK-LABEL: gpu.func @attn_append_kv_bf16_d128_p16
+// CHECK-COUNT-2: vector.load {{.*}} vector<8xbf16>
 // CHECK: memref.load %{{.*}} : memref<1099511627776xi32, #gpu.address_space<global>>
 // CHECK: memref.load %{{.*}} : memref<1099511627776xi32, #gpu.address_space<global>>
 // CHECK: arith.cmpi sge
-// CHECK: %[[SLOT:.*]] = scf.if %{{.*}} -> (index)
+// CHECK: scf.if %{{.*}} -> (index)
+// CHECK-COUNT-2: vector.load {{.*}} vector<8xbf16>
+// CHECK: scf.if %{{.*}} -> (index)
 // CHECK: scf.if
-// CHECK: vector.load {{.*}} vector<8xbf16>
-// CHECK: vector.store {{.*}} vector<8xbf16>
-// CHECK: vector.load {{.*}} vector<8xbf16>
-// CHECK: vector.store {{.*}} vector<8xbf16>
+// CHECK: scf.if
+// CHECK-COUNT-2: vector.store {{.*}} vector<8xbf16>
 // CHECK: } else {
 // CHECK: memref.atomic_rmw addi
 func.func @append(%k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %kc: tensor<?x16x8x128xbf16>, %vc: tensor<?x16x8x128xbf16>,

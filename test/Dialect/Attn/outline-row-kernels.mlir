@@ -1,19 +1,17 @@
 // RUN: attn-opt %s -split-input-file --attn-outline-kernels | FileCheck %s
 // RUN: attn-opt %s -split-input-file --attn-outline-kernels | attn-opt -split-input-file | FileCheck %s
-// RUN: attn-opt %s -split-input-file --attn-outline-kernels="chip=sm_86" | FileCheck %s --check-prefix=SM86
 
 // attn.merge_states in host code: a row kernel of role merge_states, its
 // head count and strides arguments; 256 threads, 16 threads a row at head
-// dim 128, so 16 rows per CTA step; 8 CTAs per SM fill sm_90's 2048 thread
-// slots (6 on sm_86's 1536).
+// dim 128, so 16 rows per CTA at a time; a grid of 32 CTAs per SM (more than
+// fit at once: the hardware starts one as another finishes).
 // CHECK-LABEL: func.func @merge_two
 // CHECK: attn.merge_states {{.*}}attn.kernels = [@attn_kernels::@attn_merge_states_bf16_d128_n2]
 // CHECK: gpu.func @attn_merge_states_bf16_d128_n2(%{{.*}}: i32 {attn.name = "num_rows"}, %{{.*}}: i32 {attn.name = "heads"}, {{.*}}{attn.name = "v0"}, {{.*}}{attn.name = "v1"}, %{{.*}}: i64 {attn.name = "v_stride"}, {{.*}}{attn.name = "s0"}, {{.*}}{attn.name = "s1"}, %{{.*}}: i64 {attn.name = "s_stride"}, {{.*}}{attn.name = "o"}, %{{.*}}: i64 {attn.name = "o_stride"}, {{.*}}{attn.name = "lse"}, %{{.*}}: i64 {attn.name = "lse_stride"})
-// CHECK-SAME: attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, ctas_per_sm = 8, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 16>
+// CHECK-SAME: attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, ctas_per_sm = 32, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 16>
 // CHECK: attn.tile.merge_states %{{.*}}, %{{.*}} states(%{{.*}}, %{{.*}} : {{.*}}) stride %{{.*}} lses(%{{.*}}, %{{.*}} : {{.*}}) stride %{{.*}} into %{{.*}} : {{.*}} stride %{{.*}}, %{{.*}} : {{.*}} stride %{{.*}}
 // CHECK-NOT: mask
 // CHECK: gpu.return
-// SM86: ctas_per_sm = 6
 func.func @merge_two(%v0: tensor<?x32x128xbf16>, %v1: tensor<?x32x128xbf16>, %s0: tensor<?x32xf32>, %s1: tensor<?x32xf32>)
     -> (tensor<?x32x128xbf16>, tensor<?x32xf32>) {
   %o, %lse = attn.merge_states %v0, %v1 lse %s0, %s1
@@ -49,7 +47,7 @@ func.func @merge_masked(%v: tensor<?x4x64xf32>, %s: tensor<?x4xf32>, %m: tensor<
 // CHECK-LABEL: func.func @append
 // CHECK: attn.append_kv {{.*}}attn.kernels = [@attn_kernels::@attn_append_kv_f16_d96_p3]
 // CHECK: gpu.func @attn_append_kv_f16_d96_p3(%{{.*}}: i32 {attn.name = "num_rows"}, %{{.*}}: i32 {attn.name = "heads"}, %{{.*}}: i32 {attn.name = "batch"}, %{{.*}}: i32 {attn.name = "num_pages"}, {{.*}}{attn.name = "key"}, {{.*}}{attn.name = "value"}, %{{.*}}: i64 {attn.name = "key_stride"}, %{{.*}}: i64 {attn.name = "value_stride"}, {{.*}}{attn.name = "batch_indices"}, {{.*}}{attn.name = "positions"}, {{.*}}{attn.name = "kv_indptr"}, {{.*}}{attn.name = "kv_indices"}, {{.*}}{attn.name = "k_cache"}, {{.*}}{attn.name = "v_cache"}, %{{.*}}: i64 {attn.name = "page_stride"}, %{{.*}}: i64 {attn.name = "slot_stride"}, %{{.*}}: i64 {attn.name = "head_stride"}, %{{.*}}: memref<1099511627776xi32, #gpu.address_space<global>> {attn.name = "dropped"})
-// CHECK-SAME: attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, ctas_per_sm = 8, dtype = f16, head_dim = 96, num_qo_heads = 0, num_kv_heads = 0, format = <block_cols = 3, layout = HND>, merge_rows = 21>
+// CHECK-SAME: attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, ctas_per_sm = 32, dtype = f16, head_dim = 96, num_qo_heads = 0, num_kv_heads = 0, format = <block_cols = 3, layout = HND>, merge_rows = 21>
 // CHECK: attn.tile.append_kv {{.*}} tokens({{.*}}) stride({{.*}}) at({{.*}}) into({{.*}}) stride({{.*}}) dropped
 func.func @append(%k: tensor<?x2x96xf16>, %v: tensor<?x2x96xf16>, %kc: tensor<?x2x3x96xf16>, %vc: tensor<?x2x3x96xf16>,
                   %b: tensor<?xi32>, %p: tensor<?xi32>, %ip: tensor<?xi32>, %ix: tensor<?xi32>)
