@@ -438,6 +438,29 @@ def split_mode(fixed_split_size, disable_split_kv):
     return (0, True) if disable_split_kv else (fixed, False)
 
 
+def fit_partial_rows(config, have, host_bytes, device_bytes):
+    """The largest cap on the planner's partial rows (``max_partial_rows``:
+    split-KV scratch) whose workspace fits ``have`` bytes, with its sizes:
+    ``(cap, host_bytes, device_bytes)``; ``(0, ...)`` as given when no cap
+    fits (the plan itself is bigger). Under a cap the planner splits fewer
+    tiles, never fails (docs/Runtime.md), so a buffer sized for FlashInfer
+    (e.g. 16 MiB) serves plans whose default scratch is larger. A fixed
+    split (``fixed_split_size``) is never capped."""
+    size = _native.native().plan_workspace_size
+    # A fixed split is the caller's (batch-invariant output): never changed.
+    if config["fixed_split_tokens"] or size(dict(config, max_partial_rows=1))[1] > have:
+        return 0, host_bytes, device_bytes
+    lo, hi = 1, 1 << 40   # lo fits; hi: above any bound
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if size(dict(config, max_partial_rows=mid))[1] <= have:
+            lo = mid
+        else:
+            hi = mid
+    h, d = size(dict(config, max_partial_rows=lo))
+    return lo, h, d
+
+
 def workspace_too_small(have, need, config, batch, total_q):
     """The message of plan()'s ValueError when float_workspace_buffer is too small."""
     graph = " (CUDA-graph maxima: batch {max_batch}, {max_total_q_rows} query rows)".format(**config) \
@@ -695,21 +718,27 @@ class WrapperBase:
         size_key = (info, config["causal"], config["window_left"], config["has_custom_mask"],
                     config["graph_mode"], config["max_batch"], config["max_total_q_rows"],
                     config["disable_split"], config["fixed_split_tokens"], config["max_kv_tokens"])
+        ws_bytes = self._workspace.numel() * self._workspace.element_size()
+        size_key += (ws_bytes,)
         if self._ws_sizes[0] == size_key:
-            host_bytes, device_bytes = self._ws_sizes[1]
+            host_bytes, device_bytes, cap = self._ws_sizes[1]
         else:
             host_bytes, device_bytes = _native.native().plan_workspace_size(config)
-            self._ws_sizes = (size_key, (host_bytes, device_bytes))
-        ws_bytes = self._workspace.numel() * self._workspace.element_size()
+            cap = 0
+            if ws_bytes < device_bytes:
+                # Split-KV scratch that fits the caller's buffer: fewer splits.
+                cap, host_bytes, device_bytes = fit_partial_rows(config, ws_bytes, host_bytes, device_bytes)
+            self._ws_sizes = (size_key, (host_bytes, device_bytes, cap))
         if ws_bytes < device_bytes:
             raise ValueError(workspace_too_small(ws_bytes, device_bytes, config, batch, total_q))
+        plan_cfg = dict(config, max_partial_rows=cap) if cap else config
         if self._upload_event is not None:
             # The previous plan's uploads may still read the pinned buffers.
             self._upload_event.synchronize()
         if self._host_ws is None or self._host_ws.numel() < host_bytes:
             self._host_ws = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
         summary = _native.native().plan(
-            config, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
+            plan_cfg, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
             kv_lens=kv_lens, workspace_bytes=host_bytes)
         stream = torch.cuda.current_stream(self._device)
         _native.native().upload_plan(self._host_ws.data_ptr(), summary["plan_bytes"],

@@ -115,8 +115,11 @@ def get_workspace_size(num_qo_heads, num_kv_heads, head_dim, page_size=16, *, ki
                        fixed_split_size=None, disable_split_kv=False, max_kv_tokens=None):
     """The bytes of ``float_workspace_buffer`` a wrapper's plan() needs:
     every plan of up to ``max_batch`` requests and ``max_total_q_rows``
-    query rows fits in a buffer of this size (plan() raises ValueError
-    naming the size when it does not).
+    query rows fits in a buffer of this size with the planner's own split-KV
+    scratch. A smaller buffer works too: plan() caps the scratch to fit it
+    (the planner then splits fewer tiles; the output is the same attention),
+    and raises ValueError naming this size only when the plan itself does
+    not fit.
 
     ``kind``: ``"decode"`` (BatchDecodeWithPagedKVCacheWrapper;
     ``q_len_per_req`` query tokens per request, so ``max_total_q_rows`` is

@@ -95,7 +95,7 @@ attnRtPlanConfig toConfig(const py::dict &d) {
       "causal", "window_left", "has_custom_mask", "num_sms", "ctas_per_sm",
       "graph_mode", "graph_candidate", "max_batch", "max_total_q_rows",
       "min_chunk_tokens", "disable_split", "candidates", "fixed_split_tokens",
-      "max_kv_tokens"};
+      "max_kv_tokens", "max_partial_rows"};
   for (auto item : d) {
     std::string k = py::str(item.first);
     bool ok = false;
@@ -124,6 +124,7 @@ attnRtPlanConfig toConfig(const py::dict &d) {
   c.disable_split = get<int32_t>(d, "disable_split", 0);
   c.fixed_split_tokens = get<int32_t>(d, "fixed_split_tokens", 0);
   c.max_kv_tokens = get<int64_t>(d, "max_kv_tokens", 0);
+  c.max_partial_rows = get<int64_t>(d, "max_partial_rows", 0);
   if (d.contains("candidates")) {
     py::list cands = d["candidates"].cast<py::list>();
     if (cands.size() > ATTN_RT_MAX_TILE_CANDIDATES)

@@ -55,3 +55,28 @@ def test_paged_prefill_appends_to_a_cache():
         vs.append(kv[pages, 1].reshape(-1, hkv, d)[:n])
     ro, _ = attention(q, torch.cat(ks), torch.cat(vs), qo_lens, kv_lens, causal=True)
     torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
+
+
+def test_a_small_workspace_splits_less_and_stays_right():
+    """A float workspace below get_workspace_size (FlashInfer's tests pass
+    16 MiB): plan() caps the split-KV scratch to fit it, and the output is the
+    reference's. Few query rows over long KV is where the planner splits."""
+    import torch
+    gen = torch.Generator().manual_seed(12)
+    hq, hkv, d, dtype = 32, 8, 128, torch.bfloat16
+    qo_lens, kv_lens = [12, 40, 3], [16384, 9000, 20000]
+    q = torch.randn(sum(qo_lens), hq, d, generator=gen).to(dtype).cuda()
+    k = torch.randn(sum(kv_lens), hkv, d, generator=gen).to(dtype).cuda()
+    v = torch.randn(sum(kv_lens), hkv, d, generator=gen).to(dtype).cuda()
+    qo = torch.tensor([0] + list(torch.tensor(qo_lens).cumsum(0)), dtype=torch.int32)
+    kv = torch.tensor([0] + list(torch.tensor(kv_lens).cumsum(0)), dtype=torch.int32)
+    need = attn.get_workspace_size(hq, hkv, d, 1, kind="ragged", max_batch=3, max_total_q_rows=sum(qo_lens),
+                                   causal=True)
+    outs = []
+    for nbytes in (need, need // 3):
+        w = attn.BatchPrefillWithRaggedKVCacheWrapper(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+        w.plan(qo, kv, hq, hkv, d, causal=True, q_data_type=dtype)
+        outs.append(w.run(q, k, v))
+    ro, _ = attention(q, k, v, qo_lens, kv_lens, causal=True)
+    for o in outs:
+        torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)

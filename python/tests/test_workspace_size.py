@@ -70,11 +70,17 @@ def size(**kw):
 
 
 def exactly_enough(make, plan, need):
-    """plan() refuses need - 1 bytes (naming need) and accepts need."""
-    with pytest.raises(ValueError, match=rf"has {need - 1} bytes .*this plan needs {need} .*get_workspace_size"):
-        plan(make(FakeTensor(need - 1)))
-    with pytest.raises(Planned):
+    """plan() plans in `need` bytes with the planner's own split-KV scratch,
+    in fewer with the scratch capped to fit (max_partial_rows: fewer splits),
+    and refuses a buffer the plan itself does not fit in, naming `need`."""
+    with pytest.raises(Planned) as full:
         plan(make(FakeTensor(need)))
+    assert "max_partial_rows" not in full.value.args[0]
+    with pytest.raises(Planned) as capped:
+        plan(make(FakeTensor(need - 1)))
+    assert capped.value.args[0]["max_partial_rows"] > 0
+    with pytest.raises(ValueError, match=rf"has 1024 bytes .*this plan needs {need} .*get_workspace_size"):
+        plan(make(FakeTensor(1024)))
 
 
 def decode_plan(batch, pages_each=3, **kw):
