@@ -186,7 +186,39 @@ def _reject_rope(name, rope_scale, rope_theta, allow_fp16_qk_reduction):
                                   "(attn accumulates Q K^T in float32)")
 
 
-class BatchDecodeWithSharedPrefixPagedKVCacheWrapper:
+class _SharedPrefixWrapper:
+    """What FlashInfer's two two-level wrappers share: the unique part's
+    wrapper, planned at the first ``forward`` of each set of plan keywords
+    after ``begin_forward`` (FlashInfer takes ``sm_scale``, and for prefill
+    ``causal``, at ``forward``; attn's kernels need them at plan time), the
+    prefix attended by :func:`_shared_prefix_state`, and the merge."""
+
+    def __init__(self, unique, kv_layout):
+        self._kv_layout, self._unique = kv_layout, unique
+        self._args = None
+        self._planned = None
+
+    def _record(self, args):
+        self._args, self._planned = args, None
+
+    def _merged(self, q, k_shared, v_shared, unique_kv_cache, plan_keywords, sm_scale, rope_scale, rope_theta,
+                allow_fp16_qk_reduction):
+        _reject_rope(type(self).__name__, rope_scale, rope_theta, allow_fp16_qk_reduction)
+        if self._args is None:
+            raise RuntimeError("attn: call begin_forward() (plan) before forward() (run)")
+        if self._planned != plan_keywords:
+            self._unique.plan(*self._args, **plan_keywords)
+            self._planned = plan_keywords
+        v_a, s_a = _shared_prefix_state(q, k_shared, v_shared, self._kv_layout, sm_scale)
+        v_b, s_b = self._unique.run(q, unique_kv_cache, return_lse=True)
+        merge_state_in_place(v_a, s_a, v_b, s_b)
+        return v_a
+
+    def end_forward(self):
+        """Nothing to release (FlashInfer's no-op)."""
+
+
+class BatchDecodeWithSharedPrefixPagedKVCacheWrapper(_SharedPrefixWrapper):
     """FlashInfer's two-level decode (deprecated there in favour of
     :class:`MultiLevelCascadeAttentionWrapper`): every request shares the
     prefix ``k_shared``/``v_shared`` (``[shared_len, Hkv, D]``, NHD; HND
@@ -204,17 +236,13 @@ class BatchDecodeWithSharedPrefixPagedKVCacheWrapper:
 
     def __init__(self, float_workspace_buffer, kv_layout="NHD"):
         from .decode import BatchDecodeWithPagedKVCacheWrapper
-        self._kv_layout = kv_layout
-        self._unique = BatchDecodeWithPagedKVCacheWrapper(float_workspace_buffer, kv_layout)
-        self._args = None
-        self._planned_scale = ()
+        super().__init__(BatchDecodeWithPagedKVCacheWrapper(float_workspace_buffer, kv_layout), kv_layout)
 
     def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
              data_type="float16"):
         """Records the unique part's page table (FlashInfer's arguments and order)."""
-        self._args = (indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size)
+        self._record((indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size))
         self._dtype = data_type
-        self._planned_scale = ()
 
     begin_forward = plan
 
@@ -222,25 +250,14 @@ class BatchDecodeWithSharedPrefixPagedKVCacheWrapper:
             rope_scale=None, rope_theta=None):
         """Decode output of ``q`` ``[batch, Hq, D]`` over the prefix and each
         request's own pages."""
-        _reject_rope("BatchDecodeWithSharedPrefixPagedKVCacheWrapper", rope_scale, rope_theta,
-                     allow_fp16_qk_reduction)
-        if self._args is None:
-            raise RuntimeError("attn: call begin_forward() (plan) before forward() (run)")
-        if self._planned_scale != (sm_scale,):
-            self._unique.plan(*self._args, q_data_type=self._dtype, sm_scale=sm_scale)
-            self._planned_scale = (sm_scale,)
-        v_a, s_a = _shared_prefix_state(q, k_shared, v_shared, self._kv_layout, sm_scale)
-        v_b, s_b = self._unique.run(q, unique_kv_cache, return_lse=True)
-        merge_state_in_place(v_a, s_a, v_b, s_b)
-        return v_a
+        return self._merged(q, k_shared, v_shared, unique_kv_cache,
+                            dict(q_data_type=self._dtype, sm_scale=sm_scale), sm_scale, rope_scale, rope_theta,
+                            allow_fp16_qk_reduction)
 
     forward = run
 
-    def end_forward(self):
-        """Nothing to release (FlashInfer's no-op)."""
 
-
-class BatchPrefillWithSharedPrefixPagedKVCacheWrapper:
+class BatchPrefillWithSharedPrefixPagedKVCacheWrapper(_SharedPrefixWrapper):
     """FlashInfer's two-level prefill/append (deprecated there in favour of
     :class:`MultiLevelCascadeAttentionWrapper`): every request's new rows see
     the whole shared prefix ``k_shared``/``v_shared`` (plain tensors, as in
@@ -256,17 +273,13 @@ class BatchPrefillWithSharedPrefixPagedKVCacheWrapper:
 
     def __init__(self, float_workspace_buffer, kv_layout="NHD"):
         from .prefill import BatchPrefillWithPagedKVCacheWrapper
-        self._kv_layout = kv_layout
-        self._unique = BatchPrefillWithPagedKVCacheWrapper(float_workspace_buffer, kv_layout)
-        self._args = None
-        self._planned_causal = None
+        super().__init__(BatchPrefillWithPagedKVCacheWrapper(float_workspace_buffer, kv_layout), kv_layout)
 
     def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads,
              num_kv_heads, head_dim, page_size):
         """Records the unique part's page table (FlashInfer's arguments and order)."""
-        self._args = (qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads,
-                      num_kv_heads, head_dim, page_size)
-        self._planned_causal = None
+        self._record((qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads,
+                      num_kv_heads, head_dim, page_size))
 
     begin_forward = plan
 
@@ -274,19 +287,8 @@ class BatchPrefillWithSharedPrefixPagedKVCacheWrapper:
             sm_scale=None, rope_scale=None, rope_theta=None):
         """Output of ``q`` ``[nnz_qo, Hq, D]`` over the prefix and each
         request's own pages."""
-        _reject_rope("BatchPrefillWithSharedPrefixPagedKVCacheWrapper", rope_scale, rope_theta,
-                     allow_fp16_qk_reduction)
-        if self._args is None:
-            raise RuntimeError("attn: call begin_forward() (plan) before forward() (run)")
-        if self._planned_causal != (bool(causal), sm_scale):
-            self._unique.plan(*self._args, causal=bool(causal), sm_scale=sm_scale, q_data_type=q.dtype)
-            self._planned_causal = (bool(causal), sm_scale)
-        v_a, s_a = _shared_prefix_state(q, k_shared, v_shared, self._kv_layout, sm_scale)
-        v_b, s_b = self._unique.run(q, unique_kv_cache, return_lse=True)
-        merge_state_in_place(v_a, s_a, v_b, s_b)
-        return v_a
+        return self._merged(q, k_shared, v_shared, unique_kv_cache,
+                            dict(causal=bool(causal), sm_scale=sm_scale, q_data_type=q.dtype), sm_scale,
+                            rope_scale, rope_theta, allow_fp16_qk_reduction)
 
     forward = run
-
-    def end_forward(self):
-        """Nothing to release (FlashInfer's no-op)."""

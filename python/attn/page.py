@@ -65,11 +65,12 @@ def append_paged_kv_cache(append_key, append_value, batch_indices, positions, pa
         check_tensor("paged_kv_cache", paged_kv_cache, dims=5, contiguous=False)
         k_cache, v_cache = paged_kv_cache[:, 0], paged_kv_cache[:, 1]
     page_size = int(k_cache.shape[1] if kv_layout == "NHD" else k_cache.shape[2])
+    for cache in (k_cache, v_cache):
+        if str(cache.dtype) != str(append_key.dtype):
+            raise TypeError(f"attn: cache dtype {cache.dtype} differs from appended {append_key.dtype}")
     if append_key.is_cuda:
         for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
             check_tensor(name, t, dims=4, device=append_key.device, contiguous=False)
-            if str(t.dtype) != str(append_key.dtype):
-                raise TypeError(f"attn: cache dtype {t.dtype} differs from appended {append_key.dtype}")
         heads_axis = 2 if kv_layout == "NHD" else 1
         if k_cache.shape[heads_axis] != append_key.shape[1] or k_cache.shape[3] != append_key.shape[2]:
             raise ValueError(f"attn: append_key {list(append_key.shape)} does not fit a {kv_layout} cache of "
@@ -86,8 +87,6 @@ def append_paged_kv_cache(append_key, append_value, batch_indices, positions, pa
     page = kv_indices.long()[kv_indptr.long()[b] + pos // page_size]
     slot = pos % page_size
     for cache, x in ((k_cache, append_key), (v_cache, append_value)):
-        if str(cache.dtype) != str(x.dtype):
-            raise TypeError(f"attn: cache dtype {cache.dtype} differs from appended {x.dtype}")
         if kv_layout == "NHD":
             cache[page, slot] = x
         else:

@@ -114,6 +114,14 @@ def row_view(t, head_dim):
     return t if _rows_ok(t, head_dim) else t.contiguous()
 
 
+def _rows(tokens, heads, what):
+    """tokens x heads, the rows a row kernel is launched over (< 2^31)."""
+    rows = tokens * heads
+    if rows > 2**31 - 1:
+        raise ValueError(f"attn: {tokens} x {heads} rows to {what} exceed the kernel's 2^31-1")
+    return rows
+
+
 def _lse_ok(s):
     return s.stride(-1) == 1 or s.size(-1) == 1
 
@@ -126,10 +134,9 @@ def merge_into(vs, ss, out, out_lse, mask=None):
     device, already checked for shapes and dtypes by the caller."""
     torch = torch_module()
     seq, heads, d = out.shape
-    if seq * heads == 0:
+    rows = _rows(seq, heads, "merge")
+    if rows == 0:
         return
-    if seq * heads > 2**31 - 1:
-        raise ValueError(f"attn: {seq} x {heads} rows to merge exceed the kernel's 2^31-1")
     vs = [row_view(v, d) for v in vs]
     ss = [s if _lse_ok(s) else s.contiguous() for s in ss]
     # One stride per family: states that disagree are made dense.
@@ -151,7 +158,7 @@ def merge_into(vs, ss, out, out_lse, mask=None):
         one_byte = mask.dtype in (torch.bool, torch.uint8, torch.int8) and mask.is_contiguous()
         m = mask if one_byte else (mask != 0).to(torch.uint8)
         args.append(("mask", "ptr", m.data_ptr()))
-    launch_rows(spec, out.device, seq * heads, args)
+    launch_rows(spec, out.device, rows, args)
     if o is not out:
         out.copy_(o)
     if lse is not out_lse:
@@ -183,10 +190,9 @@ def append_into(key, value, batch_indices, positions, k_cache, v_cache, kv_indic
     :func:`dropped_counter`."""
     torch = torch_module()
     nnz, heads, d = key.shape
-    if nnz * heads == 0:
+    rows = _rows(nnz, heads, "append")
+    if rows == 0:
         return
-    if nnz * heads > 2**31 - 1:
-        raise ValueError(f"attn: {nnz} x {heads} rows to append exceed the kernel's 2^31-1")
     key, value = row_view(key, d), row_view(value, d)
     for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
         if c.stride(-1) != 1 or c.data_ptr() % 16 or any(s % 8 for s in c.stride()[:-1]):
@@ -214,4 +220,4 @@ def append_into(key, value, batch_indices, positions, k_cache, v_cache, kv_indic
             ("k_cache", "ptr", k_cache.data_ptr()), ("v_cache", "ptr", v_cache.data_ptr()),
             ("page_stride", "i64", page_stride), ("slot_stride", "i64", slot_stride),
             ("head_stride", "i64", head_stride), ("dropped", "ptr", dropped_counter(key.device).data_ptr())]
-    launch_rows(spec, key.device, nnz * heads, args)
+    launch_rows(spec, key.device, rows, args)
