@@ -1520,6 +1520,26 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     assign(a, false, slack, 0);
     planned = !a.overflow && a.makespan <= slack;
   }
+  // Short tiles and fillers sharing the grid (skewed decode): the two-stream
+  // walk under a fixed target just over the mean, the first of mean + 1/48,
+  // 1/24, 1/16, 1/12, 1/8 that holds. The running-target walk piles the gaps
+  // the short tiles leave on the last CTAs here (1.07-1.19x the mean), and
+  // searching down from its makespan took three to five full walks; a target
+  // that does not hold stops its walk early, so this costs about one
+  // (bench/NOTES.md v16: 256 skewed requests 43 -> 14 us, 1.017 -> 1.012x).
+  const bool twoStreams = anyLong && largest > splitTarget &&
+                          itemCost(t, st.fewestKeys) <= splitTarget;
+  if (!planned && twoStreams && !c.disable_split) {
+    for (int64_t den : {48, 24, 16, 12, 8}) {
+      const int64_t fixed = target0 + target0 / den;
+      const int64_t slack = fixed + fixed / kEqualTol;
+      assign(a, true, slack, splitReserve, fixed);
+      if (!a.overflow && !a.failed && a.makespan <= slack) {
+        planned = true;
+        break;
+      }
+    }
+  }
   if (!planned) {
     assign(a, !c.disable_split, std::numeric_limits<int64_t>::max(),
            splitReserve);
@@ -1529,8 +1549,6 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     // search the smallest fixed target under which the two-stream walk
     // fits the grid, and keep the best plan (bench/NOTES.md v2e).
     const int64_t mean = ceilDiv(a.total - a.reserve, C);
-    const bool twoStreams = anyLong && largest > splitTarget &&
-                            itemCost(t, st.fewestKeys) <= splitTarget;
     if (twoStreams && !c.disable_split && !a.overflow &&
         a.makespan * kSearchAboveDen > mean * kSearchAboveNum) {
       const int64_t running = a.makespan;
