@@ -26,12 +26,15 @@
 //      but first, when the largest tile is within 9/8 of the balanced target,
 //      try the same pass without splitting and keep it if its makespan is
 //      within 9/8 too (no merge pass, no extra chunks: D1's shape);
-//   4. when tiles within a CTA's share and tiles above it share the grid and
-//      step 3's largest CTA is over 17/16 of the mean, search (a few halving
-//      probes) the smallest fixed target under which a two-stream walk fits
-//      the grid: the short tiles in order, each CTA they leave short topped
-//      up with a chunk of a long tile, then the rest of the long tiles. The
-//      best of these plans and step 3's is kept (skew 0.25: 1.36x -> 1.08x).
+//   4. when tiles within a CTA's share and tiles above it share the grid,
+//      first (before step 3's walk) a two-stream walk under fixed targets just
+//      over the mean (mean + 1/48, 1/24, ..., 1/8; the first that fits the
+//      grid is the plan): the short tiles in order, each CTA they leave short
+//      topped up with a chunk of a long tile, then the rest of the long tiles.
+//      If none fits, step 3, and when its largest CTA is over 17/16 of the
+//      mean, a search (a few halving probes) for the smallest fixed target
+//      that fits; the best of these plans and step 3's is kept (skew 0.25:
+//      1.36x -> 1.08x).
 // Each CTA boundary splits at most one tile, so work items <= tiles + CTAs,
 // which sizes the work list, and split pieces (partial slots) <= 2 x CTAs,
 // which sizes the partial buffers (kSplitSlotsPerCta; the walks check it and
