@@ -43,11 +43,18 @@ def torch_module():
     return torch
 
 
+_dtype_names_of = {}  # dtype (torch.dtype or string) -> its name: dtype_name's answers, kept
+
+
 def dtype_name(dt, what="dtype"):
     """'bf16' / 'f16' / 'f32' / 'i32' / 'u8' for a torch dtype or a string."""
+    n = _dtype_names_of.get(dt)
+    if n is not None:
+        return n
     s = str(dt).replace("torch.", "")
     if s not in _DTYPE_NAMES:
         raise TypeError(f"attn: {what}: unsupported dtype {dt} (bfloat16 or float16)")
+    _dtype_names_of[dt] = _DTYPE_NAMES[s]
     return _DTYPE_NAMES[s]
 
 
@@ -71,26 +78,37 @@ def check_tensor(name, t, *, dtype=None, shape=None, device=None, contiguous=Tru
     Traceback (most recent call last):
     TypeError: attn: q: expected dtype bf16, got f16
     """
-    if not all(hasattr(t, a) for a in ("shape", "dtype", "device")):
-        raise TypeError(f"attn: {name}: expected a torch.Tensor, got {type(t).__name__}")
-    got_shape = tuple(int(x) for x in t.shape)
+    # Called several times per plan() and run(): the passing path builds no
+    # message and formats no device (the checks in order, cheapest first).
+    try:
+        t_shape, t_dtype, t_device = t.shape, t.dtype, t.device
+    except AttributeError:
+        raise TypeError(f"attn: {name}: expected a torch.Tensor, got {type(t).__name__}") from None
+    got_shape = tuple(map(int, t_shape))
     if dtype is not None:
         want = (dtype,) if isinstance(dtype, str) else tuple(dtype)
-        got = dtype_name(t.dtype, name) if str(t.dtype).replace("torch.", "") in _DTYPE_NAMES else str(t.dtype)
+        got = _dtype_names_of.get(t_dtype)
+        if got is None:
+            got = dtype_name(t_dtype, name) if str(t_dtype).replace("torch.", "") in _DTYPE_NAMES else str(t_dtype)
         if got not in want:
             raise TypeError(f"attn: {name}: expected dtype {' or '.join(want)}, got {got}")
     if dims is not None and len(got_shape) != dims:
         raise ValueError(f"attn: {name}: expected {dims} dimensions, got shape {list(got_shape)}")
     if shape is not None:
-        labels = [s if isinstance(s, tuple) else (None, s) for s in shape]
-        ok = len(labels) == len(got_shape) and all(
-            v is None or v == g for (_, v), g in zip(labels, got_shape))
+        ok = len(shape) == len(got_shape)
+        if ok:
+            for s, g in zip(shape, got_shape):
+                v = s[1] if isinstance(s, tuple) else s
+                if v is not None and v != g:
+                    ok = False
+                    break
         if not ok:
+            labels = [s if isinstance(s, tuple) else (None, s) for s in shape]
             want = ", ".join((f"{l}={v}" if l and v is not None else (l or str(v)))
                              for l, v in labels)
             raise ValueError(f"attn: {name}: expected shape [{want}], got {list(got_shape)}")
-    if device is not None and str(t.device) != str(device):
-        raise ValueError(f"attn: {name}: expected a tensor on {device}, got one on {t.device}")
+    if device is not None and not (t_device is device or t_device == device) and str(t_device) != str(device):
+        raise ValueError(f"attn: {name}: expected a tensor on {device}, got one on {t_device}")
     if contiguous and not t.is_contiguous():
         raise ValueError(f"attn: {name}: expected a contiguous tensor (call .contiguous())")
     return got_shape
@@ -326,6 +344,30 @@ class KernelInfo:
 
 
 _kernel_infos = {}
+
+
+def stream_handle(device):
+    """The raw handle (cudaStream_t, an int) of ``device``'s current stream,
+    for the binding's launches: PyTorch's raw-stream query when it has one
+    (no Stream object built per launch), else ``current_stream().cuda_stream``."""
+    torch = torch_module()
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    index = getattr(device, "index", None)
+    if raw is None or index is None:
+        return torch.cuda.current_stream(device).cuda_stream
+    return raw(index)
+
+
+def current_stream(device, memo):
+    """``(torch.cuda.current_stream(device), its raw handle)``, the Stream
+    object reused from ``memo`` (a one-entry list the caller keeps) while
+    the raw handle is the same: plan() records an event on it every step,
+    and building a Stream object costs more than the query."""
+    h = stream_handle(device)
+    if memo and memo[0][1] == h:
+        return memo[0]
+    memo[:] = [(torch_module().cuda.current_stream(device), h)]
+    return memo[0]
 
 
 def num_sms(device):
@@ -698,6 +740,7 @@ class WrapperBase:
         self._idx2 = None           # kv_indices * 2 for combined [pages, 2, ...] caches (paged.py)
         self._wants_x2 = False      # a run read such a cache: later plans double the indices up front
         self._memo = {}             # decode plan()'s fast path: scalar arguments -> what they decide
+        self._stream_memo = []      # the last current stream seen by plan() (core.current_stream)
         self._idx_dev = None        # its device kv_indptr and last_page_len (eager), reused by every plan
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
@@ -782,9 +825,9 @@ class WrapperBase:
         summary = _native.native().plan(
             plan_cfg, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
             kv_lens=kv_lens, workspace_bytes=host_bytes)
-        stream = torch.cuda.current_stream(self._device)
+        stream, handle = current_stream(self._device, self._stream_memo)
         _native.native().upload_plan(self._host_ws.data_ptr(), summary["plan_bytes"],
-                                     self._workspace.data_ptr(), stream.cuda_stream,
+                                     self._workspace.data_ptr(), handle,
                                      device_bytes=self._workspace.nbytes)
         try:
             dev = self._upload_i32(uploads)
@@ -918,12 +961,11 @@ class WrapperBase:
                                "(and fixed buffers) to capture run()")
         if not capturing:
             raise_page_index_errors(self._device)
-        stream = torch.cuda.current_stream(self._device)
         _native.native().run(p.module, p.attention_kernel, p.merge_kernel, self._host_ws.data_ptr(),
-                             p.host_bytes, self._workspace.data_ptr(), args + p.args, stream.cuda_stream,
+                             p.host_bytes, self._workspace.data_ptr(), args + p.args, stream_handle(self._device),
                              device_bytes=self._workspace.nbytes)
         if os.environ.get("ATTN_CHECK_INDICES") == "1" and not capturing:
-            stream.synchronize()
+            torch.cuda.current_stream(self._device).synchronize()
             raise_page_index_errors(self._device)
 
     def _check_planned(self):

@@ -256,12 +256,12 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             # The previous plan's uploads may still read the pinned buffers.
             self._upload_event.synchronize()
         host = self._host_ws
-        stream = torch.cuda.current_stream(self._device)
+        stream, handle = core.current_stream(self._device, self._stream_memo)
         ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         for _ in range(2):
             summary = m.planner.plan(
                 host.data_ptr() if host is not None else 0, host.numel() if host is not None else 0,
-                ws_ptr, ws_bytes, stream.cuda_stream, batch, max_batch, max_q, max_kv,
+                ws_ptr, ws_bytes, handle, batch, max_batch, max_q, max_kv,
                 qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr(), k, staging.data_ptr(),
                 4 * staging.numel(), kv_ptr, last_ptr)
             if summary is not None:

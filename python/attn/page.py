@@ -63,7 +63,7 @@ def append_paged_kv_cache(append_key, append_value, batch_indices, positions, pa
         k_cache, v_cache = paged_kv_cache
     else:
         check_tensor("paged_kv_cache", paged_kv_cache, dims=5, contiguous=False)
-        k_cache, v_cache = paged_kv_cache[:, 0], paged_kv_cache[:, 1]
+        k_cache, v_cache = paged_kv_cache.unbind(1)  # one call for both views (half of two slices)
     page_size = int(k_cache.shape[1] if kv_layout == "NHD" else k_cache.shape[2])
     for cache in (k_cache, v_cache):
         if str(cache.dtype) != str(append_key.dtype):

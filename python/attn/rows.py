@@ -15,11 +15,12 @@ head_dim``), its token stride a multiple of 8 elements and its address
 16-byte aligned, and copy it first otherwise.
 """
 
+import os
 from collections import namedtuple
 
 from . import _native
 from .compiler import get_kernel
-from .core import device_arch, dtype_name, load_module, torch_module
+from .core import device_arch, dtype_name, load_module, stream_handle, torch_module
 
 
 class MergeStatesSpec(namedtuple("MergeStatesSpec", "dtype head_dim num_states masked")):
@@ -80,6 +81,12 @@ _kernels = {}
 def row_kernel(spec, device):
     """(loaded module, kernel name) of ``spec`` on ``device``, memoized: from
     the kernel cache, compiled on first use where the compiler is built."""
+    # Every launch: a tensor's indexed device, no arch lookup and no device
+    # formatting (unless ATTN_ARCH picks the chip, which may change).
+    fast = not os.environ.get("ATTN_ARCH")
+    hit = _kernels.get((spec, device)) if fast else None
+    if hit is not None:
+        return hit
     arch = device_arch(device)
     key = (spec, arch, str(device))
     hit = _kernels.get(key)
@@ -90,23 +97,27 @@ def row_kernel(spec, device):
         if len(names) != 1:
             raise RuntimeError(f"attn: the kernels of {spec.summary()} are {names}, expected one row kernel")
         hit = _kernels[key] = (load_module(kernel, device), names[0])
+    if fast and ":" in str(device):  # an indexed device names one chip
+        _kernels[(spec, device)] = hit
     return hit
 
 
 def launch_rows(spec, device, num_rows, args):
     """Launches ``spec``'s kernel over ``num_rows`` rows on the current stream."""
-    torch = torch_module()
     module, name = row_kernel(spec, device)
-    stream = torch.cuda.current_stream(device).cuda_stream
-    _native.native().launch_rows(module, name, int(num_rows), args, stream)
+    _native.native().launch_rows(module, name, int(num_rows), args, stream_handle(device))
 
 
 def _rows_ok(t, head_dim):
     """Whether the kernels can read ``t`` ([tokens, heads, head_dim] or a
     cache view) in place: dense heads, 16-byte aligned rows."""
-    if t.dim() < 2 or t.stride(-1) != 1 or (t.size(-2) > 1 and t.stride(-2) != head_dim):
+    st = t.stride()
+    if len(st) < 2 or st[-1] != 1 or (t.shape[-2] > 1 and st[-2] != head_dim) or t.data_ptr() % 16:
         return False
-    return t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:-2])
+    for s in st[:-2]:
+        if s % 8:
+            return False
+    return True
 
 
 def row_view(t, head_dim):
@@ -171,13 +182,18 @@ _dropped = {}
 def dropped_counter(device):
     """The per-device int32 counter the append kernel adds dropped rows to
     (``"cuda"`` and ``"cuda:<current>"`` name the same one)."""
+    c = _dropped.get(device)  # a tensor's own device, every append: no normalizing
+    if c is not None:
+        return c
     torch = torch_module()
-    device = torch.device(device)
-    if device.index is None:
-        device = torch.device(device.type, torch.cuda.current_device())
-    c = _dropped.get(device)
+    d = torch.device(device)
+    if d.index is None:
+        d = torch.device(d.type, torch.cuda.current_device())
+    c = _dropped.get(d)
     if c is None:
-        c = _dropped[device] = torch.zeros(1, dtype=torch.int32, device=device)
+        c = _dropped[d] = torch.zeros(1, dtype=torch.int32, device=d)
+    if torch.device(device).index is not None:
+        _dropped[device] = c
     return c
 
 
@@ -194,18 +210,19 @@ def append_into(key, value, batch_indices, positions, k_cache, v_cache, kv_indic
     if rows == 0:
         return
     key, value = row_view(key, d), row_view(value, d)
-    for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if c.stride(-1) != 1 or c.data_ptr() % 16 or any(s % 8 for s in c.stride()[:-1]):
+    strides = k_cache.stride()
+    for name, c, st in (("k_cache", k_cache, strides), ("v_cache", v_cache, v_cache.stride())):
+        if st[-1] != 1 or c.data_ptr() % 16 or any(s % 8 for s in st[:-1]):
             raise ValueError(f"attn: {name} (strides {list(c.stride())}) must have a dense last dimension, "
                              "16-byte aligned rows and strides that are multiples of 8 elements for the "
                              "append kernel")
-    if k_cache.stride() != v_cache.stride():
-        raise ValueError(f"attn: k_cache strides {list(k_cache.stride())} and v_cache strides "
+    if strides != v_cache.stride():
+        raise ValueError(f"attn: k_cache strides {list(strides)} and v_cache strides "
                          f"{list(v_cache.stride())} differ")
     if kv_layout == "NHD":
-        page_stride, slot_stride, head_stride = k_cache.stride(0), k_cache.stride(1), k_cache.stride(2)
+        page_stride, slot_stride, head_stride = strides[0], strides[1], strides[2]
     else:
-        page_stride, head_stride, slot_stride = k_cache.stride(0), k_cache.stride(1), k_cache.stride(2)
+        page_stride, head_stride, slot_stride = strides[0], strides[1], strides[2]
     i32 = [t if t.dtype == torch.int32 and t.is_contiguous() else t.to(torch.int32).contiguous()
            for t in (batch_indices, positions, kv_indptr, kv_indices)]
     batch = i32[2].numel() - 1

@@ -116,7 +116,7 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     for name in ("_host_ws", "_upload_event", "_graph_config", "_planned", "_staging", "_idx2", "_idx_dev"):
         setattr(w, name, None)
     w._ws_sizes, w._capture_ok, w._wants_x2, w._memo, w._op_handle = (None, None), False, False, {}, 0
-    w._fixed = {}
+    w._fixed, w._stream_memo = {}, []
     if graph:
         w._fixed = {"kv_indptr": torch.zeros(max_batch + 1, dtype=torch.int32),
                     "kv_indices": torch.zeros(max_pages, dtype=torch.int32),
