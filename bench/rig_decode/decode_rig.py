@@ -320,13 +320,25 @@ def reference(k, pb, sm_scale):
     return out, lse
 
 
+_index_error = []
+
+
+def index_error_word():
+    """The pinned word the paged kernels set on a bad page index (unused here: the rig's tables are right)."""
+    if not _index_error:
+        _index_error.append(torch.zeros(1, dtype=torch.int32, pin_memory=True))
+    return _index_error[0]
+
+
 def kernel_args(pb, o, lse, sm_scale):
     named = [("q", ARG_PTR, pb["q"].data_ptr()), ("k_cache", ARG_PTR, pb["kc"].data_ptr()),
              ("v_cache", ARG_PTR, pb["vc"].data_ptr()), ("o", ARG_PTR, o.data_ptr()),
              ("lse", ARG_PTR, lse.data_ptr()), ("qo_indptr", ARG_PTR, pb["d_qo"].data_ptr()),
              ("kv_indptr", ARG_PTR, pb["d_kv_indptr"].data_ptr()),
              ("kv_indices", ARG_PTR, pb["d_indices"].data_ptr()),
-             ("kv_last_len", ARG_PTR, pb["d_last"].data_ptr()), ("sm_scale", ARG_F32, sm_scale)]
+             ("kv_last_len", ARG_PTR, pb["d_last"].data_ptr()),
+             ("num_pages", ARG_I32, pb["kc"].shape[0]), ("index_error", ARG_PTR, index_error_word().data_ptr()),
+             ("sm_scale", ARG_F32, sm_scale)]
     for name, (kind, v) in pb["params"].items():
         named.append((name, kind, v.data_ptr() if kind == ARG_PTR else v))
     return make_args(named)
@@ -427,6 +439,7 @@ def graph_check(rt, module, k, m, stream, log):
              ("lse", ARG_PTR, lse.data_ptr()), ("qo_indptr", ARG_PTR, d_qo.data_ptr()),
              ("kv_indptr", ARG_PTR, d_kvp.data_ptr()), ("kv_indices", ARG_PTR, d_idx.data_ptr()),
              ("kv_last_len", ARG_PTR, d_last.data_ptr()),
+             ("num_pages", ARG_I32, kc.shape[0]), ("index_error", ARG_PTR, index_error_word().data_ptr()),
              ("sm_scale", ARG_F32, 1.0 / math.sqrt(D))]
     args = make_args(named)
 

@@ -20,7 +20,7 @@ from .cascade import (BatchDecodeWithSharedPrefixPagedKVCacheWrapper, BatchPrefi
                       MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place, merge_states)
 from .decode import (BatchDecodeMlaWithPagedKVCacheWrapper, BatchDecodeWithPagedKVCacheWrapper,
                      CUDAGraphBatchDecodeWithPagedKVCacheWrapper, fast_decode_plan, single_decode_with_kv_cache)
-from .errors import AttnError, CompileError, KernelNotFoundError
+from .errors import AttnError, CompileError, KernelNotFoundError, PageIndexError
 from .mask import packbits, segment_packbits
 from .mla import BatchMLAPagedAttentionWrapper
 from .page import append_paged_kv_cache, get_batch_indices_positions, get_seq_lens
@@ -45,6 +45,6 @@ __all__ = [
     "single_prefill_with_kv_cache_return_lse", "single_decode_with_kv_cache", "next_positive_power_of_2",
     "BatchMLAPagedAttentionWrapper", "BatchDecodeMlaWithPagedKVCacheWrapper",
     "Variant", "AttentionSpec", "KernelCache", "default_cache", "default_cache_dir",
-    "AttnError", "CompileError", "KernelNotFoundError", "has_compiler", "has_native",
+    "AttnError", "CompileError", "KernelNotFoundError", "PageIndexError", "has_compiler", "has_native",
     "packbits", "segment_packbits", "get_workspace_size",
 ]

@@ -24,6 +24,7 @@ ENV_VARS = {
     "ATTN_PACK_DIGESTS": "a kernel pack's digest list obtained out of band, overriding the pack's attn-pack.json",
     "ATTN_ARCH": "the chip to compile for, overriding the device's (e.g. sm_90 on Hopper: mma.sync kernels)",
     "ATTN_LOGLEVEL": "DEBUG, INFO, WARNING (default) or ERROR: the 'attn' logger's level",
+    "ATTN_CHECK_INDICES": "1: every paged run() synchronizes and raises attn.PageIndexError at once for a bad page index",
     "CUDA_HOME": "the CUDA toolkit the compiler assembles cubins with (ptxas)",
     "HOME": "where ~/.cache/attn is",
 }

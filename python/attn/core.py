@@ -22,6 +22,7 @@ import threading
 
 from . import _native, ops
 from .compiler import describe, get_kernel
+from .errors import PageIndexError
 
 KV_LAYOUTS = ("NHD", "HND")
 _DTYPE_NAMES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "half": "f16", "f16": "f16",
@@ -633,6 +634,46 @@ class PlannedRun:
         self.sinks = None       # the plan's sinks tensor
 
 
+_index_error_words = {}
+
+
+def index_error_word(device):
+    """The pinned int32 word the paged attention kernels of ``device`` set
+    when a page index is outside the cache (``index_error``): host memory the
+    kernels write through its unified address, so that reading it costs no
+    device sync, and one fixed address per device, so that CUDA graphs
+    capture it."""
+    w = _index_error_words.get(device)  # keyed by what callers pass too: a wrapper's device, every call
+    if w is None:
+        torch = torch_module()
+        d = torch.device(device)
+        if d.index is None:
+            d = torch.device("cuda", torch.cuda.current_device())
+        w = _index_error_words.get(d)
+        if w is None:
+            with torch.cuda.device(d):
+                w = _index_error_words[d] = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+        if torch.device(device).index is not None:
+            _index_error_words[device] = w
+    return w
+
+
+def raise_page_index_errors(device):
+    """Raises PageIndexError (and clears the word) if a paged attention
+    kernel of ``device`` that has finished read a bad page index."""
+    w = _index_error_words.get(device)
+    if w is None:  # no paged kernel has run on this device yet (the word is made by the first)
+        return
+    word = ctypes.c_int32.from_address(w.data_ptr())
+    if word.value:
+        word.value = 0
+        raise PageIndexError(
+            f"attn: a paged attention kernel on {device} read a kv_indices entry outside [0, num_pages) of its "
+            "KV cache (a page table that names a page the cache does not have, or a negative one); it read "
+            "page 0 instead, so the output of that run is wrong. Set ATTN_CHECK_INDICES=1 to raise in the "
+            "run() that launched it.")
+
+
 class WrapperBase:
     """Workspace, layout, CUDA-graph mode and the plan/launch steps."""
 
@@ -696,6 +737,7 @@ class WrapperBase:
         """
         torch = torch_module()
         self._check_not_capturing("plan")
+        raise_page_index_errors(self._device)
         # Everything that depends only on the spec is computed once per process.
         info = kernel_info(spec, self._device)
         batch = len(qo_indptr) - 1
@@ -869,14 +911,20 @@ class WrapperBase:
 
     def _launch(self, p, args):
         torch = torch_module()
-        if torch.cuda.is_current_stream_capturing() and not (self._use_cuda_graph or self._capture_ok):
+        capturing = torch.cuda.is_current_stream_capturing()
+        if capturing and not (self._use_cuda_graph or self._capture_ok):
             raise RuntimeError("attn: run() is being captured into a CUDA graph, but this wrapper was "
                                "built with use_cuda_graph=False; construct it with use_cuda_graph=True "
                                "(and fixed buffers) to capture run()")
-        stream = torch.cuda.current_stream(self._device).cuda_stream
+        if not capturing:
+            raise_page_index_errors(self._device)
+        stream = torch.cuda.current_stream(self._device)
         _native.native().run(p.module, p.attention_kernel, p.merge_kernel, self._host_ws.data_ptr(),
-                             p.host_bytes, self._workspace.data_ptr(), args + p.args, stream,
+                             p.host_bytes, self._workspace.data_ptr(), args + p.args, stream.cuda_stream,
                              device_bytes=self._workspace.nbytes)
+        if os.environ.get("ATTN_CHECK_INDICES") == "1" and not capturing:
+            stream.synchronize()
+            raise_page_index_errors(self._device)
 
     def _check_planned(self):
         if self._planned is None:

@@ -212,8 +212,12 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         if indptr.shape[0] != batch + 1:
             return False
         self._check_not_capturing("plan")
+        core.raise_page_index_errors(self._device)
         graph = self._use_cuda_graph
         n_idx = indices.numel()
+        kv_pages = int(indptr[batch])
+        if n_idx < kv_pages:
+            return False  # the full path refuses it
         if graph:
             if batch > self._max_batch:
                 return False
@@ -231,7 +235,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                 return False
             d_idx = indices
             max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
-            max_kv = split_kv_bound(m.info, int(indptr[batch]), m.template["page_size"], k) \
+            max_kv = split_kv_bound(m.info, kv_pages, m.template["page_size"], k) \
                 if m.config["fixed_split_tokens"] else 0
             # kv_indptr then last_page_len, adjacent in one buffer: one upload.
             d = self._idx_dev
@@ -285,6 +289,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         p.config = m.config if graph else dict(m.config, max_batch=max_batch, max_total_q_rows=max_q,
                                                max_kv_tokens=max_kv)
         p.dev = None
+        p.kv_pages = kv_pages
         p.indices = d_idx
         p.keepalive = keep
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,

@@ -19,6 +19,19 @@ class CompileError(AttnError):
         super().__init__(f"attn: compiling the {what} failed ({status}):\n{diagnostics.rstrip()}")
 
 
+class PageIndexError(AttnError, IndexError):
+    """A paged attention kernel read a ``kv_indices`` entry outside
+    ``[0, num_pages)`` of its KV cache.
+
+    The kernels never dereference such an index: they read page 0 in its
+    place (so that launch's output is wrong) and set a per-device word that
+    the next ``plan()`` or ``run()`` on the device reads once the launch has
+    finished, raising this error; with ``ATTN_CHECK_INDICES=1`` every
+    ``run()`` waits for its kernels and raises at once. The CUDA context
+    stays usable.
+    """
+
+
 class KernelNotFoundError(AttnError):
     """No precompiled kernel for this configuration, and no compiler to make one."""
 

@@ -127,6 +127,10 @@ class PagedWrapperBase(core.WrapperBase):
                 if kv_len < min_kv_len:
                     raise ValueError(f"attn: request {b} has {kv_len} keys, fewer than q_len_per_req "
                                      f"({min_kv_len}): its query tokens must be among its keys")
+        n_idx = kv_indices.shape[0] if hasattr(kv_indices, "shape") else len(kv_indices)
+        if n_idx < kv_h[-1]:
+            raise ValueError(f"attn: kv_indptr[-1] is {kv_h[-1]} but kv_indices has only {n_idx} entries: "
+                             "every page the requests use needs its index")
         torch = torch_module()
         # The index arrays go up from the host copies read above, without a host sync.
         uploads = [("kv_indptr", kv_indptr, kv_h, fixed.get("kv_indptr")),
@@ -146,6 +150,7 @@ class PagedWrapperBase(core.WrapperBase):
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
                   "kv_indices": d_idx.data_ptr(), "kv_indices_x2": None}
         p.indices = d_idx
+        p.kv_pages = kv_h[-1]
         if self._wants_x2 or self._use_cuda_graph:
             self._double_indices(p)
         if has_mask:
@@ -203,10 +208,21 @@ class PagedWrapperBase(core.WrapperBase):
         if doubled and p.ptrs["kv_indices_x2"] is None:
             self._double_indices(p)
         idx = p.ptrs["kv_indices_x2" if doubled else "kv_indices"]
+        # The kernels check every page index against the cache's pages (in
+        # the doubled index space of a combined cache) and set the device's
+        # index_error word on a bad one (attn.errors.PageIndexError).
+        num_pages = int(k.shape[0]) * (2 if doubled else 1)
+        if num_pages >= 2 ** 31:
+            raise ValueError(f"attn: paged_kv_cache has {k.shape[0]} pages; at most {2 ** 31 - 1 >> int(doubled)} "
+                             "are supported")
+        if num_pages == 0 and p.kv_pages > 0:
+            raise ValueError(f"attn: paged_kv_cache has no pages but the plan reads {p.kv_pages}")
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k_ptr), ("v_cache", "ptr", v_ptr),
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
                 ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
                 ("kv_indices", "ptr", idx), ("kv_last_len", "ptr", p.ptrs["kv_last_len"]),
+                ("num_pages", "i32", num_pages),
+                ("index_error", "ptr", core.index_error_word(self._device).data_ptr()),
                 ("sm_scale", "f32", scale)] + core.mask_args(p)
         self._launch(p, args)
         if v_scale is not None:

@@ -286,6 +286,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         check_tensor("k", k, dtype=p.dtype, shape=kv_shape, device=self._device, contiguous=False)
         check_tensor("v", v, dtype=p.dtype, shape=tuple(k.shape), device=self._device, contiguous=False)
         k, v = _ragged_nhd(self, k, "k"), _ragged_nhd(self, v, "v")
+        if k.shape[0] < p.total_kv:
+            raise ValueError(f"attn: k and v have {k.shape[0]} rows but kv_indptr[-1] is {p.total_kv}: the "
+                             "requests' keys must all be there")
         q = core.dense_q(self, q, self._max_total_q_rows)  # a strided q: a q-sized copy
         out, lse = self._outputs(p, q, out, lse, return_lse)
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k.data_ptr()), ("v_cache", "ptr", v.data_ptr()),

@@ -21,6 +21,7 @@ import pytest
 
 import attn
 from attn import cache as cache_mod
+from attn.cache import CACHE_FORMAT
 from attn import compiler
 from attn.cache import CachedKernel, KernelCache, cache_key
 from attn.mask import mask_indptr, packbits, segment_packbits
@@ -210,10 +211,10 @@ def _write_meta(d, text):
 
 @pytest.mark.parametrize("text", [
     "[]", "null", '"a string"', "42", "true", "{",
-    '{"format": 2, "key": "%s", "files": []}' % KEY,
-    '{"format": 2, "key": "%s", "files": {"manifest": "kernel.json"}}' % KEY,
-    '{"format": 2, "key": "%s", "files": {"manifest": {"name": 3, "sha256": "x"}}}' % KEY,
-    '{"format": 2, "key": "%s", "compiler_version": ["v1"], "files": {}}' % KEY,
+    '{"format": %d, "key": "%s", "files": []}' % (CACHE_FORMAT, KEY),
+    '{"format": %d, "key": "%s", "files": {"manifest": "kernel.json"}}' % (CACHE_FORMAT, KEY),
+    '{"format": %d, "key": "%s", "files": {"manifest": {"name": 3, "sha256": "x"}}}' % (CACHE_FORMAT, KEY),
+    '{"format": %d, "key": "%s", "compiler_version": ["v1"], "files": {}}' % (CACHE_FORMAT, KEY),
     "[" * 200000 + "]" * 200000,
     '{"a": ' * 200000 + "0" + "}" * 200000,
     b"\xff\xfe not utf-8",

@@ -62,9 +62,10 @@ using mlir::attn::detail::syncWarp;
 
 namespace {
 
-/// The K/V operands of a pipeline op, unpacked.
+/// The K/V operands of a pipeline op, unpacked: paged formats also carry
+/// the cache's page count and the word a bad page index raises.
 struct Caches {
-  Value k, v, kvIndices;
+  Value k, v, kvIndices, numPages, indexError;
 };
 
 /// Where copy `i` of this thread lands in a tile: its row (key within the
@@ -102,6 +103,26 @@ Value getTileStart(KernelBuilder &kb, const RangeValues &range, Value j) {
   return kb.add(range.firstTile, kb.mul(j, range.stride));
 }
 
+/// Page index `id` (i32, read from kv_indices) if it names a page of the
+/// cache, else page 0 with index_error[0] set: a wrong page table costs a
+/// wrong result the caller is told of, never a read outside the cache.
+/// One unsigned compare per index (negative ones included) and a store
+/// only on the bad path.
+Value checkPageId(KernelBuilder &kb, const Caches &caches, Value id) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, id,
+                                   caches.numPages);
+  Value bad = kb.xori(ok, arith::ConstantIntOp::create(b, 1, 1));
+  auto ifOp = scf::IfOp::create(b, bad, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    memref::StoreOp::create(b, kb.i32(1), caches.indexError,
+                            ValueRange{kb.idx(0)});
+  }
+  return kb.select(ok, id, kb.i32(0));
+}
+
 /// The page indices the copies of the tile starting at key `start` read
 /// (none for ragged KV): one per tile when tiles lie inside pages, else one
 /// per copy. `tile` and `count` guard taller tiles' lookups past the range.
@@ -124,8 +145,10 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
       Value token =
           onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
       Value page = kb.mins(kb.divu(token, ctx.PS), lastPage);
-      ids.push_back(memref::LoadOp::create(
-          b, caches.kvIndices, ValueRange{kb.add(item.kvBase, page)}));
+      ids.push_back(checkPageId(
+          kb, caches,
+          memref::LoadOp::create(b, caches.kvIndices,
+                                 ValueRange{kb.add(item.kvBase, page)})));
     }
     return ids;
   }
@@ -141,8 +164,10 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
                                   /*withElseRegion=*/true);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     Value idx = kb.add(item.kvBase, kb.divu(token, ctx.PS));
-    scf::YieldOp::create(b, ValueRange{memref::LoadOp::create(
-                                b, caches.kvIndices, ValueRange{idx})});
+    scf::YieldOp::create(
+        b, ValueRange{checkPageId(kb, caches,
+                                  memref::LoadOp::create(b, caches.kvIndices,
+                                                         ValueRange{idx}))});
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
     scf::YieldOp::create(b, ValueRange{kb.i32(0)});
     b.setInsertionPointAfter(ifOp);
@@ -221,8 +246,11 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
   }
 }
 
-Caches getCaches(ValueRange k, ValueRange v, ValueRange kvIndices) {
-  return {k.front(), v.front(), kvIndices.empty() ? Value() : kvIndices.front()};
+Caches getCaches(ValueRange k, ValueRange v, ValueRange kvIndices,
+                 ValueRange numPages, ValueRange indexError) {
+  auto first = [](ValueRange r) { return r.empty() ? Value() : r.front(); };
+  return {k.front(), v.front(), first(kvIndices), first(numPages),
+          first(indexError)};
 }
 
 //===----------------------------------------------------------------------===//
@@ -379,7 +407,8 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
     ItemValues item = ItemValues::unflatten(adaptor.getItem());
     RangeValues range = RangeValues::unflatten(adaptor.getRange());
     Caches caches = getCaches(adaptor.getKeyCache(), adaptor.getValueCache(),
-                              adaptor.getKvIndices());
+                              adaptor.getKvIndices(), adaptor.getNumPages(),
+                              adaptor.getIndexError());
     if (ctx.specialized && !isProducerOp(op)) {
       // Consumers copy nothing; their pipe carries no page indices.
       if (takesTurns(ctx))
@@ -423,7 +452,8 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
     ItemValues item = ItemValues::unflatten(adaptor.getItem());
     PipeValues pipe = PipeValues::unflatten(adaptor.getPipe());
     Caches caches = getCaches(adaptor.getKeyCache(), adaptor.getValueCache(),
-                              adaptor.getKvIndices());
+                              adaptor.getKvIndices(), adaptor.getNumPages(),
+                              adaptor.getIndexError());
     const RangeValues &range = pipe.range;
     Value j = adaptor.getIteration().front();
     const int64_t S = ctx.S;

@@ -229,15 +229,31 @@ static LogicalResult checkKVType(Operation *op, StringRef what, int64_t keys,
   return success();
 }
 
+/// A paged format gathers through kv_indices and checks every index it
+/// reads against the cache's page count (bounds); a ragged one has neither.
+static LogicalResult verifyPages(Operation *op, LaunchAttr launch,
+                                 Value kvIndices, Value numPages,
+                                 Value indexError) {
+  const bool paged = launch.getFormat().isPaged();
+  if (paged != bool(kvIndices))
+    return op->emitOpError() << (paged ? "a paged format gathers through "
+                                         "kv_indices: pages(...) is required"
+                                       : "a ragged format has no pages");
+  if (paged != bool(numPages) || bool(numPages) != bool(indexError))
+    return op->emitOpError()
+           << (paged ? "a paged format checks its page indices: "
+                       "bounds(num_pages, index_error) is required"
+                     : "a ragged format has no page bounds");
+  return success();
+}
+
 LogicalResult TileKVPrologueOp::verify() {
   FailureOr<LaunchAttr> launch = getLaunchOrFail(*this);
   if (failed(launch))
     return failure();
-  bool paged = launch->getFormat().isPaged();
-  if (paged != bool(getKvIndices()))
-    return emitOpError() << (paged ? "a paged format gathers through "
-                                     "kv_indices: pages(...) is required"
-                                   : "a ragged format has no pages");
+  if (failed(verifyPages(*this, *launch, getKvIndices(), getNumPages(),
+                         getIndexError())))
+    return failure();
   KVPipeType pipe = getPipe().getType();
   return checkKVType(*this, "the pipeline's tile", pipe.getKeys(),
                      pipe.getDim(), pipe.getElementType(), *launch);
@@ -249,11 +265,9 @@ LogicalResult TileKVNextOp::verify() {
     return failure();
   if (getPipe().getType() != getNext().getType())
     return emitOpError() << "the pipeline keeps its type";
-  bool paged = launch->getFormat().isPaged();
-  if (paged != bool(getKvIndices()))
-    return emitOpError() << (paged ? "a paged format gathers through "
-                                     "kv_indices: pages(...) is required"
-                                   : "a ragged format has no pages");
+  if (failed(verifyPages(*this, *launch, getKvIndices(), getNumPages(),
+                         getIndexError())))
+    return failure();
   KVTileType tile = getTile().getType();
   if (failed(checkKVType(*this, "the K/V tile", tile.getKeys(), tile.getDim(),
                          tile.getElementType(), *launch)))

@@ -70,6 +70,10 @@ mlir::attn::getAttentionKernelArguments(Type dtype, bool paged,
   if (paged) {
     args.push_back({"kv_indices", buf(i32), {}});
     args.push_back({"kv_last_len", buf(i32), {}});
+    // Every page index read is checked against the cache's page count; a
+    // bad one sets index_error[0] instead of faulting (AttnTileOps.td).
+    args.push_back({"num_pages", i32, {}});
+    args.push_back({"index_error", buf(i32), {}});
   }
   if (customMask) {
     args.push_back({"custom_mask", buf(i8), {}});

@@ -203,6 +203,8 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   auto arg = [&](StringRef name) { return getKernelArgument(func, name); };
   Value kvIndices = info.paged() ? arg("kv_indices") : Value();
   Value kvLastLen = info.paged() ? arg("kv_last_len") : Value();
+  Value numPages = info.paged() ? arg("num_pages") : Value();
+  Value indexError = info.paged() ? arg("index_error") : Value();
 
   const int64_t rows = tile.getQ(), D = info.headDim;
   const int64_t keys = tile.getKeysPerStep();
@@ -248,7 +250,7 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
   Value pipe = TileKVPrologueOp::create(b, loc, pipeType, range, item,
                                         arg("k_cache"), arg("v_cache"),
-                                        kvIndices);
+                                        kvIndices, numPages, indexError);
   auto query = TileLoadQueryOp::create(b, loc, queryType, item, arg("q"));
   hooks.fill(b, loc, query.getTransform(), HookKind::query_transform);
   Value mask = info.customMask ? arg("custom_mask") : Value();
@@ -257,7 +259,8 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   // applied), S = Q Kᵀ, and the softmax of S (logits hooks and masks).
   auto nextTile = [&](Value inFlight, Value j) {
     auto next = TileKVNextOp::create(b, loc, kvType, pipeType, inFlight, j, item,
-                                     arg("k_cache"), arg("v_cache"), kvIndices);
+                                     arg("k_cache"), arg("v_cache"), kvIndices,
+                                     numPages, indexError);
     hooks.fill(b, loc, next.getKeyTransform(), HookKind::key_transform);
     return next;
   };

@@ -160,7 +160,7 @@ def Attn_TileKVTileCountOp : Attn_TileOp<"kv_tile_count", [Pure]> {
   let assemblyFormat = "$range attr-dict `:` qualified(type($range))";
 }
 
-def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue"> {
+def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments]> {
   let summary = "start gathering an item's K/V tiles";
   let description = [{
     Starts the pipeline that brings the range's K/V tiles into shared
@@ -170,9 +170,16 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue"> {
     positive; `kv_next` then yields the tiles in order and `kv_drain` ends
     it.
 
+    Paged formats also take `bounds(%num_pages, %index_error)`: a page
+    index outside `[0, num_pages)` (the caller's page table is wrong) is
+    never dereferenced. Page 0 is read in its place and a nonzero word is
+    stored to `index_error[0]`, so the caller learns of it without a device
+    fault (docs/Kernels.md, "Page-index checks").
+
     ```mlir
     %pipe = attn.tile.kv_prologue %range, %item, %k, %v pages(%kv_indices : memref<...>)
-        : memref<...>, memref<...> -> !attn.kv_pipe<16x128xbf16>
+        bounds(%num_pages, %index_error : memref<...>)
+        : memref<...>, memref<...>, !attn.kv_range<16> -> !attn.kv_pipe<16x128xbf16>
     ```
   }];
   let arguments = (ins
@@ -180,28 +187,34 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue"> {
     Attn_ItemType:$item,
     Attn_Buffer:$key_cache,
     Attn_Buffer:$value_cache,
-    Optional<Attn_I32Buffer>:$kv_indices
+    Optional<Attn_I32Buffer>:$kv_indices,
+    Optional<I32>:$num_pages,
+    Optional<Attn_I32Buffer>:$index_error
   );
   let results = (outs Attn_KVPipeType:$pipe);
   let assemblyFormat = [{
     $range `,` $item `,` $key_cache `,` $value_cache
     (`pages` `(` $kv_indices^ `:` type($kv_indices) `)`)?
+    (`bounds` `(` $num_pages^ `,` $index_error `:` type($index_error) `)`)?
     attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($range))
     `->` qualified(type($pipe))
   }];
   let hasVerifier = 1;
 }
 
-def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>]> {
+def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
+                                                  AttrSizedOperandSegments]> {
   let summary = "wait for the next K/V tile and keep the pipeline full";
   let description = [{
     Step `iteration` of the KV loop: returns the tile that step computes on,
     once it has landed (with the `key_transform` region, the composition of
     the variants' key transforms, applied to its keys at their positions),
-    and refills the pipeline.
+    and refills the pipeline. Paged formats check their page indices as
+    `kv_prologue` does (`bounds`).
 
     ```mlir
     %kv, %next = attn.tile.kv_next %pipe, %j, %item, %k, %v pages(%kv_indices : memref<...>)
+        bounds(%num_pages, %index_error : memref<...>)
         : memref<...>, memref<...>, !attn.kv_pipe<16x128xbf16> -> !attn.kv_tile<16x128xbf16>
     ```
   }];
@@ -211,13 +224,16 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>]
     Attn_ItemType:$item,
     Attn_Buffer:$key_cache,
     Attn_Buffer:$value_cache,
-    Optional<Attn_I32Buffer>:$kv_indices
+    Optional<Attn_I32Buffer>:$kv_indices,
+    Optional<I32>:$num_pages,
+    Optional<Attn_I32Buffer>:$index_error
   );
   let results = (outs Attn_KVTileType:$tile, Attn_KVPipeType:$next);
   let regions = (region AnyRegion:$key_transform);
   let assemblyFormat = [{
     $pipe `,` $iteration `,` $item `,` $key_cache `,` $value_cache
     (`pages` `(` $kv_indices^ `:` type($kv_indices) `)`)?
+    (`bounds` `(` $num_pages^ `,` $index_error `:` type($index_error) `)`)?
     attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($pipe))
     `->` qualified(type($tile)) (`key_transform` $key_transform^)?
   }];
