@@ -253,7 +253,12 @@ typedef struct attnRtEmbeddedModule {
  * otherwise). The entry copies qo_indptr, kv_indptr and kv_last_len to the
  * host on `stream` and synchronizes it (the planner runs on the CPU).
  * workspace 0 (workspace_bytes ignored): the runtime's per-image device
- * workspace, allocated on first use and grown as batches need. */
+ * workspace, allocated on first use and grown as batches need.
+ * Paged kernels get num_pages (k_cache's pages) and the image's host-mapped
+ * index_error word: a kv_indices entry outside [0, num_pages) reads page 0
+ * and sets the word, which the next attnRtHostAttention on the image (after
+ * its stream sync) or attnRtHostTakeStatus reports, and clears, as
+ * ATTN_RT_BLOCK_INDEX_OUT_OF_RANGE. */
 ATTN_RT_EXPORT attnRtStatus attnRtHostAttention(
     attnRtEmbeddedModule *module, const char *kernels,
     const char *merge_kernels, int32_t causal, int32_t window_left,
@@ -287,7 +292,9 @@ ATTN_RT_EXPORT attnRtStatus attnRtHostAppendKV(
 
 /* The first failure of an attnRtHost* entry on this thread since the last
  * call (ATTN_RT_OK if none), its message in *message (may be NULL; valid
- * until the next attnRtHost* call on the thread); clears it. */
+ * until the next attnRtHost* call on the thread); clears it. With none, a
+ * set index_error word of any image (above) is the failure: call this after
+ * synchronizing the stream the program ran on. */
 ATTN_RT_EXPORT attnRtStatus attnRtHostTakeStatus(const char **message);
 
 /* Managed device memory (one pointer for host and device), for programs

@@ -493,6 +493,9 @@ attnRtStatus attnRtHostAppendKV(
 }
 
 attnRtStatus attnRtHostTakeStatus(const char **message) {
+  // A bad page index is found by the kernel, after its call returned.
+  if (firstHostFailure.ok())
+    firstHostFailure = takeIndexErrors();
   hostMessage = firstHostFailure.message();
   auto code = static_cast<attnRtStatus>(firstHostFailure.code());
   firstHostFailure = Status::success();

@@ -63,6 +63,8 @@ static Loaded load() {
   ATTN_RESOLVE(memAlloc, cuMemAlloc)
   ATTN_RESOLVE(memAllocManaged, cuMemAllocManaged)
   ATTN_RESOLVE(memFree, cuMemFree)
+  ATTN_RESOLVE(memHostAlloc, cuMemHostAlloc)
+  ATTN_RESOLVE(memHostGetDevicePointer, cuMemHostGetDevicePointer)
   ATTN_RESOLVE(moduleUnload, cuModuleUnload)
   ATTN_RESOLVE(moduleGetFunction, cuModuleGetFunction)
   ATTN_RESOLVE(funcSetAttribute, cuFuncSetAttribute)

@@ -45,6 +45,9 @@ struct CudaDriver {
   decltype(&::cuMemAlloc) memAlloc;
   decltype(&::cuMemAllocManaged) memAllocManaged;
   decltype(&::cuMemFree) memFree;
+  // The host-mapped index_error word of paged attention kernels.
+  decltype(&::cuMemHostAlloc) memHostAlloc;
+  decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer;
   /// Optional (CUDA 12+ drivers): null when the driver lacks it; the
   /// launcher then launches plainly (no programmatic dependent launch).
   decltype(&::cuLaunchKernelEx) launchKernelEx;

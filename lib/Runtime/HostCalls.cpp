@@ -38,11 +38,33 @@ struct EmbeddedState {
   size_t workspace_bytes = 0;
   std::vector<int32_t> host_workspace;
   uint64_t dropped = 0; ///< append_kv's dropped-token counter
+  /// The paged kernels' index_error word: host-mapped, so reading it needs
+  /// no copy (null until the first paged attention).
+  volatile int32_t *index_error = nullptr;
+  uint64_t index_error_device = 0;
 };
 
 std::mutex &stateMutex() {
   static std::mutex m;
   return m;
+}
+
+/// Every image's state, for takeIndexErrors (stateMutex held).
+std::vector<EmbeddedState *> &allStates() {
+  static std::vector<EmbeddedState *> states;
+  return states;
+}
+
+/// BlockIndexOutOfRange if `state`'s index_error word is set (clears it).
+Status takeIndexError(EmbeddedState *state) {
+  if (!state->index_error || *state->index_error == 0)
+    return Status::success();
+  *state->index_error = 0;
+  return Status(StatusCode::BlockIndexOutOfRange,
+                "attention: a paged attention kernel read a kv_indices entry "
+                "outside [0, num_pages) of its key cache (a page the cache "
+                "does not have, or a negative one); it read page 0 instead, "
+                "so the output of that launch is wrong");
 }
 
 Status invalid(std::string message) {
@@ -60,6 +82,7 @@ Status getState(EmbeddedModule *m, EmbeddedState **out) {
     auto *state = new EmbeddedState(); // lives as long as the program
     state->parsed = parseManifest(m->manifest_json, &state->manifest);
     m->state = state;
+    allStates().push_back(state);
   }
   *out = static_cast<EmbeddedState *>(m->state);
   return (*out)->parsed;
@@ -210,6 +233,11 @@ Status checkHostAttention(const Manifest &manifest, const HostAttentionCall &c,
     return mismatch("attention: k_cache and v_cache differ in size");
   if (rows > kMaxRows || blocks > kMaxRows)
     return invalid("attention: more than 2^31-1 rows or cache blocks");
+  // num_pages is the key cache's page count: an empty cache has no page 0
+  // for a bad index to fall back on.
+  if (paged && blocks == 0 && c.kv_indices.numel > 0)
+    return invalid("attention: the KV cache has no pages but kv_indices has " +
+                   std::to_string(c.kv_indices.numel) + " entries");
   if (c.qo_indptr.numel < 1 || c.kv_indptr.numel != c.qo_indptr.numel)
     return invalid("attention: qo_indptr and kv_indptr need batch+1 >= 1 "
                    "entries each, got " +
@@ -323,6 +351,27 @@ Status ensureDeviceBuffer(uint64_t *ptr, size_t *size, size_t bytes,
   *size = bytes;
   return Status::success();
 }
+/// The image's index_error word: pinned, host-mapped, zeroed.
+Status ensureIndexErrorWord(EmbeddedState *state) {
+  if (state->index_error)
+    return Status::success();
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  void *host = nullptr;
+  if (CUresult r = d->memHostAlloc(&host, sizeof(int32_t),
+                                   CU_MEMHOSTALLOC_DEVICEMAP |
+                                       CU_MEMHOSTALLOC_PORTABLE))
+    return cudaFailure(*d, "cuMemHostAlloc", r);
+  CUdeviceptr device = 0;
+  if (CUresult r = d->memHostGetDevicePointer(&device, host, 0))
+    return cudaFailure(*d, "cuMemHostGetDevicePointer", r);
+  state->index_error = static_cast<volatile int32_t *>(host);
+  *state->index_error = 0;
+  state->index_error_device = uint64_t(device);
+  return Status::success();
+}
 } // namespace
 
 Status deviceAllocManaged(size_t bytes, uint64_t *ptr) {
@@ -378,6 +427,7 @@ Status copyToHost(void *, uint64_t, size_t, uint64_t) { return noCuda(); }
 Status ensureDeviceBuffer(uint64_t *, size_t *, size_t, uint64_t) {
   return noCuda();
 }
+Status ensureIndexErrorWord(EmbeddedState *) { return noCuda(); }
 } // namespace
 Status deviceAllocManaged(size_t, uint64_t *ptr) {
   if (ptr)
@@ -420,6 +470,14 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
                               kvLastLen.size() * 4, c.stream);
         !s.ok())
       return s;
+  // The stream is idle now: a bad page index of an earlier launch on it
+  // fails this call, as it would fail the next plan() in Python.
+  if (paged) {
+    if (Status s = ensureIndexErrorWord(state); !s.ok())
+      return s;
+    if (Status s = takeIndexError(state); !s.ok())
+      return s;
+  }
 
   const int64_t rows = c.q.numel / (int64_t(k.num_qo_heads) * k.head_dim);
   const int64_t blockElems =
@@ -486,6 +544,9 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
   if (paged) {
     args.push_back(KernelArg::pointer("kv_indices", c.kv_indices.ptr));
     args.push_back(KernelArg::pointer("kv_last_len", c.kv_last_len.ptr));
+    // Separate K and V caches: the index space is the key cache's pages.
+    args.push_back(KernelArg::int32("num_pages", inputs.num_cache_blocks));
+    args.push_back(KernelArg::pointer("index_error", state->index_error_device));
   }
   int32_t candidate = view.candidate();
   if (candidate < 0 || candidate >= int32_t(kernels.size()))
@@ -493,6 +554,14 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
   return run(*state->module, kernels[candidate]->name, merges[candidate]->name,
              view, workspace, workspaceBytes, args.data(),
              int32_t(args.size()), c.stream);
+}
+
+Status takeIndexErrors() {
+  std::lock_guard<std::mutex> lock(stateMutex());
+  for (EmbeddedState *state : allStates())
+    if (Status s = takeIndexError(state); !s.ok())
+      return s;
+  return Status::success();
 }
 
 Status hostMergeStates(EmbeddedModule *m, const HostMergeStatesCall &c) {

@@ -100,6 +100,26 @@ TEST(HostCalls, AttentionRefusesNulls) {
   attnRtHostTakeStatus(nullptr);
 }
 
+TEST(HostCalls, AttentionRefusesAnEmptyCacheWithPagesToRead) {
+  // num_pages = 0: a bad index would have no page 0 to fall back on.
+  Decode empty;
+  empty.k = 0;
+  EXPECT_EQ(empty.call(), ATTN_RT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(attnRtLastError()).find("no pages"), std::string::npos)
+      << attnRtLastError();
+  attnRtHostTakeStatus(nullptr);
+}
+
+TEST(HostCalls, TakeStatusWithNoFailureIsOk) {
+  // No index_error word is set (none exists without a GPU).
+  attnRtHostTakeStatus(nullptr);
+  const char *message = nullptr;
+  EXPECT_EQ(attnRtHostTakeStatus(&message), ATTN_RT_OK);
+  ASSERT_NE(message, nullptr);
+  EXPECT_EQ(std::string(message), "");
+  EXPECT_TRUE(takeIndexErrors().ok());
+}
+
 TEST(HostCalls, AttentionRefusesSizesTheManifestDisagreesWith) {
   Decode rows;
   rows.q = 2 * 32 * 128 + 64; // not whole rows of 32 heads x 128

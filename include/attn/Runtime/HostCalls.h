@@ -19,6 +19,14 @@
 // the runtime keeps per image (allocated on first use, grown when a batch
 // needs more, never freed before exit).
 //
+// Paged attention kernels check every page index against the key cache's
+// page count (`num_pages`, from k_cache's size) and set a word
+// (`index_error`) instead of reading outside the cache. The word is
+// host-mapped, one per image; a set word is reported, and cleared, as
+// BlockIndexOutOfRange by the next attention call on the image (after its
+// stream sync) or by takeIndexErrors (attnRtHostTakeStatus), whichever
+// comes first.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_RUNTIME_HOSTCALLS_H
@@ -97,6 +105,11 @@ Status checkHostAppendKV(const Manifest &manifest, const HostAppendKVCall &c);
 Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c);
 Status hostMergeStates(EmbeddedModule *m, const HostMergeStatesCall &c);
 Status hostAppendKV(EmbeddedModule *m, const HostAppendKVCall &c);
+
+/// The first set index_error word of any image (cleared), as
+/// BlockIndexOutOfRange; success when none is set. Reads host memory only:
+/// call it after the streams the kernels ran on are synchronized.
+Status takeIndexErrors();
 
 /// Device memory for programs and tests: managed memory (host and device
 /// see the same pointer), its release, and a stream synchronization.
