@@ -7,6 +7,7 @@
 
 #include "attn/InitAllDialects.h"
 #include "attn/InitAllPasses.h"
+#include "attn/Target/Passes.h"
 #include "attn/Target/Serialization.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -21,6 +22,8 @@ int main(int argc, char **argv) {
   mlir::attn::registerAllPasses();
   // Host code: one-shot bufferization of functions using the attn ops.
   mlir::bufferization::registerOneShotBufferizePass();
+  // Kernels embedded in the program, attn ops to runtime calls, the pipeline.
+  mlir::attn::registerAttnTargetPassesAndPipelines();
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
   registry.insert<mlir::bufferization::BufferizationDialect>();
