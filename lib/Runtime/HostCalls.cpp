@@ -19,6 +19,7 @@
 #include "CudaDriver.h"
 #endif
 
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -39,8 +40,9 @@ struct EmbeddedState {
   std::vector<int32_t> host_workspace;
   uint64_t dropped = 0; ///< append_kv's dropped-token counter
   /// The paged kernels' index_error word: host-mapped, so reading it needs
-  /// no copy (null until the first paged attention).
-  volatile int32_t *index_error = nullptr;
+  /// no copy (null until the first paged attention; published atomically
+  /// because takeIndexErrors reads it from any thread).
+  std::atomic<volatile int32_t *> index_error{nullptr};
   uint64_t index_error_device = 0;
 };
 
@@ -57,9 +59,10 @@ std::vector<EmbeddedState *> &allStates() {
 
 /// BlockIndexOutOfRange if `state`'s index_error word is set (clears it).
 Status takeIndexError(EmbeddedState *state) {
-  if (!state->index_error || *state->index_error == 0)
+  volatile int32_t *word = state->index_error.load();
+  if (!word || *word == 0)
     return Status::success();
-  *state->index_error = 0;
+  *word = 0;
   return Status(StatusCode::BlockIndexOutOfRange,
                 "attention: a paged attention kernel read a kv_indices entry "
                 "outside [0, num_pages) of its key cache (a page the cache "
@@ -367,9 +370,10 @@ Status ensureIndexErrorWord(EmbeddedState *state) {
   CUdeviceptr device = 0;
   if (CUresult r = d->memHostGetDevicePointer(&device, host, 0))
     return cudaFailure(*d, "cuMemHostGetDevicePointer", r);
-  state->index_error = static_cast<volatile int32_t *>(host);
-  *state->index_error = 0;
+  auto *word = static_cast<volatile int32_t *>(host);
+  *word = 0;
   state->index_error_device = uint64_t(device);
+  state->index_error.store(word);
   return Status::success();
 }
 } // namespace
