@@ -550,7 +550,8 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
     args.push_back(KernelArg::pointer("kv_last_len", c.kv_last_len.ptr));
     // Separate K and V caches: the index space is the key cache's pages.
     args.push_back(KernelArg::int32("num_pages", inputs.num_cache_blocks));
-    args.push_back(KernelArg::pointer("index_error", state->index_error_device));
+    args.push_back(
+        KernelArg::pointer("index_error", state->index_error_device));
   }
   int32_t candidate = view.candidate();
   if (candidate < 0 || candidate >= int32_t(kernels.size()))

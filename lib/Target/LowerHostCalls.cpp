@@ -72,7 +72,8 @@ public:
 
   /// The aligned base pointer of `memref` as an i64 (the C ABI's uint64_t).
   Value pointer(Value memref) {
-    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value index =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
     return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
   }
   /// The element count of `memref`, an i64.
@@ -101,8 +102,8 @@ public:
       memref::StoreOp::create(
           b, loc, v, buffer,
           ValueRange{arith::ConstantIndexOp::create(b, loc, int64_t(i))});
-    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-                                    pointer(buffer));
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext()), pointer(buffer));
   }
 
 private:
@@ -201,11 +202,11 @@ struct AttnLowerHostCallsPass
              << (parsed ? "" : ": " + llvm::toString(parsed.takeError()));
     StringRef name = binary.getName();
     // cuModuleLoadData reads the image in place: align it as an ELF wants.
-    LLVM::GlobalOp image = bytesGlobal((name + "_image").str(),
-                                       object.getObject().getValue(),
-                                       /*cString=*/false, /*alignment=*/64);
-    LLVM::GlobalOp manifest = bytesGlobal((name + "_manifest").str(),
-                                          manifestText, /*cString=*/true);
+    LLVM::GlobalOp image =
+        bytesGlobal((name + "_image").str(), object.getObject().getValue(),
+                    /*cString=*/false, /*alignment=*/64);
+    LLVM::GlobalOp manifest =
+        bytesGlobal((name + "_manifest").str(), manifestText, /*cString=*/true);
 
     // attnRtEmbeddedModule: {image, image_bytes, manifest_json, state}; the
     // runtime writes `state`, so the global is not constant.
@@ -214,8 +215,8 @@ struct AttnLowerHostCallsPass
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     Location loc = binary.getLoc();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
-    auto type = LLVM::LLVMStructType::getLiteral(
-        ctx, {ptr, b.getI64Type(), ptr, ptr});
+    auto type =
+        LLVM::LLVMStructType::getLiteral(ctx, {ptr, b.getI64Type(), ptr, ptr});
     auto global = LLVM::GlobalOp::create(
         b, loc, type, /*isConstant=*/false, LLVM::Linkage::Internal,
         uniqueName((name + "_module").str()), Attribute(), /*alignment=*/8);
@@ -224,7 +225,8 @@ struct AttnLowerHostCallsPass
       return LLVM::InsertValueOp::create(b, loc, into, value,
                                          ArrayRef<int64_t>{position});
     };
-    auto bytes = cast<LLVM::LLVMArrayType>(image.getGlobalType()).getNumElements();
+    auto bytes =
+        cast<LLVM::LLVMArrayType>(image.getGlobalType()).getNumElements();
     Value v = LLVM::UndefOp::create(b, loc, type);
     v = field(v, LLVM::AddressOfOp::create(b, loc, image), 0);
     v = field(v,
@@ -319,8 +321,8 @@ struct AttnLowerHostCallsPass
                                 << "', which its image's manifest lacks";
       std::optional<StringRef> merge = k->getString("merge_kernel");
       if (!merge)
-        return op.emitOpError() << "kernel '" << name
-                                << "' has no merge_kernel in the manifest";
+        return op.emitOpError()
+               << "kernel '" << name << "' has no merge_kernel in the manifest";
       int32_t kernelCausal = 0, kernelWindow = -1;
       if (const llvm::json::Object *band = k->getObject("band")) {
         if (band->get("lower_param") || band->get("upper_param"))
@@ -348,10 +350,9 @@ struct AttnLowerHostCallsPass
 
     OpBuilder b(op);
     HostCallBuilder c(b, op.getLoc());
-    SmallVector<Value> args = {c.address((*image)->module),
-                               c.address(stringGlobal(kernelList)),
-                               c.address(stringGlobal(mergeList)),
-                               c.i32(causal), c.i32(windowLeft)};
+    SmallVector<Value> args = {
+        c.address((*image)->module), c.address(stringGlobal(kernelList)),
+        c.address(stringGlobal(mergeList)), c.i32(causal), c.i32(windowLeft)};
     auto buffer = [&](Value memref) {
       if (!memref) {
         args.append({c.i64(0), c.i64(0)});
@@ -395,12 +396,19 @@ struct AttnLowerHostCallsPass
       states.push_back(c.pointer(v));
     for (Value v : op.getLses())
       lses.push_back(c.pointer(v));
-    SmallVector<Value> args = {
-        c.address((*image)->module), c.address(stringGlobal(kernels[0])),
-        c.i32(int64_t(states.size())), c.array(states), c.array(lses),
-        c.dimI64(out, 0), c.dimI64(out, 1), c.dimI64(out, 2),
-        c.pointer(out), c.pointer(op.getOuts()[1]),
-        op.getMask() ? c.pointer(op.getMask()) : c.i64(0), c.i64(0)};
+    SmallVector<Value> args = {c.address((*image)->module),
+                               c.address(stringGlobal(kernels[0])),
+                               c.i32(int64_t(states.size())),
+                               c.array(states),
+                               c.array(lses),
+                               c.dimI64(out, 0),
+                               c.dimI64(out, 1),
+                               c.dimI64(out, 2),
+                               c.pointer(out),
+                               c.pointer(op.getOuts()[1]),
+                               op.getMask() ? c.pointer(op.getMask())
+                                            : c.i64(0),
+                               c.i64(0)};
     func::FuncOp callee =
         declare("attnRtHostMergeStates", ValueRange(args).getTypes());
     func::CallOp::create(b, op.getLoc(), callee, args);
@@ -421,15 +429,24 @@ struct AttnLowerHostCallsPass
     HostCallBuilder c(b, op.getLoc());
     Value key = op.getKey();
     bool hnd = op.getFormat().getLayout() == KVLayout::HND;
-    SmallVector<Value> args = {
-        c.address((*image)->module), c.address(stringGlobal(kernels[0])),
-        c.pointer(key), c.pointer(op.getValue()),
-        c.dimI64(key, 0), c.dimI64(key, 1), c.dimI64(key, 2),
-        c.pointer(op.getKeyCache()), c.pointer(op.getValueCache()),
-        c.dimI64(op.getKeyCache(), 0), c.i32(hnd),
-        c.pointer(indices[0]), c.pointer(indices[1]),
-        c.pointer(indices[2]), c.numel(indices[2]),
-        c.pointer(indices[3]), c.numel(indices[3]), c.i64(0)};
+    SmallVector<Value> args = {c.address((*image)->module),
+                               c.address(stringGlobal(kernels[0])),
+                               c.pointer(key),
+                               c.pointer(op.getValue()),
+                               c.dimI64(key, 0),
+                               c.dimI64(key, 1),
+                               c.dimI64(key, 2),
+                               c.pointer(op.getKeyCache()),
+                               c.pointer(op.getValueCache()),
+                               c.dimI64(op.getKeyCache(), 0),
+                               c.i32(hnd),
+                               c.pointer(indices[0]),
+                               c.pointer(indices[1]),
+                               c.pointer(indices[2]),
+                               c.numel(indices[2]),
+                               c.pointer(indices[3]),
+                               c.numel(indices[3]),
+                               c.i64(0)};
     func::FuncOp callee =
         declare("attnRtHostAppendKV", ValueRange(args).getTypes());
     func::CallOp::create(b, op.getLoc(), callee, args);

@@ -68,7 +68,8 @@ struct AttnSerializeKernelsPass
       return signalPassFailure();
     }
     bool cubin = format == "bin";
-    for (auto gm : llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>()))
+    for (auto gm :
+         llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>()))
       if (hasAttnKernels(gm) && failed(serialize(gm, target, cubin)))
         return signalPassFailure();
   }
@@ -82,27 +83,27 @@ struct AttnSerializeKernelsPass
                      UnitAttr::get(ctx));
     auto kernels = cast<gpu::GPUModuleOp>(gm->clone());
     copy->getBody()->push_back(kernels);
-    llvm::Expected<AttentionKernels> compiled = compileOutlinedKernels(
-        *copy, kernels, target,
-        cubin ? AttentionKernelOptions::Emit::Cubin
-              : AttentionKernelOptions::Emit::PTX);
+    llvm::Expected<AttentionKernels> compiled =
+        compileOutlinedKernels(*copy, kernels, target,
+                               cubin ? AttentionKernelOptions::Emit::Cubin
+                                     : AttentionKernelOptions::Emit::PTX);
     if (!compiled)
       return gm.emitError() << "attn-serialize-kernels: "
                             << llvm::toString(compiled.takeError());
     std::string manifest =
         llvm::formatv("{0}", llvm::json::Value(std::move(compiled->manifest)));
-    StringRef image = cubin ? StringRef(compiled->cubin.data(),
-                                        compiled->cubin.size())
-                            : StringRef(compiled->ptx);
-    auto nvvmTarget = NVVM::NVVMTargetAttr::get(
-        ctx, target.optLevel, "nvptx64-nvidia-cuda", target.chip,
-        target.getFeatures());
-    auto object = gpu::ObjectAttr::get(
-        ctx, nvvmTarget,
-        cubin ? gpu::CompilationTarget::Binary
-              : gpu::CompilationTarget::Assembly,
-        StringAttr::get(ctx, image), /*properties=*/nullptr,
-        /*kernels=*/nullptr);
+    StringRef image =
+        cubin ? StringRef(compiled->cubin.data(), compiled->cubin.size())
+              : StringRef(compiled->ptx);
+    auto nvvmTarget =
+        NVVM::NVVMTargetAttr::get(ctx, target.optLevel, "nvptx64-nvidia-cuda",
+                                  target.chip, target.getFeatures());
+    auto object = gpu::ObjectAttr::get(ctx, nvvmTarget,
+                                       cubin ? gpu::CompilationTarget::Binary
+                                             : gpu::CompilationTarget::Assembly,
+                                       StringAttr::get(ctx, image),
+                                       /*properties=*/nullptr,
+                                       /*kernels=*/nullptr);
     OpBuilder b(gm);
     auto binary = gpu::BinaryOp::create(b, gm.getLoc(), gm.getName(),
                                         /*offloadingHandler=*/nullptr,

@@ -41,8 +41,8 @@ template <int Rank> struct MemRef {
 
 template <int Rank>
 MemRef<Rank> view(uint64_t ptr, const int64_t (&sizes)[Rank]) {
-  MemRef<Rank> m{reinterpret_cast<void *>(ptr), reinterpret_cast<void *>(ptr),
-                 0, {}, {}};
+  MemRef<Rank> m{
+      reinterpret_cast<void *>(ptr), reinterpret_cast<void *>(ptr), 0, {}, {}};
   int64_t stride = 1;
   for (int d = Rank - 1; d >= 0; --d) {
     m.sizes[d] = sizes[d];
@@ -109,10 +109,10 @@ int main() {
   struct Alloc {
     uint64_t *ptr;
     size_t bytes;
-  } allocs[] = {{&dq, size_t(qElems) * 2},      {&dk, size_t(cacheElems) * 2},
-                {&dv, size_t(cacheElems) * 2},  {&dqo, size_t(batch + 1) * 4},
-                {&dkvp, size_t(batch + 1) * 4}, {&dkvi, size_t(usedPages) * 4},
-                {&dlast, size_t(batch) * 4},    {&dout, size_t(qElems) * 2},
+  } allocs[] = {{&dq, size_t(qElems) * 2},       {&dk, size_t(cacheElems) * 2},
+                {&dv, size_t(cacheElems) * 2},   {&dqo, size_t(batch + 1) * 4},
+                {&dkvp, size_t(batch + 1) * 4},  {&dkvi, size_t(usedPages) * 4},
+                {&dlast, size_t(batch) * 4},     {&dout, size_t(qElems) * 2},
                 {&dlse, size_t(batch) * kHq * 4}};
   bool hostOnly = false;
   std::string noGpu;
@@ -199,7 +199,8 @@ int main() {
   p.kv.v = v.data();
   p.variant.causal = 1;
   std::vector<double> refO(qElems), refLse(size_t(batch) * kHq);
-  if (attnrt::Status s = attnrt::referenceAttention(p, refO.data(), refLse.data());
+  if (attnrt::Status s =
+          attnrt::referenceAttention(p, refO.data(), refLse.data());
       !s.ok()) {
     std::printf("FAIL: reference: %s\n", s.message().c_str());
     return 1;
