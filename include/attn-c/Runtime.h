@@ -221,6 +221,89 @@ ATTN_RT_EXPORT attnRtStatus attnRtLaunchRows(attnRtModule_t module,
                                              const attnRtArg *args,
                                              int32_t num_args, uint64_t stream);
 
+/*===-- Host-lowered programs -------------------------------------------===*\
+ * What `attn-lower-host-calls` (docs/Embedding.md, "From one module to a
+ * running program") emits calls to. A compiled program embeds its kernels as
+ * one attnRtEmbeddedModule per image; the first call on it loads the module
+ * (thread-safe, once; the manifest is parsed before that, so bad input is
+ * refused without a GPU). Buffers are device pointers with their element
+ * counts (index arrays: their lengths), checked against the manifest: a null
+ * pointer or a size that disagrees with the kernel is
+ * ATTN_RT_INVALID_ARGUMENT / ATTN_RT_MANIFEST_MISMATCH before anything is
+ * launched, a kernel not in the manifest ATTN_RT_NOT_FOUND. Unlike the rest
+ * of this API these entries may allocate (the per-image workspace) and
+ * attnRtHostAttention synchronizes `stream` (below).
+ *
+ * Every entry also records its first failure per thread for
+ * attnRtHostTakeStatus: generated code does not branch on the returned
+ * status, so a program checks once after its compiled function returns. */
+typedef struct attnRtEmbeddedModule {
+  const void *image;         /* cubin, fatbin or PTX */
+  uint64_t image_bytes;
+  const char *manifest_json; /* NUL-terminated */
+  void *state;               /* the runtime's; NULL in the image */
+} attnRtEmbeddedModule;
+
+/* attn.attention: plans the batch and runs it. `kernels` lists the
+ * attention kernels, one per tile candidate in candidate order, separated by
+ * commas; `merge_kernels` their merge kernels in the same order. causal and
+ * window_left (< 0: none) are the planner's mask, from the kernels' band.
+ * q, o: [rows, Hq, D]; lse: [rows, Hq]; caches: whole blocks of the
+ * manifest's format; kv_indices and kv_last_len for paged kernels only (0
+ * otherwise). The entry copies qo_indptr, kv_indptr and kv_last_len to the
+ * host on `stream` and synchronizes it (the planner runs on the CPU).
+ * workspace 0 (workspace_bytes ignored): the runtime's per-image device
+ * workspace, allocated on first use and grown as batches need.
+ * Paged kernels get num_pages (k_cache's pages) and the image's host-mapped
+ * index_error word: a kv_indices entry outside [0, num_pages) reads page 0
+ * and sets the word, which the next attnRtHostAttention on the image (after
+ * its stream sync) or attnRtHostTakeStatus reports, and clears, as
+ * ATTN_RT_BLOCK_INDEX_OUT_OF_RANGE. */
+ATTN_RT_EXPORT attnRtStatus attnRtHostAttention(
+    attnRtEmbeddedModule *module, const char *kernels,
+    const char *merge_kernels, int32_t causal, int32_t window_left,
+    uint64_t q, int64_t q_numel, uint64_t k_cache, int64_t k_cache_numel,
+    uint64_t v_cache, int64_t v_cache_numel, uint64_t o, int64_t o_numel,
+    uint64_t lse, int64_t lse_numel, uint64_t qo_indptr, int64_t qo_indptr_len,
+    uint64_t kv_indptr, int64_t kv_indptr_len, uint64_t kv_indices,
+    int64_t kv_indices_len, uint64_t kv_last_len, int64_t kv_last_len_len,
+    float sm_scale, uint64_t workspace, uint64_t workspace_bytes,
+    uint64_t stream);
+
+/* attn.merge_states over dense [tokens, heads, head_dim] states and output
+ * and [tokens, heads] LSEs: num_states pointers in states and lses; mask 0
+ * unless the kernel is the masked one. No synchronization. */
+ATTN_RT_EXPORT attnRtStatus attnRtHostMergeStates(
+    attnRtEmbeddedModule *module, const char *kernel, int32_t num_states,
+    const uint64_t *states, const uint64_t *lses, int64_t tokens,
+    int64_t heads, int64_t head_dim, uint64_t o, uint64_t lse, uint64_t mask,
+    uint64_t stream);
+
+/* attn.append_kv of dense [tokens, heads, head_dim] keys and values into
+ * dense paged caches of num_pages pages ([pages, page, heads, D], or
+ * [pages, heads, page, D] with layout_hnd = 1). No synchronization. */
+ATTN_RT_EXPORT attnRtStatus attnRtHostAppendKV(
+    attnRtEmbeddedModule *module, const char *kernel, uint64_t key,
+    uint64_t value, int64_t tokens, int64_t heads, int64_t head_dim,
+    uint64_t k_cache, uint64_t v_cache, int64_t num_pages, int32_t layout_hnd,
+    uint64_t batch_indices, uint64_t positions, uint64_t kv_indptr,
+    int64_t kv_indptr_len, uint64_t kv_indices, int64_t kv_indices_len,
+    uint64_t stream);
+
+/* The first failure of an attnRtHost* entry on this thread since the last
+ * call (ATTN_RT_OK if none), its message in *message (may be NULL; valid
+ * until the next attnRtHost* call on the thread); clears it. With none, a
+ * set index_error word of any image (above) is the failure: call this after
+ * synchronizing the stream the program ran on. */
+ATTN_RT_EXPORT attnRtStatus attnRtHostTakeStatus(const char **message);
+
+/* Managed device memory (one pointer for host and device), for programs
+ * that fill inputs on the host; its release; a stream synchronization. */
+ATTN_RT_EXPORT attnRtStatus attnRtDeviceAllocManaged(size_t bytes,
+                                                     uint64_t *ptr);
+ATTN_RT_EXPORT attnRtStatus attnRtDeviceFree(uint64_t ptr);
+ATTN_RT_EXPORT attnRtStatus attnRtStreamSynchronize(uint64_t stream);
+
 #ifdef __cplusplus
 }
 #endif

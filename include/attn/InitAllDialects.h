@@ -9,6 +9,7 @@
 #define ATTN_INITALLDIALECTS_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/IR/BufferizableOpInterfaceImpl.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -33,6 +34,7 @@ inline void registerAllDialects(DialectRegistry &registry) {
                   LLVM::LLVMDialect, NVVM::NVVMDialect, math::MathDialect,
                   memref::MemRefDialect, nvgpu::NVGPUDialect, scf::SCFDialect,
                   tensor::TensorDialect, vector::VectorDialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 } // namespace mlir::attn

@@ -11,6 +11,7 @@
 
 #include "attn-c/Runtime.h"
 
+#include "attn/Runtime/HostCalls.h"
 #include "attn/Runtime/Launcher.h"
 #include "attn/Runtime/Plan.h"
 
@@ -376,3 +377,141 @@ attnRtStatus attnRtLaunchRows(attnRtModule_t module, const char *kernel,
 }
 
 } // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Host-lowered programs
+//===----------------------------------------------------------------------===//
+
+static_assert(sizeof(attnRtEmbeddedModule) == sizeof(EmbeddedModule));
+
+static thread_local Status firstHostFailure;
+static thread_local std::string hostMessage;
+
+/// report(), remembering the thread's first failure for attnRtHostTakeStatus.
+static attnRtStatus reportHost(const Status &s) {
+  if (!s.ok() && firstHostFailure.ok())
+    firstHostFailure = s;
+  return report(s);
+}
+
+attnRtStatus attnRtHostAttention(
+    attnRtEmbeddedModule *module, const char *kernels,
+    const char *merge_kernels, int32_t causal, int32_t window_left,
+    uint64_t q, int64_t q_numel, uint64_t k_cache, int64_t k_cache_numel,
+    uint64_t v_cache, int64_t v_cache_numel, uint64_t o, int64_t o_numel,
+    uint64_t lse, int64_t lse_numel, uint64_t qo_indptr, int64_t qo_indptr_len,
+    uint64_t kv_indptr, int64_t kv_indptr_len, uint64_t kv_indices,
+    int64_t kv_indices_len, uint64_t kv_last_len, int64_t kv_last_len_len,
+    float sm_scale, uint64_t workspace, uint64_t workspace_bytes,
+    uint64_t stream) {
+  return guarded([&] {
+    if (!module || !kernels || !merge_kernels)
+      return reportHost(Status(StatusCode::InvalidArgument,
+                               "attention: module, kernels and merge_kernels "
+                               "must not be null"));
+    HostAttentionCall c;
+    c.kernels = kernels;
+    c.merge_kernels = merge_kernels;
+    c.causal = causal;
+    c.window_left = window_left;
+    c.q = {q, q_numel};
+    c.k_cache = {k_cache, k_cache_numel};
+    c.v_cache = {v_cache, v_cache_numel};
+    c.o = {o, o_numel};
+    c.lse = {lse, lse_numel};
+    c.qo_indptr = {qo_indptr, qo_indptr_len};
+    c.kv_indptr = {kv_indptr, kv_indptr_len};
+    c.kv_indices = {kv_indices, kv_indices_len};
+    c.kv_last_len = {kv_last_len, kv_last_len_len};
+    c.sm_scale = sm_scale;
+    c.workspace = workspace;
+    c.workspace_bytes = workspace_bytes;
+    c.stream = stream;
+    return reportHost(
+        hostAttention(reinterpret_cast<EmbeddedModule *>(module), c));
+  });
+}
+
+attnRtStatus attnRtHostMergeStates(attnRtEmbeddedModule *module,
+                                   const char *kernel, int32_t num_states,
+                                   const uint64_t *states, const uint64_t *lses,
+                                   int64_t tokens, int64_t heads,
+                                   int64_t head_dim, uint64_t o, uint64_t lse,
+                                   uint64_t mask, uint64_t stream) {
+  return guarded([&] {
+    if (!module || !kernel)
+      return reportHost(Status(StatusCode::InvalidArgument,
+                               "merge_states: module and kernel must not be "
+                               "null"));
+    HostMergeStatesCall c;
+    c.kernel = kernel;
+    c.num_states = num_states;
+    c.states = states;
+    c.lses = lses;
+    c.tokens = tokens;
+    c.heads = heads;
+    c.head_dim = head_dim;
+    c.o = o;
+    c.lse = lse;
+    c.mask = mask;
+    c.stream = stream;
+    return reportHost(
+        hostMergeStates(reinterpret_cast<EmbeddedModule *>(module), c));
+  });
+}
+
+attnRtStatus attnRtHostAppendKV(
+    attnRtEmbeddedModule *module, const char *kernel, uint64_t key,
+    uint64_t value, int64_t tokens, int64_t heads, int64_t head_dim,
+    uint64_t k_cache, uint64_t v_cache, int64_t num_pages, int32_t layout_hnd,
+    uint64_t batch_indices, uint64_t positions, uint64_t kv_indptr,
+    int64_t kv_indptr_len, uint64_t kv_indices, int64_t kv_indices_len,
+    uint64_t stream) {
+  return guarded([&] {
+    if (!module || !kernel)
+      return reportHost(Status(StatusCode::InvalidArgument,
+                               "append_kv: module and kernel must not be null"));
+    HostAppendKVCall c;
+    c.kernel = kernel;
+    c.key = key;
+    c.value = value;
+    c.tokens = tokens;
+    c.heads = heads;
+    c.head_dim = head_dim;
+    c.k_cache = k_cache;
+    c.v_cache = v_cache;
+    c.num_pages = num_pages;
+    c.layout_hnd = layout_hnd;
+    c.batch_indices = batch_indices;
+    c.positions = positions;
+    c.kv_indptr = {kv_indptr, kv_indptr_len};
+    c.kv_indices = {kv_indices, kv_indices_len};
+    c.stream = stream;
+    return reportHost(
+        hostAppendKV(reinterpret_cast<EmbeddedModule *>(module), c));
+  });
+}
+
+attnRtStatus attnRtHostTakeStatus(const char **message) {
+  // A bad page index is found by the kernel, after its call returned.
+  if (firstHostFailure.ok())
+    firstHostFailure = takeIndexErrors();
+  hostMessage = firstHostFailure.message();
+  auto code = static_cast<attnRtStatus>(firstHostFailure.code());
+  firstHostFailure = Status::success();
+  if (message)
+    *message = hostMessage.c_str();
+  return code;
+}
+
+attnRtStatus attnRtDeviceAllocManaged(size_t bytes, uint64_t *ptr) {
+  return guarded([&] { return report(deviceAllocManaged(bytes, ptr)); });
+}
+
+attnRtStatus attnRtDeviceFree(uint64_t ptr) {
+  return guarded([&] { return report(deviceFree(ptr)); });
+}
+
+attnRtStatus attnRtStreamSynchronize(uint64_t stream) {
+  return guarded([&] { return report(streamSynchronize(stream)); });
+}

@@ -38,6 +38,16 @@ struct CudaDriver {
   decltype(&::cuFuncSetAttribute) funcSetAttribute;
   decltype(&::cuLaunchKernel) launchKernel;
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync;
+  // Host-lowered programs (HostCalls.cpp): index arrays back to the host,
+  // the per-image workspace, managed buffers.
+  decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync;
+  decltype(&::cuStreamSynchronize) streamSynchronize;
+  decltype(&::cuMemAlloc) memAlloc;
+  decltype(&::cuMemAllocManaged) memAllocManaged;
+  decltype(&::cuMemFree) memFree;
+  // The host-mapped index_error word of paged attention kernels.
+  decltype(&::cuMemHostAlloc) memHostAlloc;
+  decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer;
   /// Optional (CUDA 12+ drivers): null when the driver lacks it; the
   /// launcher then launches plainly (no programmatic dependent launch).
   decltype(&::cuLaunchKernelEx) launchKernelEx;

@@ -86,7 +86,6 @@ static llvm::Error keepCandidate(mlir::ModuleOp module,
 llvm::Expected<AttentionKernels>
 compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
                         const AttentionKernelOptions &options) {
-  AttentionKernels out;
   mlir::MLIRContext *ctx = module.getContext();
   Stopwatch outline;
   mlir::PassManager pm(ctx);
@@ -103,8 +102,20 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
   if (options.candidate >= 0)
     if (llvm::Error err = keepCandidate(module, gpuModule, options.candidate))
       return std::move(err);
-  out.stages.push_back({"outline", outline.ms()});
+  llvm::Expected<AttentionKernels> compiled =
+      compileOutlinedKernels(module, gpuModule, target, options.emit);
+  if (compiled)
+    compiled->stages.insert(compiled->stages.begin(),
+                            StageTime{"outline", outline.ms()});
+  return compiled;
+}
 
+llvm::Expected<AttentionKernels>
+compileOutlinedKernels(mlir::ModuleOp module, mlir::gpu::GPUModuleOp gpuModule,
+                       const NVPTXOptions &target,
+                       AttentionKernelOptions::Emit emit) {
+  AttentionKernels out;
+  mlir::MLIRContext *ctx = module.getContext();
   // The manifest entries come from the launch contracts, before the
   // lowering turns the kernels into LLVM functions.
   llvm::SmallVector<llvm::json::Object> entries;
@@ -114,7 +125,7 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
       return entry.takeError();
     entries.push_back(std::move(*entry));
   }
-  if (options.emit == AttentionKernelOptions::Emit::None) {
+  if (emit == AttentionKernelOptions::Emit::None) {
     llvm::json::Array kernels;
     for (llvm::json::Object &e : entries)
       kernels.push_back(std::move(e));
@@ -134,7 +145,7 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
     return error("the generated kernels do not verify");
   out.stages.push_back({"lower-tiles", lower.ms()});
 
-  bool cubin = options.emit == AttentionKernelOptions::Emit::Cubin;
+  bool cubin = emit == AttentionKernelOptions::Emit::Cubin;
   auto compiled = compileGPUModules(*kernels, target, cubin);
   if (!compiled)
     return compiled.takeError();

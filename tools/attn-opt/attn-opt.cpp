@@ -7,8 +7,12 @@
 
 #include "attn/InitAllDialects.h"
 #include "attn/InitAllPasses.h"
+#include "attn/Target/Passes.h"
 #include "attn/Target/Serialization.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -16,8 +20,15 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::attn::registerAllPasses();
+  // Host code: one-shot bufferization of functions using the attn ops.
+  mlir::bufferization::registerOneShotBufferizePass();
+  // Kernels embedded in the program, attn ops to runtime calls, the pipeline.
+  mlir::attn::registerAttnTargetPassesAndPipelines();
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
+  registry.insert<mlir::bufferization::BufferizationDialect>();
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
   // What attn-lower-to-nvvm needs: NVVM target attributes, LLVM translations.
   mlir::attn::registerTargetDialectsAndInterfaces(registry);
   return mlir::asMainReturnCode(

@@ -15,6 +15,10 @@
 
 #include "llvm/Support/JSON.h"
 
+namespace mlir::gpu {
+class GPUModuleOp;
+} // namespace mlir::gpu
+
 namespace mlir::attn {
 
 /// Every kernel of one module of attentions, in one image.
@@ -48,6 +52,17 @@ struct AttentionKernelOptions {
 llvm::Expected<AttentionKernels>
 compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
                         const AttentionKernelOptions &options);
+
+/// The back half of compileAttentionKernels, for kernels already outlined
+/// into `gpuModule` (a gpu.module of `module`, in the tile-level form): the
+/// manifest entries from the launch contracts, convert-attn-to-gpu on
+/// `module`, then NVVM, PTX and (Emit::Cubin) ptxas on a copy of
+/// `gpuModule`. `attn-serialize-kernels` calls it, so a pipeline's kernels
+/// are byte for byte what attn-compile emits.
+llvm::Expected<AttentionKernels>
+compileOutlinedKernels(mlir::ModuleOp module, mlir::gpu::GPUModuleOp gpuModule,
+                       const NVPTXOptions &target,
+                       AttentionKernelOptions::Emit emit);
 
 } // namespace mlir::attn
 

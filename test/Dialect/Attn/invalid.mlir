@@ -472,7 +472,7 @@ func.func @f(%o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) {
 
 func.func @f(%a: tensor<?x32x128xf32>, %b: tensor<?x32x128xbf16>, %l: tensor<?x32xf32>) {
   // expected-error @+1 {{partial outputs must share one type, got 'tensor<?x32x128xf32>' and 'tensor<?x32x128xbf16>'}}
-  %m:2 = "attn.merge_states"(%a, %b, %l, %l) {operandSegmentSizes = array<i32: 2, 2, 0>}
+  %m:2 = "attn.merge_states"(%a, %b, %l, %l) {operandSegmentSizes = array<i32: 2, 2, 0, 0>}
       : (tensor<?x32x128xf32>, tensor<?x32x128xbf16>, tensor<?x32xf32>, tensor<?x32xf32>) -> (tensor<?x32x128xbf16>, tensor<?x32xf32>)
   return
 }
@@ -481,7 +481,7 @@ func.func @f(%a: tensor<?x32x128xf32>, %b: tensor<?x32x128xbf16>, %l: tensor<?x3
 
 func.func @f(%o: tensor<?x32x128xf32>, %a: tensor<?x32xf32>, %b: tensor<4x32xf32>) {
   // expected-error @+1 {{LSEs must share one type, got 'tensor<?x32xf32>' and 'tensor<4x32xf32>'}}
-  %m:2 = "attn.merge_states"(%o, %o, %a, %b) {operandSegmentSizes = array<i32: 2, 2, 0>}
+  %m:2 = "attn.merge_states"(%o, %o, %a, %b) {operandSegmentSizes = array<i32: 2, 2, 0, 0>}
       : (tensor<?x32x128xf32>, tensor<?x32x128xf32>, tensor<?x32xf32>, tensor<4x32xf32>) -> (tensor<?x32x128xbf16>, tensor<?x32xf32>)
   return
 }
@@ -522,7 +522,7 @@ func.func @f(%o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) {
 
 func.func @f(%o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) {
   // expected-error @+1 {{merged LSE must have type 'tensor<?x32xf32>'}}
-  %m:2 = "attn.merge_states"(%o, %o, %l, %l) {operandSegmentSizes = array<i32: 2, 2, 0>}
+  %m:2 = "attn.merge_states"(%o, %o, %l, %l) {operandSegmentSizes = array<i32: 2, 2, 0, 0>}
       : (tensor<?x32x128xf32>, tensor<?x32x128xf32>, tensor<?x32xf32>, tensor<?x32xf32>) -> (tensor<?x32x128xbf16>, tensor<8x32xf32>)
   return
 }

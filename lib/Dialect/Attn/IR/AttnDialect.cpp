@@ -16,6 +16,11 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+namespace mlir::attn {
+/// AttnOps.cpp: the tensor results' names (%output, %lse, ...).
+void attachResultNames(MLIRContext *ctx);
+} // namespace mlir::attn
+
 #include "attn/Dialect/Attn/IR/AttnOpsDialect.cpp.inc"
 
 #include "BuiltinVariants.inc"
@@ -27,6 +32,7 @@ void AttnDialect::initialize() {
 #define GET_OP_LIST
 #include "attn/Dialect/Attn/IR/AttnOps.cpp.inc"
       >();
+  attachResultNames(getContext());
 }
 
 static llvm::sys::SmartMutex<true> builtinLibraryMutex;

@@ -18,6 +18,10 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+namespace mlir::attn {
+void attachResultNames(MLIRContext *ctx);
+} // namespace mlir::attn
+
 #define GET_OP_CLASSES
 #include "attn/Dialect/Attn/IR/AttnOps.cpp.inc"
 
@@ -44,7 +48,7 @@ static CacheAxes getCacheAxes(BsrAttr view) {
 /// `dynamicHeads`: the head count may be `?` (append_kv: its kernel takes
 /// the head count as an argument; attention kernels are built for theirs).
 static LogicalResult verifyCacheType(Operation *op, StringRef what,
-                                     RankedTensorType type, BsrAttr view,
+                                     ShapedType type, BsrAttr view,
                                      int64_t headDim,
                                      bool dynamicHeads = false) {
   if (type.getRank() != view.getCacheRank())
@@ -72,6 +76,102 @@ static LogicalResult verifyCacheType(Operation *op, StringRef what,
            << what << " holds blocks of " << dimStr(type.getDimSize(axes.token))
            << " tokens but the format's block_cols is " << view.getBlockCols();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The destination form, shared by the three ops
+//===----------------------------------------------------------------------===//
+
+/// Checks that `operands` are all tensors or all memrefs, like `first`
+/// (named `firstName`); the message names the first one that is not.
+static LogicalResult
+verifySameKind(Operation *op, Value first, StringRef firstName,
+               ArrayRef<std::pair<Value, StringRef>> operands) {
+  bool tensor = isa<RankedTensorType>(first.getType());
+  for (auto [value, name] : operands) {
+    if (!value || isa<RankedTensorType>(value.getType()) == tensor)
+      continue;
+    return op->emitOpError()
+           << name << " is a " << (tensor ? "memref" : "tensor") << " but "
+           << firstName << " is a " << (tensor ? "tensor" : "memref")
+           << ": the operands are all tensors (value form) or all memrefs "
+              "(destination form)";
+  }
+  return success();
+}
+
+/// Checks the destinations (`outs`) against the results: the memref form
+/// needs both and has no results; the tensor form's results are the outs'
+/// types when outs are given.
+static LogicalResult verifyDestinations(Operation *op, bool tensorForm,
+                                        ValueRange outs, TypeRange results) {
+  if (!outs.empty() && outs.size() != 2)
+    return op->emitOpError() << "takes two destinations, outs(%output, %lse), "
+                                "got "
+                             << outs.size();
+  if (!tensorForm) {
+    if (outs.empty())
+      return op->emitOpError() << "on memrefs needs destinations: "
+                                  "outs(%output, %lse : memref<...>, memref<...>)";
+    if (!results.empty())
+      return op->emitOpError() << "on memrefs has no results, got "
+                               << results.size();
+    return success();
+  }
+  if (results.size() != 2)
+    return op->emitOpError() << "on tensors has two results (output, lse), got "
+                             << results.size();
+  for (auto [i, out, result] : llvm::enumerate(outs, results))
+    if (out.getType() != result)
+      return op->emitOpError()
+             << "result #" << i << " " << result
+             << " must have the type of its destination " << out.getType();
+  return success();
+}
+
+/// Memory effects of the destination form: reads of the memref operands,
+/// writes of the destinations. The value form has none.
+static void
+getDestinationFormEffects(Operation *op, MutableOperandRange inits,
+                          bool initsRead,
+                          SmallVectorImpl<SideEffects::EffectInstance<
+                              MemoryEffects::Effect>> &effects) {
+  auto isInit = [&](OpOperand &operand) {
+    return llvm::any_of(inits,
+                        [&](OpOperand &init) { return &init == &operand; });
+  };
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    if (!isInit(operand) || initsRead)
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    if (isInit(operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+/// Names the tensor results as the ops did before the destination form made
+/// them variadic (ODS names only fixed results): the printed value form stays
+/// as it was. The memref form has no results to name.
+template <typename OpTy>
+struct ResultNames
+    : public OpAsmOpInterface::ExternalModel<ResultNames<OpTy>, OpTy> {
+  ResultNames() = default;
+  void getAsmResultNames(Operation *op, OpAsmSetValueNameFn setNameFn) const {
+    bool append = isa<AppendKVOp>(op);
+    if (op->getNumResults() != 2)
+      return;
+    setNameFn(op->getResult(0), append ? "new_key_cache" : "output");
+    setNameFn(op->getResult(1), append ? "new_value_cache" : "lse");
+  }
+};
+
+void mlir::attn::attachResultNames(MLIRContext *ctx) {
+  AttentionOp::attachInterface<ResultNames<AttentionOp>>(*ctx);
+  MergeStatesOp::attachInterface<ResultNames<MergeStatesOp>>(*ctx);
+  AppendKVOp::attachInterface<ResultNames<AppendKVOp>>(*ctx);
 }
 
 //===----------------------------------------------------------------------===//
@@ -117,8 +217,31 @@ static LogicalResult verifyTile(AttentionOp op, TileAttr tile) {
   return success();
 }
 
+void AttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getDestinationFormEffects(*this, getOutsMutable(), /*initsRead=*/false,
+                            effects);
+}
+
+Speculation::Speculatability AttentionOp::getSpeculatability() {
+  return hasTensorSemantics() ? Speculation::Speculatable
+                              : Speculation::NotSpeculatable;
+}
+
 LogicalResult AttentionOp::verify() {
-  RankedTensorType qType = getQuery().getType();
+  ShapedType qType = getQuery().getType();
+  SmallVector<std::pair<Value, StringRef>> operands = {
+      {getKeyCache(), "key cache"}, {getValueCache(), "value cache"},
+      {getMask(), "mask"}};
+  for (Value index : getIndices())
+    operands.push_back({index, "index array"});
+  for (Value out : getOuts())
+    operands.push_back({out, "destination"});
+  if (failed(verifySameKind(*this, getQuery(), "the query", operands)) ||
+      failed(verifyDestinations(*this, hasTensorSemantics(), getOuts(),
+                                getTensorResults().getTypes())))
+    return failure();
   if (qType.getRank() != 3)
     return emitOpError() << "query must be [rows, qo_heads, head_dim], got rank "
                          << qType.getRank();
@@ -166,12 +289,15 @@ LogicalResult AttentionOp::verify() {
     return diag << "), got " << getIndices().size();
   }
 
-  RankedTensorType oType = getOutput().getType();
-  if (oType != qType)
+  ShapedType oType = getOutputType();
+  if (hasTensorSemantics() ? oType != qType
+                           : oType.getElementType() != elementType ||
+                                 failed(verifyCompatibleShape(oType, qType)))
     return emitOpError() << "output type " << oType
                          << " must equal the query type " << qType;
-  RankedTensorType lseType = getLse().getType();
+  ShapedType lseType = getLseType();
   if (lseType.getRank() != 2 || lseType.getDimSize(1) != numQoHeads ||
+      !lseType.getElementType().isF32() ||
       failed(verifyCompatibleShape(ArrayRef<int64_t>{lseType.getDimSize(0)},
                                    ArrayRef<int64_t>{qType.getDimSize(0)})))
     return emitOpError() << "lse must be [rows, qo_heads] = ["
@@ -267,46 +393,76 @@ AttentionOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 //===----------------------------------------------------------------------===//
 
 /// merge ::= `attn.merge_states` %o (`,` %o)* `lse` %s (`,` %s)*
-///           attr-dict `:` partial-type `,` lse-type `->` output-type
+///           (`mask` %m)? (`outs` `(` %out `,` %lse `:` type `,` type `)`)?
+///           attr-dict `:` partial-type `,` lse-type (`,` mask-type)?
+///           (`->` output-type)?
+/// Tensor states have results (output-type, lse-type); memref states none.
 ParseResult MergeStatesOp::parse(OpAsmParser &parser, OperationState &result) {
-  SmallVector<OpAsmParser::UnresolvedOperand> outputs, lses;
+  SmallVector<OpAsmParser::UnresolvedOperand> outputs, lses, outs;
+  SmallVector<Type> outsTypes;
   OpAsmParser::UnresolvedOperand mask;
   Type partialType, lseType, maskType, outputType;
   if (parser.parseOperandList(outputs) || parser.parseKeyword("lse") ||
       parser.parseOperandList(lses))
     return failure();
   bool hasMask = succeeded(parser.parseOptionalKeyword("mask"));
-  if ((hasMask && parser.parseOperand(mask)) ||
-      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+  if (hasMask && parser.parseOperand(mask))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("outs")) &&
+      (parser.parseLParen() || parser.parseOperandList(outs) ||
+       parser.parseColonTypeList(outsTypes) || parser.parseRParen()))
+    return failure();
+  if (parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
       parser.parseType(partialType) || parser.parseComma() ||
       parser.parseType(lseType) ||
-      (hasMask && (parser.parseComma() || parser.parseType(maskType))) ||
-      parser.parseArrow() || parser.parseType(outputType))
+      (hasMask && (parser.parseComma() || parser.parseType(maskType))))
+    return failure();
+  bool hasResults = succeeded(parser.parseOptionalArrow());
+  if (hasResults && parser.parseType(outputType))
     return failure();
   if (parser.resolveOperands(outputs, partialType, result.operands) ||
       parser.resolveOperands(lses, lseType, result.operands) ||
-      (hasMask && parser.resolveOperand(mask, maskType, result.operands)))
+      (hasMask && parser.resolveOperand(mask, maskType, result.operands)) ||
+      parser.resolveOperands(outs, outsTypes, parser.getCurrentLocation(),
+                             result.operands))
     return failure();
   result.addAttribute(getOperandSegmentSizesAttrName(result.name),
                       parser.getBuilder().getDenseI32ArrayAttr(
                           {static_cast<int32_t>(outputs.size()),
                            static_cast<int32_t>(lses.size()),
-                           hasMask ? 1 : 0}));
-  result.addTypes({outputType, lseType});
+                           hasMask ? 1 : 0,
+                           static_cast<int32_t>(outs.size())}));
+  if (hasResults)
+    result.addTypes({outputType, lseType});
   return success();
+}
+
+void MergeStatesOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getDestinationFormEffects(*this, getOutsMutable(), /*initsRead=*/false,
+                            effects);
+}
+
+Speculation::Speculatability MergeStatesOp::getSpeculatability() {
+  return hasTensorSemantics() ? Speculation::Speculatable
+                              : Speculation::NotSpeculatable;
 }
 
 void MergeStatesOp::print(OpAsmPrinter &p) {
   p << ' ' << getOutputs() << " lse " << getLses();
   if (getMask())
     p << " mask " << getMask();
+  if (!getOuts().empty())
+    p << " outs(" << getOuts() << " : " << getOuts().getTypes() << ")";
   p.printOptionalAttrDict((*this)->getAttrs(),
                           {getOperandSegmentSizesAttrName()});
   p << " : " << getOutputs().front().getType() << ", "
     << getLses().front().getType();
   if (getMask())
     p << ", " << getMask().getType();
-  p << " -> " << getOutput().getType();
+  if (!getTensorResults().empty())
+    p << " -> " << getTensorResults().front().getType();
 }
 
 LogicalResult MergeStatesOp::verify() {
@@ -326,8 +482,19 @@ LogicalResult MergeStatesOp::verify() {
     if (v.getType() != lseType)
       return emitOpError() << "LSEs must share one type, got " << lseType
                            << " and " << v.getType();
-  auto partial = cast<RankedTensorType>(partialType);
-  auto lse = cast<RankedTensorType>(lseType);
+  SmallVector<std::pair<Value, StringRef>> operands;
+  for (Value v : getLses())
+    operands.push_back({v, "LSE"});
+  operands.push_back({getMask(), "mask"});
+  for (Value v : getOuts())
+    operands.push_back({v, "destination"});
+  if (failed(verifySameKind(*this, getOutputs().front(), "the first state",
+                            operands)) ||
+      failed(verifyDestinations(*this, hasTensorSemantics(), getOuts(),
+                                getTensorResults().getTypes())))
+    return failure();
+  auto partial = cast<ShapedType>(partialType);
+  auto lse = cast<ShapedType>(lseType);
   if (partial.getRank() != 3 || lse.getRank() != 2)
     return emitOpError() << "states are [rows, heads, dim] outputs with "
                             "[rows, heads] LSEs, got "
@@ -336,15 +503,17 @@ LogicalResult MergeStatesOp::verify() {
                                    lse.getShape())))
     return emitOpError() << "output " << partial << " and LSE " << lse
                          << " disagree on [rows, heads]";
-  if (failed(verifyCompatibleShape(getOutput().getType().getShape(),
+  if (failed(verifyCompatibleShape(getOutputType().getShape(),
                                    partial.getShape())))
-    return emitOpError() << "merged output " << getOutput().getType()
+    return emitOpError() << "merged output " << getOutputType()
                          << " must have the shape of the partial outputs "
                          << partial;
-  if (getLse().getType() != lseType)
+  if (hasTensorSemantics() ? getLseType() != lseType
+                           : failed(verifyCompatibleShape(getLseType(), lse)) ||
+                                 !getLseType().getElementType().isF32())
     return emitOpError() << "merged LSE must have type " << lseType;
   if (Value mask = getMask()) {
-    auto maskType = cast<RankedTensorType>(mask.getType());
+    auto maskType = cast<ShapedType>(mask.getType());
     if (maskType.getRank() != 1 ||
         failed(verifyCompatibleShape(maskType.getShape(),
                                      partial.getShape().take_front(1))))
@@ -358,11 +527,42 @@ LogicalResult MergeStatesOp::verify() {
 // AppendKVOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult AppendKVOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  // Tensor caches come back updated; memref caches are written in place.
+  if (operands.size() > 3 && isa<RankedTensorType>(operands[2].getType()))
+    inferredReturnTypes.append({operands[2].getType(), operands[3].getType()});
+  return success();
+}
+
+void AppendKVOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // Tokens are written into pages: the rest of each cache is kept.
+  getDestinationFormEffects(*this, getDpsInitsMutable(), /*initsRead=*/true,
+                            effects);
+}
+
+Speculation::Speculatability AppendKVOp::getSpeculatability() {
+  return hasTensorSemantics() ? Speculation::Speculatable
+                              : Speculation::NotSpeculatable;
+}
+
 LogicalResult AppendKVOp::verify() {
   BsrAttr format = getFormat();
   if (!format.isPaged())
     return emitOpError() << "appends into pages; the format must be paged";
-  RankedTensorType keyType = getKey().getType();
+  SmallVector<std::pair<Value, StringRef>> operands = {
+      {getValue(), "the value"},
+      {getKeyCache(), "key cache"},
+      {getValueCache(), "value cache"}};
+  for (Value index : getIndices())
+    operands.push_back({index, "index array"});
+  if (failed(verifySameKind(*this, getKey(), "the key", operands)))
+    return failure();
+  ShapedType keyType = getKey().getType();
   if (keyType.getRank() != 3 || ShapedType::isDynamic(keyType.getDimSize(2)))
     return emitOpError() << "new keys must be [tokens, kv_heads, head_dim] "
                             "with a static head dim, got "

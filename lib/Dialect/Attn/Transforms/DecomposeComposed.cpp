@@ -35,6 +35,11 @@ struct DecomposeComposedAttention : OpRewritePattern<AttentionOp> {
     if (op.getMask())
       return rewriter.notifyMatchFailure(
           op, "a custom mask spans the whole cache, not one view");
+    // The parts' partial results need buffers of their own: decompose
+    // before bufferization (the pipelines do).
+    if (!op.hasTensorSemantics() || !op.getOuts().empty())
+      return rewriter.notifyMatchFailure(
+          op, "only the value form without destinations is decomposed");
 
     SmallVector<Value> outputs, lses;
     for (auto [i, view] : llvm::enumerate(composed.getViewList())) {

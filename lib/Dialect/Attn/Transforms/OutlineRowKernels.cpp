@@ -85,12 +85,12 @@ void recordKernel(Operation *op, StringRef gpuModuleName, StringRef name) {
 LogicalResult mlir::attn::outlineMergeStates(MergeStatesOp op,
                                              gpu::GPUModuleOp gm,
                                              const TargetInfo &target) {
-  auto states = cast<RankedTensorType>(op.getOutputs().front().getType());
+  auto states = cast<ShapedType>(op.getOutputs().front().getType());
   Type dtype = states.getElementType();
-  if (op.getOutput().getType().getElementType() != dtype)
+  if (op.getOutputType().getElementType() != dtype)
     return op.emitOpError()
            << "merges " << dtype << " states into "
-           << op.getOutput().getType().getElementType()
+           << op.getOutputType().getElementType()
            << "; the generated merge_states kernel writes the states' element "
               "type (merge, then convert)";
   FailureOr<int64_t> headDim = getRowHeadDim(op, states);
@@ -133,7 +133,7 @@ LogicalResult mlir::attn::outlineMergeStates(MergeStatesOp op,
 
 LogicalResult mlir::attn::outlineAppendKV(AppendKVOp op, gpu::GPUModuleOp gm,
                                           const TargetInfo &target) {
-  RankedTensorType key = op.getKey().getType();
+  ShapedType key = op.getKey().getType();
   Type dtype = key.getElementType();
   FailureOr<int64_t> headDim = getRowHeadDim(op, key);
   if (failed(headDim))

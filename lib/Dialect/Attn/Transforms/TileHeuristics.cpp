@@ -18,7 +18,7 @@ using namespace mlir::attn;
 
 int64_t mlir::attn::getExpectedQueryRows(AttentionOp op) {
   int64_t rows = op.getQuery().getType().getDimSize(0);
-  auto qoIndptr = cast<RankedTensorType>(op.getViewIndices(0)[0].getType());
+  auto qoIndptr = cast<ShapedType>(op.getViewIndices(0)[0].getType());
   int64_t batch = qoIndptr.getDimSize(0) - 1;
   if (!ShapedType::isDynamic(rows) &&
       !ShapedType::isDynamic(qoIndptr.getDimSize(0)) && batch > 0)

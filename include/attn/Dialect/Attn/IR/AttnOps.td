@@ -14,17 +14,33 @@ include "attn/Dialect/Attn/IR/AttnAttrs.td"
 include "attn/Dialect/Attn/IR/AttnVariantOps.td"
 include "attn/Dialect/Attn/IR/AttnTileOps.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Attn_IndexArray : RankedTensorOf<[I32], [HasAnyRankOfPred<[1]>]>;
+// The ops take tensors (value form) or memrefs (destination form, with
+// `outs`); the accessors return ShapedType either way.
+class Attn_TensorOrMemRefOf<list<Type> types, string what> : Type<
+    Or<[RankedTensorOf<types>.predicate, MemRefOf<types>.predicate]>,
+    "ranked tensor or memref of " # what, "::mlir::ShapedType">;
+
+def Attn_IndexArray : Type<
+    And<[Or<[RankedTensorOf<[I32]>.predicate, MemRefOf<[I32]>.predicate]>,
+         HasAnyRankOfPred<[1]>]>,
+    "1-D tensor or memref of i32", "::mlir::ShapedType">;
+def Attn_KVData : Attn_TensorOrMemRefOf<[BF16, F16], "bf16 or f16">;
+def Attn_StateData : Attn_TensorOrMemRefOf<[BF16, F16, F32], "bf16, f16 or f32">;
+def Attn_LseData : Attn_TensorOrMemRefOf<[F32], "f32">;
 
 //===----------------------------------------------------------------------===//
 // attn.attention
 //===----------------------------------------------------------------------===//
 
 def Attn_AttentionOp : Attn_Op<"attention", [
-    Pure, AttrSizedOperandSegments,
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>]> {
   let summary = "batched attention of ragged queries over a KV cache format";
   let description = [{
     Computes, for every query row and query head of a serving batch,
@@ -69,24 +85,42 @@ def Attn_AttentionOp : Attn_Op<"attention", [
         : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>
         -> tensor<?x32x128xbf16>, tensor<?x32xf32>
     ```
+
+    **Destination form.** `outs(%o, %lse)` names the buffers the output and
+    the LSE are written to. With tensors it is the value form with explicit
+    destinations (the results are the updated `outs`); with memrefs every
+    data operand (query, caches, index arrays, mask, outs) is a memref and
+    the op has no results: it writes `%o` and `%lse` in place. This is what
+    one-shot bufferization produces (the value form without `outs` gets
+    fresh `memref.alloc` destinations) and what `attn-lower-host-calls`
+    turns into a runtime call. Tensors and memrefs do not mix.
+
+    ```mlir
+    attn.attention %q, %k, %v
+        format(#attn.bsr<block_rows = 1, block_cols = 16>)
+        indices(%qo_indptr, %kv_indptr, %kv_indices, %kv_last_len
+                : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
+        variants [@causal]
+        outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
+        : memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>
+    ```
   }];
   let arguments = (ins
-    RankedTensorOf<[BF16, F16]>:$query,
-    RankedTensorOf<[BF16, F16]>:$key_cache,
-    RankedTensorOf<[BF16, F16]>:$value_cache,
+    Attn_KVData:$query,
+    Attn_KVData:$key_cache,
+    Attn_KVData:$value_cache,
     Variadic<Attn_IndexArray>:$indices,
-    Optional<RankedTensorOf<[I1, I8]>>:$mask,
+    Optional<Attn_TensorOrMemRefOf<[I1, I8], "i1 or i8">>:$mask,
     Optional<F32>:$sm_scale,
     Variadic<AnyType>:$params,
+    Variadic<Attn_StateData>:$outs,
     Attn_KVFormatAttr:$format,
     OptionalAttr<FlatSymbolRefArrayAttr>:$variants,
     OptionalAttr<Attn_TileAttr>:$tile,
     OptionalAttr<TypedArrayAttrBase<Attn_TileAttr, "tile candidates">>:$tile_candidates
   );
-  let results = (outs
-    RankedTensorOf<[BF16, F16]>:$output,
-    RankedTensorOf<[F32]>:$lse
-  );
+  // (output, lse) as tensors; none in the memref destination form.
+  let results = (outs Variadic<RankedTensorOf<[BF16, F16, F32]>>:$tensor_results);
   let assemblyFormat = [{
     $query `,` $key_cache `,` $value_cache
     `format` `(` $format `)`
@@ -95,11 +129,49 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     (`sm_scale` `(` $sm_scale^ `)`)?
     (`variants` $variants^)?
     (`params` `(` $params^ `:` type($params) `)`)?
+    (`outs` `(` $outs^ `:` type($outs) `)`)?
     attr-dict `:` type($query) `,` type($key_cache) `,` type($value_cache)
-    `->` type($output) `,` type($lse)
+    (`->` type($tensor_results)^)?
   }];
+  let builders = [
+    // The value form (no destinations), as before the destination form.
+    OpBuilder<(ins "::mlir::Type":$output, "::mlir::Type":$lse,
+      "::mlir::Value":$query, "::mlir::Value":$key_cache,
+      "::mlir::Value":$value_cache, "::mlir::ValueRange":$indices,
+      "::mlir::Value":$mask, "::mlir::Value":$sm_scale,
+      "::mlir::ValueRange":$params, "::mlir::Attribute":$format,
+      "::mlir::ArrayAttr":$variants, "::mlir::attn::TileAttr":$tile,
+      "::mlir::ArrayAttr":$tile_candidates), [{
+      build($_builder, $_state, ::mlir::TypeRange{output, lse}, query,
+            key_cache, value_cache, indices, mask, sm_scale, params,
+            /*outs=*/::mlir::ValueRange(), format, variants, tile,
+            tile_candidates);
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    /// Whether the operands are tensors (value form, with or without outs).
+    bool hasTensorSemantics() {
+      return ::llvm::isa<::mlir::RankedTensorType>(getQuery().getType());
+    }
+    /// The tensor results; null in the memref form.
+    ::mlir::TypedValue<::mlir::RankedTensorType> getOutput() {
+      return getTensorResults().empty() ? nullptr
+          : ::llvm::cast<::mlir::TypedValue<::mlir::RankedTensorType>>(getTensorResults()[0]);
+    }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getLse() {
+      return getTensorResults().size() < 2 ? nullptr
+          : ::llvm::cast<::mlir::TypedValue<::mlir::RankedTensorType>>(getTensorResults()[1]);
+    }
+    /// The output and LSE types in either form (outs, else results).
+    ::mlir::ShapedType getOutputType() {
+      return ::llvm::cast<::mlir::ShapedType>(!getOuts().empty()
+          ? getOuts()[0].getType() : getTensorResults()[0].getType());
+    }
+    ::mlir::ShapedType getLseType() {
+      return ::llvm::cast<::mlir::ShapedType>(getOuts().size() > 1
+          ? getOuts()[1].getType() : getTensorResults()[1].getType());
+    }
     /// The format's BSR views, in operand order.
     ::llvm::SmallVector<BsrAttr> getViews() {
       return getFormatViews(getFormat());
@@ -120,7 +192,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 // attn.merge_states
 //===----------------------------------------------------------------------===//
 
-def Attn_MergeStatesOp : Attn_Op<"merge_states", [Pure, AttrSizedOperandSegments]> {
+def Attn_MergeStatesOp : Attn_Op<"merge_states", [
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>]> {
   let summary = "merge partial attention results by their log-sum-exp";
   let description = [{
     Attention over the union of disjoint key sets, from attention over each
@@ -147,18 +222,58 @@ def Attn_MergeStatesOp : Attn_Op<"merge_states", [Pure, AttrSizedOperandSegments
     Outside an attention, `attn-outline-kernels` writes a merge_states
     kernel for the op (a row kernel, AttnTileOps.td); its states and output
     share one element type.
+
+    **Destination form.** `outs(%o, %lse)` after the states (and mask) names
+    the merged output's and LSE's buffers. With memrefs (every operand a
+    memref) the op has no results and writes them in place; one-shot
+    bufferization gives the form without `outs` fresh destinations.
+
+    ```mlir
+    attn.merge_states %o0, %o1 lse %lse0, %lse1
+        outs(%o, %lse : memref<?x32x128xf32>, memref<?x32xf32>)
+        : memref<?x32x128xf32>, memref<?x32xf32>
+    ```
   }];
   let arguments = (ins
-    Variadic<RankedTensorOf<[BF16, F16, F32]>>:$outputs,
-    Variadic<RankedTensorOf<[F32]>>:$lses,
-    Optional<RankedTensorOf<[I8]>>:$mask
+    Variadic<Attn_StateData>:$outputs,
+    Variadic<Attn_LseData>:$lses,
+    Optional<Attn_TensorOrMemRefOf<[I8], "i8">>:$mask,
+    Variadic<Attn_StateData>:$outs
   );
-  let results = (outs
-    RankedTensorOf<[BF16, F16, F32]>:$output,
-    RankedTensorOf<[F32]>:$lse
-  );
+  // (output, lse) as tensors; none in the memref destination form.
+  let results = (outs Variadic<RankedTensorOf<[BF16, F16, F32]>>:$tensor_results);
+  let builders = [
+    // The value form (no destinations), as before the destination form.
+    OpBuilder<(ins "::mlir::Type":$output, "::mlir::Type":$lse,
+      "::mlir::ValueRange":$outputs, "::mlir::ValueRange":$lses,
+      "::mlir::Value":$mask), [{
+      build($_builder, $_state, ::mlir::TypeRange{output, lse}, outputs, lses,
+            mask, /*outs=*/::mlir::ValueRange());
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool hasTensorSemantics() {
+      return ::llvm::isa<::mlir::RankedTensorType>(getOutputs().front().getType());
+    }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getOutput() {
+      return getTensorResults().empty() ? nullptr
+          : ::llvm::cast<::mlir::TypedValue<::mlir::RankedTensorType>>(getTensorResults()[0]);
+    }
+    ::mlir::TypedValue<::mlir::RankedTensorType> getLse() {
+      return getTensorResults().size() < 2 ? nullptr
+          : ::llvm::cast<::mlir::TypedValue<::mlir::RankedTensorType>>(getTensorResults()[1]);
+    }
+    ::mlir::ShapedType getOutputType() {
+      return ::llvm::cast<::mlir::ShapedType>(!getOuts().empty()
+          ? getOuts()[0].getType() : getTensorResults()[0].getType());
+    }
+    ::mlir::ShapedType getLseType() {
+      return ::llvm::cast<::mlir::ShapedType>(getOuts().size() > 1
+          ? getOuts()[1].getType() : getTensorResults()[1].getType());
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -166,8 +281,12 @@ def Attn_MergeStatesOp : Attn_Op<"merge_states", [Pure, AttrSizedOperandSegments
 //===----------------------------------------------------------------------===//
 
 def Attn_AppendKVOp : Attn_Op<"append_kv", [
-    Pure, AllTypesMatch<["key", "value"]>,
-    AllTypesMatch<["key_cache", "value_cache", "new_key_cache", "new_value_cache"]>]> {
+    AllTypesMatch<["key", "value"]>,
+    AllTypesMatch<["key_cache", "value_cache"]>,
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>]> {
   let summary = "write new tokens' keys and values into the pages of a cache";
   let description = [{
     Token `t` of the new keys/values (`[tokens, Hkv, D]`) belongs to request
@@ -187,19 +306,49 @@ def Attn_AppendKVOp : Attn_Op<"append_kv", [
                 : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
         : tensor<?x8x128xbf16> into tensor<?x16x8x128xbf16>
     ```
+
+    The caches are the op's destinations (DestinationStyleOpInterface):
+    with tensors the results are the updated caches; with memrefs (every
+    operand a memref) the op has no results and writes the caches in place,
+    which is what one-shot bufferization produces.
+
+    ```mlir
+    attn.append_kv %k_new, %v_new into %k_cache, %v_cache
+        format(#attn.bsr<block_cols = 16>)
+        indices(%batch, %pos, %kv_indptr, %kv_indices
+                : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
+        : memref<?x8x128xbf16> into memref<?x16x8x128xbf16>
+    ```
   }];
   let arguments = (ins
-    RankedTensorOf<[BF16, F16]>:$key,
-    RankedTensorOf<[BF16, F16]>:$value,
-    RankedTensorOf<[BF16, F16]>:$key_cache,
-    RankedTensorOf<[BF16, F16]>:$value_cache,
+    Attn_KVData:$key,
+    Attn_KVData:$value,
+    Attn_KVData:$key_cache,
+    Attn_KVData:$value_cache,
     Variadic<Attn_IndexArray>:$indices,
     Attn_BsrAttr:$format
   );
-  let results = (outs
-    RankedTensorOf<[BF16, F16]>:$new_key_cache,
-    RankedTensorOf<[BF16, F16]>:$new_value_cache
-  );
+  // The updated caches as tensors; none in the memref form.
+  let results = (outs Variadic<RankedTensorOf<[BF16, F16]>>:$new_caches);
+  let builders = [
+    // The value form, as before the memref form.
+    OpBuilder<(ins "::mlir::Type":$new_key_cache, "::mlir::Type":$new_value_cache,
+      "::mlir::Value":$key, "::mlir::Value":$value, "::mlir::Value":$key_cache,
+      "::mlir::Value":$value_cache, "::mlir::ValueRange":$indices,
+      "::mlir::attn::BsrAttr":$format), [{
+      build($_builder, $_state, ::mlir::TypeRange{new_key_cache, new_value_cache},
+            key, value, key_cache, value_cache, indices, format);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    bool hasTensorSemantics() {
+      return ::llvm::isa<::mlir::RankedTensorType>(getKey().getType());
+    }
+    /// DestinationStyleOpInterface: the caches.
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return ::mlir::MutableOperandRange(getOperation(), 2, 2);
+    }
+  }];
   let assemblyFormat = [{
     $key `,` $value `into` $key_cache `,` $value_cache
     `format` `(` qualified($format) `)`

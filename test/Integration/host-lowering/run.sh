@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Runs the host-lowered decode that build.sh put here: PASS or FAIL with the
+# max errors against the CPU reference on a GPU; without one SKIPPED, after
+# the compiled call has passed the runtime's argument checks (main.cpp).
+here=$(cd "$(dirname "$0")" && pwd)
+exec "$here/host-decode"
