@@ -3,7 +3,8 @@
 # GoogleTest (through ctest), the MLIR-free runtime's tests and fuzz driver
 # again under ASan + UBSan (a runtime-only build in <build>/sanitize), the
 # installed package (test/Consumer, built against `cmake --install` into a
-# scratch prefix, for the full build and for a runtime-only one) and pytest. Each runner prints its own summary;
+# scratch prefix, for the full build and for a runtime-only one), the host
+# lowering's integration program (test/Integration) and pytest. Each runner prints its own summary;
 # every suite runs even when an earlier one fails, and the exit status is
 # non-zero if any failed.
 set -uo pipefail
@@ -31,6 +32,12 @@ echo "=== installed package (test/Consumer) ==="
 
 echo "=== runtime-only package (test/Consumer) ==="
 "$here/../test/Consumer/check.sh" --runtime-only "$build/runtime-only" || status=1
+
+echo "=== host lowering (test/Integration/host-lowering) ==="
+# One module with attention in it, lowered to a program; on a GPU it runs and is
+# compared with the CPU reference, without one it reports SKIPPED.
+"$here/../test/Integration/host-lowering/build.sh" "$build" sm_90a && \
+  "$here/../out/host-lowering/run.sh" || status=1
 
 echo "=== pytest ==="
 # The compiler finds ptxas and libdevice through CUDA_HOME.
