@@ -12,6 +12,9 @@
 #   BENCH_ARGS="--sweep decode-skew" ...         (more run_bench.py options)
 #   PLAN_BENCH_FILTER=Decode ...                 (attn-plan-bench --benchmark_filter)
 #   SERVE=1 ...                                  (also examples/serve.py --all)
+#   SANITIZE_SUITE=1 ...                         (only: the whole suite under
+#       compute-sanitizer memcheck and racecheck over every GPU, SANITIZE_ARGS
+#       for bench/harness/sanitize_suite.py; lands in $OUT/sanitize)
 # Everything lands in $OUT/gpu-run.tgz (the device tool brings back 8 files);
 # results.md, pytest.log and bench.log are also copied to $OUT itself.
 set -uo pipefail
@@ -20,7 +23,7 @@ FINAL_OUT=${OUT:-/tmp/attn-out}
 OUT=$(mktemp -d /tmp/attn-run.XXXX)
 mkdir -p "$FINAL_OUT"
 pack() {
-  for f in results.md pytest.log pytest-sm_90.log bench.log plan-bench.txt serve.log; do
+  for f in results.md sanitize.log sanitize/summary.md sanitize/summary.json pytest.log pytest-sm_90.log bench.log plan-bench.txt serve.log; do
     [ -f "$OUT/$f" ] && cp "$OUT/$f" "$FINAL_OUT/"
   done
   tar czf "$FINAL_OUT/gpu-run.tgz" -C "$OUT" .
@@ -31,6 +34,12 @@ cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARK
   -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; exit 1; }
 ninja -C $build > "$OUT/ninja.log" 2>&1 || { tail -20 "$OUT/ninja.log"; exit 1; }
 export PYTHONPATH=$build/python ATTN_BUILD_DIR=$build ATTN_CACHE_DIR=${ATTN_CACHE_DIR:-$PWD/out/kernels} PYTHONUNBUFFERED=1
+if [ -n "${SANITIZE_SUITE:-}" ]; then
+  echo "=== the GPU suite under compute-sanitizer (bench/harness/sanitize_suite.py) ==="
+  python3 bench/harness/sanitize_suite.py --out "$OUT/sanitize" ${SANITIZE_ARGS:-} 2>&1 \
+    | tee "$OUT/sanitize.log" | tail -40
+  exit 0
+fi
 if [ -z "${SKIP_TESTS:-}" ]; then
   echo "=== GoogleTest on the GPU ==="
   ctest --test-dir $build > "$OUT/ctest.log" 2>&1
