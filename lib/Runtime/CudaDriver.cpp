@@ -65,6 +65,7 @@ static Loaded load() {
   ATTN_RESOLVE(memFree, cuMemFree)
   ATTN_RESOLVE(memHostAlloc, cuMemHostAlloc)
   ATTN_RESOLVE(memHostGetDevicePointer, cuMemHostGetDevicePointer)
+  ATTN_RESOLVE(pointerGetAttribute, cuPointerGetAttribute)
   ATTN_RESOLVE(moduleUnload, cuModuleUnload)
   ATTN_RESOLVE(moduleGetFunction, cuModuleGetFunction)
   ATTN_RESOLVE(funcSetAttribute, cuFuncSetAttribute)

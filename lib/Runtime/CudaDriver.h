@@ -48,6 +48,8 @@ struct CudaDriver {
   // The host-mapped index_error word of paged attention kernels.
   decltype(&::cuMemHostAlloc) memHostAlloc;
   decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer;
+  // Host calls refuse buffers the GPU cannot address (a host malloc).
+  decltype(&::cuPointerGetAttribute) pointerGetAttribute;
   /// Optional (CUDA 12+ drivers): null when the driver lacks it; the
   /// launcher then launches plainly (no programmatic dependent launch).
   decltype(&::cuLaunchKernelEx) launchKernelEx;

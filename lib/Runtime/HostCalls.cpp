@@ -20,6 +20,7 @@
 #endif
 
 #include <atomic>
+#include <initializer_list>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -357,6 +358,37 @@ Status ensureDeviceBuffer(uint64_t *ptr, size_t *size, size_t bytes,
   *size = bytes;
   return Status::success();
 }
+/// A named buffer of a host call.
+struct NamedPointer {
+  const char *name;
+  uint64_t ptr;
+};
+
+/// Every buffer is memory the GPU addresses (device, managed or mapped
+/// pinned host memory). A buffer from plain host malloc would fault in the
+/// kernel; in a host-lowered program it is what bufferization allocates for
+/// a result without `outs`, so the message says so.
+Status checkDevicePointers(const char *op,
+                           std::initializer_list<NamedPointer> buffers) {
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  for (const NamedPointer &b : buffers) {
+    if (!b.ptr)
+      continue;
+    CUdeviceptr device = 0;
+    if (d->pointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                               CUdeviceptr(b.ptr)) != CUDA_SUCCESS)
+      return invalid(std::string(op) + ": " + b.name +
+                     " is not memory the GPU can address (a host "
+                     "allocation?); in a host-lowered program give the op "
+                     "`outs` in device memory so that bufferization does "
+                     "not allocate its results on the host");
+  }
+  return Status::success();
+}
+
 /// The image's index_error word: pinned, host-mapped, zeroed.
 Status ensureIndexErrorWord(EmbeddedState *state) {
   if (state->index_error)
@@ -435,6 +467,13 @@ Status ensureDeviceBuffer(uint64_t *, size_t *, size_t, uint64_t) {
   return noCuda();
 }
 Status ensureIndexErrorWord(EmbeddedState *) { return noCuda(); }
+struct NamedPointer {
+  const char *name;
+  uint64_t ptr;
+};
+Status checkDevicePointers(const char *, std::initializer_list<NamedPointer>) {
+  return noCuda();
+}
 } // namespace
 Status deviceAllocManaged(size_t, uint64_t *ptr) {
   if (ptr)
@@ -456,6 +495,19 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
     return s;
   std::lock_guard<std::mutex> lock(state->mutex);
   if (Status s = ensureLoaded(m, state); !s.ok())
+    return s;
+  if (Status s = checkDevicePointers(
+          "attention", {{"q", c.q.ptr},
+                        {"k_cache", c.k_cache.ptr},
+                        {"v_cache", c.v_cache.ptr},
+                        {"o", c.o.ptr},
+                        {"lse", c.lse.ptr},
+                        {"qo_indptr", c.qo_indptr.ptr},
+                        {"kv_indptr", c.kv_indptr.ptr},
+                        {"kv_indices", c.kv_indices.ptr},
+                        {"kv_last_len", c.kv_last_len.ptr},
+                        {"workspace", c.workspace}});
+      !s.ok())
     return s;
 
   // The planner's inputs, on the host (this synchronizes the stream).
@@ -581,6 +633,17 @@ Status hostMergeStates(EmbeddedModule *m, const HostMergeStatesCall &c) {
   std::lock_guard<std::mutex> lock(state->mutex);
   if (Status s = ensureLoaded(m, state); !s.ok())
     return s;
+  if (Status s = checkDevicePointers(
+          "merge_states", {{"o", c.o}, {"lse", c.lse}, {"mask", c.mask}});
+      !s.ok())
+    return s;
+  for (int32_t i = 0; i < c.num_states; ++i) {
+    std::string v = "v" + std::to_string(i), lse = "s" + std::to_string(i);
+    if (Status s = checkDevicePointers(
+            "merge_states", {{v.c_str(), c.states[i]}, {lse.c_str(), c.lses[i]}});
+        !s.ok())
+      return s;
+  }
   // Dense [tokens, heads, dim] states and output, [tokens, heads] LSEs.
   const int64_t rowStride = c.heads * c.head_dim;
   std::vector<std::string> names;
@@ -614,6 +677,17 @@ Status hostAppendKV(EmbeddedModule *m, const HostAppendKVCall &c) {
     return s;
   std::lock_guard<std::mutex> lock(state->mutex);
   if (Status s = ensureLoaded(m, state); !s.ok())
+    return s;
+  if (Status s = checkDevicePointers(
+          "append_kv", {{"key", c.key},
+                        {"value", c.value},
+                        {"k_cache", c.k_cache},
+                        {"v_cache", c.v_cache},
+                        {"batch_indices", c.batch_indices},
+                        {"positions", c.positions},
+                        {"kv_indptr", c.kv_indptr.ptr},
+                        {"kv_indices", c.kv_indices.ptr}});
+      !s.ok())
     return s;
   const KernelManifest &k = *state->manifest.find(c.kernel);
   size_t droppedBytes = state->dropped ? 256 : 0;

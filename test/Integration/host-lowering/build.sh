@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the host-lowering integration test into out/host-lowering/ (ignored):
-# examples/host-decode.mlir through attn-to-llvm-pipeline (kernels compiled
-# for CHIP and embedded), mlir-translate and llc to decode.o, linked with
+# examples/host-attention.mlir through attn-to-llvm-pipeline (kernels compiled
+# for CHIP and embedded), mlir-translate and llc to attention.o, linked with
 # main.cpp against libattn_runtime.so (RUNPATH $ORIGIN, copied beside it) and
 # the runtime's static C++ library for the CPU reference. Needs the compiler
 # build and ptxas, no GPU; copy the folder to a GPU machine and run run.sh.
@@ -19,14 +19,14 @@ export PATH=$CUDA_HOME/bin:$PATH
 
 rm -rf "$out"
 mkdir -p "$out"
-"$build/bin/attn-opt" "$src/examples/host-decode.mlir" \
-    --attn-to-llvm-pipeline="chip=$chip" -o "$out/decode.llvm.mlir"
-"$llvm/mlir-translate" --mlir-to-llvmir "$out/decode.llvm.mlir" -o "$out/decode.ll"
-"$llvm/llc" -O2 -filetype=obj -relocation-model=pic "$out/decode.ll" -o "$out/decode.o"
-${CXX:-g++} -std=c++17 -O2 -I"$src/include" "$here/main.cpp" "$out/decode.o" \
+"$build/bin/attn-opt" "$src/examples/host-attention.mlir" \
+    --attn-to-llvm-pipeline="chip=$chip" -o "$out/attention.llvm.mlir"
+"$llvm/mlir-translate" --mlir-to-llvmir "$out/attention.llvm.mlir" -o "$out/attention.ll"
+"$llvm/llc" -O2 -filetype=obj -relocation-model=pic "$out/attention.ll" -o "$out/attention.o"
+${CXX:-g++} -std=c++17 -O2 -I"$src/include" "$here/main.cpp" "$out/attention.o" \
     "$build/lib/libAttnRuntime.a" -L"$build/lib" -lattn_runtime -ldl \
-    -Wl,-rpath,'$ORIGIN' -o "$out/host-decode"
+    -Wl,-rpath,'$ORIGIN' -o "$out/host-attention"
 cp -P "$build"/lib/libattn_runtime.so* "$out/"
 cp "$here/run.sh" "$out/run.sh"
 chmod +x "$out/run.sh"
-echo "built $out/host-decode ($chip); on a GPU machine: $out/run.sh"
+echo "built $out/host-attention ($chip); on a GPU machine: $out/run.sh"

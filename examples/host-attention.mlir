@@ -1,0 +1,44 @@
+// A host program with attention in it, for attn-to-llvm-pipeline: a paged
+// decode and a causal paged prefill over Llama-3-8B's heads (32 query / 8 KV,
+// head_dim 128, bf16, 16-token pages), both in the destination form, so that
+// bufferization writes o and lse into the caller's (device) buffers.
+// `llvm.emit_c_interface` gives C the entries `_mlir_ciface_decode` and
+// `_mlir_ciface_prefill`, each taking one memref descriptor per argument
+// (test/Integration/host-lowering/main.cpp calls them).
+//
+//   build/bin/attn-opt examples/host-attention.mlir \
+//       --attn-to-llvm-pipeline="chip=sm_90a" | mlir-translate --mlir-to-llvmir
+
+!q = tensor<?x32x128xbf16>
+!cache = tensor<?x16x8x128xbf16>
+!lse = tensor<?x32xf32>
+!idx = tensor<?xi32>
+
+// One new token per request: the decode tile.
+func.func @decode(%q: !q, %k: !cache, %v: !cache, %qo_indptr: !idx,
+                  %kv_indptr: !idx, %kv_indices: !idx, %kv_last_len: !idx,
+                  %o_init: !q, %lse_init: !lse) -> (!q, !lse)
+    attributes {llvm.emit_c_interface} {
+  %o, %lse = attn.attention %q, %k, %v
+      format(#attn.bsr<block_rows = 1, block_cols = 16, layout = NHD>)
+      indices(%qo_indptr, %kv_indptr, %kv_indices, %kv_last_len : !idx, !idx, !idx, !idx)
+      variants [@causal]
+      outs(%o_init, %lse_init : !q, !lse)
+      : !q, !cache, !cache -> !q, !lse
+  return %o, %lse : !q, !lse
+}
+
+// Chunks of a few hundred new tokens per request over longer caches (causal,
+// the queries the last rows of each request's keys): a prefill tile.
+func.func @prefill(%q: !q, %k: !cache, %v: !cache, %qo_indptr: !idx,
+                   %kv_indptr: !idx, %kv_indices: !idx, %kv_last_len: !idx,
+                   %o_init: !q, %lse_init: !lse) -> (!q, !lse)
+    attributes {llvm.emit_c_interface} {
+  %o, %lse = attn.attention %q, %k, %v
+      format(#attn.bsr<block_rows = 256, block_cols = 16, layout = NHD>)
+      indices(%qo_indptr, %kv_indptr, %kv_indices, %kv_last_len : !idx, !idx, !idx, !idx)
+      variants [@causal]
+      outs(%o_init, %lse_init : !q, !lse)
+      : !q, !cache, !cache -> !q, !lse
+  return %o, %lse : !q, !lse
+}
