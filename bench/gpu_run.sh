@@ -76,6 +76,19 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   else
     echo "compute-sanitizer not found: memcheck and racecheck not run"
   fi
+  if [ -x out/host-lowering/run.sh ]; then
+    # Built on the compiler machine (test/Integration/host-lowering/build.sh)
+    # and carried: the consumer's host-lowered decode and prefill.
+    echo "=== host-lowered program (out/host-lowering) ==="
+    out/host-lowering/run.sh 2>&1 | tee "$OUT/host-lowering.log"
+    if [ -x "$sanitizer" ]; then
+      "$sanitizer" --tool memcheck --error-exitcode 3 out/host-lowering/run.sh \
+        > "$OUT/host-lowering-memcheck.log" 2>&1
+      echo "memcheck exit status $? ($(grep -c "Invalid" "$OUT/host-lowering-memcheck.log") invalid accesses reported)"
+    fi
+  else
+    echo "out/host-lowering not carried: the host-lowered program was not run"
+  fi
   echo "=== Python plan() against the C++ planner (bench/harness/plan_overhead.py) ==="
   python3 bench/harness/plan_overhead.py 2>&1 | tee "$OUT/plan-overhead.log" | tail -20
 fi

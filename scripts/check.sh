@@ -34,9 +34,10 @@ echo "=== runtime-only package (test/Consumer) ==="
 "$here/../test/Consumer/check.sh" --runtime-only "$build/runtime-only" || status=1
 
 echo "=== host lowering (test/Integration/host-lowering) ==="
-# One module with attention in it, lowered to a program; on a GPU it runs and is
-# compared with the CPU reference, without one it reports SKIPPED.
-"$here/../test/Integration/host-lowering/build.sh" "$build" sm_90a && \
+# The consumer's host-attention (one module with attention in it, lowered to a
+# program), run here: on a GPU it is compared with the CPU reference, without
+# one it reports SKIPPED. Copied to out/host-lowering for a GPU machine.
+"$here/../test/Integration/host-lowering/build.sh" --reuse "$build" sm_90a && \
   "$here/../out/host-lowering/run.sh" || status=1
 
 echo "=== pytest ==="

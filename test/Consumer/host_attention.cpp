@@ -1,20 +1,20 @@
-//===- main.cpp - a host-lowered decode, checked against the reference ----===//
+//===- host_attention.cpp - a host-lowered program vs the reference ------===//
 //
 // Part of the attn project.
 //
 //===----------------------------------------------------------------------===//
 //
-// Calls examples/host-attention.mlir's @decode and @prefill, compiled by
-// attn-to-llvm-pipeline into attention.o (kernels embedded, each attention
-// a call of attnRtHostAttention), on paged batches in managed memory, and
-// compares o and lse with the runtime's float64 CPU reference
-// (attn/Runtime/Reference.h); then calls @decode with an output in host
-// malloc memory, which the runtime must refuse. Prints PASS or FAIL per
-// case. Without a usable GPU it still runs the compiled decode, on host
-// memory: the runtime then checks the generated call's kernels and sizes
-// against the embedded manifest and stops at its first driver use, so the
-// program prints SKIPPED (exit 0) if that is what failed, FAIL otherwise.
-// build.sh builds it.
+// Calls examples/host-attention.mlir's @decode and @prefill, compiled by the
+// installed attn-opt's attn-to-llvm-pipeline into attention.o (kernels
+// embedded, each attention a call of attnRtHostAttention; CMakeLists.txt),
+// on paged batches in managed memory, and compares o and lse with the
+// runtime's float64 CPU reference (attn/Runtime/Reference.h); then calls
+// @decode with an output in host malloc memory, which the runtime must
+// refuse. Prints PASS or FAIL per case. Without a usable GPU it still runs
+// the compiled calls, on host memory: the runtime then checks their kernels
+// and sizes against the embedded manifest and stops at its first driver
+// use, so the program prints SKIPPED (exit 0) if that is what failed, FAIL
+// otherwise.
 //
 //===----------------------------------------------------------------------===//
 
