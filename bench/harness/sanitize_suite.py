@@ -12,13 +12,17 @@ Only attn's kernels (names starting ``attn_``) are instrumented: the
 framework's own kernels run unchecked, which keeps the run in minutes.
 Under memcheck, PyTorch's caching allocator is turned off so that every
 tensor is its own allocation and a read past a tensor's end is caught
-rather than landing in a neighbour of the same pool.
+rather than landing in a neighbour of the same pool; CUDA-graph tests (a
+node id with "graph" in it) run in chunks of their own with the allocator
+on, because capture must allocate from the graph's pool.
 
 Writes DIR/<tool>-<arch>-<n>.log per chunk, DIR/summary.json and
 DIR/summary.md: per tool and chip the chunks run, timed out and not started,
-the pytest counts (from each chunk's junit XML) and the sanitizer's error and
-hazard counts. A chunk that was not run or did not finish is listed by its
-first node, never counted as clean.
+the pytest counts (from each chunk's junit XML) and the sanitizer's counts:
+kernel errors (bad accesses, faults), API errors (a driver call that
+returned an error, which tests of bad input provoke on purpose; listed by
+chunk) and hazards. A chunk that was not run or did not finish is listed by
+its first node, never counted as clean.
 """
 
 import argparse
@@ -53,27 +57,32 @@ def gpu_count():
     return max(1, sum(1 for line in out.splitlines() if line.startswith("GPU ")))
 
 
-def collect(tests):
+def collect(tests, keyword):
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                          "-p", "no:cacheprovider", tests],
+                          "-p", "no:cacheprovider"] + tests + (["-k", keyword] if keyword else []),
                          capture_output=True, text=True, cwd=ROOT).stdout
     return [line.strip() for line in out.splitlines() if "::" in line]
 
 
 def chunks(nodes, size):
+    """Chunks of at most `size` nodes of one file, CUDA-graph tests apart."""
     by_file = collections.OrderedDict()
     for n in nodes:
-        by_file.setdefault(n.split("::")[0], []).append(n)
+        by_file.setdefault((n.split("::")[0], "graph" in n), []).append(n)
     for group in by_file.values():
         for i in range(0, len(group), size):
             yield group[i:i + size]
 
 
 def sanitizer_counts(text):
-    """Errors and hazards the sanitizer reported, summed over processes."""
+    """(kernel errors, API errors, hazards) the sanitizer reported, summed
+    over processes. An API error ("Program hit CUDA_ERROR_...") is a driver
+    call that returned an error, which tests of bad input provoke on
+    purpose; a kernel error is a bad access or fault on the device."""
     errors = sum(int(m) for m in re.findall(r"ERROR SUMMARY: (\d+) error", text))
+    api = len(re.findall(r"^========= Program hit ", text, re.M))
     hazards = sum(int(m) for m in re.findall(r"RACECHECK SUMMARY: (\d+) hazard", text))
-    return errors, hazards
+    return max(0, errors - api), api, hazards
 
 
 def junit_counts(path):
@@ -101,7 +110,10 @@ class Job:
         self.tool, self.arch, self.index, self.kind, self.nodes = tool, arch, index, kind, nodes
         self.state = "not started"
         self.seconds = 0.0
-        self.errors = self.hazards = 0
+        self.errors = self.api_errors = self.hazards = 0
+        # CUDA-graph tests allocate from the graph's pool during capture,
+        # which needs PyTorch's caching allocator.
+        self.caching = any("graph" in n for n in nodes)
         self.tests = None
         self.failed = []
         self.rc = None
@@ -129,7 +141,7 @@ def run_job(job, gpu, args, deadline):
                ATTN_CACHE_DIR=os.path.join(args.cache_copies, str(gpu)))
     if job.arch != "default":
         env["ATTN_ARCH"] = job.arch
-    if job.tool == "memcheck":
+    if job.tool == "memcheck" and not job.caching:
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
     cmd = ([sanitizer_path()] + TOOL_ARGS[job.tool] + KERNEL_FILTER +
            ["--target-processes", "all", "--print-limit", "50"] + job.command(junit))
@@ -147,7 +159,7 @@ def run_job(job, gpu, args, deadline):
     job.seconds = time.time() - start
     with open(log, errors="replace") as f:
         text = f.read()
-    job.errors, job.hazards = sanitizer_counts(text)
+    job.errors, job.api_errors, job.hazards = sanitizer_counts(text)
     if job.kind == "pytest":
         job.tests, job.failed = junit_counts(junit)
     else:
@@ -158,7 +170,8 @@ def run_job(job, gpu, args, deadline):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--tests", default="python/tests")
+    p.add_argument("--tests", nargs="+", default=["python/tests"])
+    p.add_argument("-k", dest="keyword", help="pytest -k expression for the nodes")
     p.add_argument("--tools", default="memcheck,racecheck")
     p.add_argument("--archs", default="default")
     p.add_argument("--chunk", type=int, default=10)
@@ -170,11 +183,9 @@ def main():
     deadline = t0 + args.deadline
     os.makedirs(args.out, exist_ok=True)
 
-    probe = subprocess.run([sanitizer_path()] + KERNEL_FILTER + ["true"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:  # an older sanitizer without the kernel filter
-        print("compute-sanitizer refused --kernel-name; every kernel is checked:",
-              (probe.stdout + probe.stderr).strip()[-300:], flush=True)
+    helptext = subprocess.run([sanitizer_path(), "--help"], capture_output=True, text=True)
+    if "--kernel-name" not in helptext.stdout + helptext.stderr:  # an older sanitizer
+        print("compute-sanitizer has no --kernel-name; every kernel is checked", flush=True)
         KERNEL_FILTER.clear()
     gpus = gpu_count()
     cache = os.environ.get("ATTN_CACHE_DIR", os.path.join(ROOT, "out", "kernels"))
@@ -184,7 +195,7 @@ def main():
         if not os.path.isdir(dst):
             shutil.copytree(cache, dst, symlinks=False)
 
-    nodes = collect(args.tests)
+    nodes = collect(args.tests, args.keyword)
     jobs = []
     for arch in args.archs.split(","):
         for tool in args.tools.split(","):
@@ -210,7 +221,8 @@ def main():
                 t = job.tests or {}
                 print(f"[gpu{gpu} {time.time() - t0:5.0f}s] {job.name} {job.state} "
                       f"{job.seconds:.0f}s passed {t.get('passed', 0)} failed {t.get('failed', 0)} "
-                      f"errors {job.errors} hazards {job.hazards}", flush=True)
+                      f"errors {job.errors} api {job.api_errors} hazards {job.hazards}",
+                      flush=True)
 
     threads = [threading.Thread(target=worker, args=(g,)) for g in range(gpus)]
     for t in threads:
@@ -235,23 +247,25 @@ def write_summary(args, jobs, gpus, seconds):
             "tool": tool, "arch": arch, "runs": len(js),
             "finished": c["finished"], "timed_out": c["timed out"], "not_started": c["not started"],
             "passed": c["test_passed"], "failed": c["test_failed"], "skipped": c["test_skipped"],
-            "sanitizer_errors": sum(j.errors for j in js),
+            "kernel_errors": sum(j.errors for j in js),
+            "api_errors": sum(j.api_errors for j in js),
             "hazards": sum(j.hazards for j in js),
             "unfinished": [j.name + " " + (j.nodes[0] if j.nodes else j.kind)
                            for j in js if j.state != "finished"],
             "failed_tests": [f for j in js for f in j.failed],
             "dirty": [j.name for j in js if j.errors or j.hazards],
+            "api_error_runs": [j.name for j in js if j.api_errors],
         }
         data["groups"].append(g)
         rows.append(f"| {tool} | {arch} | {g['finished']}/{g['runs']} | {g['timed_out']} | "
                     f"{g['not_started']} | {g['passed']} | {g['failed']} | {g['skipped']} | "
-                    f"{g['sanitizer_errors']} | {g['hazards']} |")
+                    f"{g['kernel_errors']} | {g['api_errors']} | {g['hazards']} |")
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(data, f, indent=1)
     md = ["| tool | kernels | runs finished | timed out | not started | passed | failed | "
-          "skipped | sanitizer errors | hazards |", "| --- " * 10 + "|"] + rows
+          "skipped | kernel errors | API errors | hazards |", "| --- " * 11 + "|"] + rows
     for g in data["groups"]:
-        for key in ("unfinished", "failed_tests", "dirty"):
+        for key in ("unfinished", "failed_tests", "dirty", "api_error_runs"):
             if g[key]:
                 md.append(f"\n{g['tool']} {g['arch']} {key.replace('_', ' ')}: " + ", ".join(g[key]))
     text = "\n".join(md) + "\n"
