@@ -1,10 +1,12 @@
 // A host program with attention in it, for attn-to-llvm-pipeline: a paged
-// decode and a causal paged prefill over Llama-3-8B's heads (32 query / 8 KV,
-// head_dim 128, bf16, 16-token pages), both in the destination form, so that
+// decode, a causal paged prefill, a prefill with Gemma-2's variants (a
+// sliding window and a soft cap, both runtime parameters) and one with a
+// bit-packed custom mask, over Llama-3-8B's heads (32 query / 8 KV, head_dim
+// 128, bf16, 16-token pages), all in the destination form, so that
 // bufferization writes o and lse into the caller's (device) buffers.
-// `llvm.emit_c_interface` gives C the entries `_mlir_ciface_decode` and
-// `_mlir_ciface_prefill`, each taking one memref descriptor per argument
-// (test/Integration/host-lowering/main.cpp calls them).
+// `llvm.emit_c_interface` gives C the entries `_mlir_ciface_<name>`, each
+// taking one memref descriptor per memref argument and scalars by value
+// (test/Consumer/host_attention.cpp calls them).
 //
 //   build/bin/attn-opt examples/host-attention.mlir \
 //       --attn-to-llvm-pipeline="chip=sm_90a" | mlir-translate --mlir-to-llvmir
@@ -38,6 +40,36 @@ func.func @prefill(%q: !q, %k: !cache, %v: !cache, %qo_indptr: !idx,
       format(#attn.bsr<block_rows = 256, block_cols = 16, layout = NHD>)
       indices(%qo_indptr, %kv_indptr, %kv_indices, %kv_last_len : !idx, !idx, !idx, !idx)
       variants [@causal]
+      outs(%o_init, %lse_init : !q, !lse)
+      : !q, !cache, !cache -> !q, !lse
+  return %o, %lse : !q, !lse
+}
+
+// Gemma-2's variants: causal, a sliding window and a soft cap, both runtime
+// parameters (the window bounds the planner's work too).
+func.func @prefill_gemma(%q: !q, %k: !cache, %v: !cache, %qo_indptr: !idx,
+                         %kv_indptr: !idx, %kv_indices: !idx, %kv_last_len: !idx,
+                         %o_init: !q, %lse_init: !lse, %window: i32, %cap: f32)
+    -> (!q, !lse) attributes {llvm.emit_c_interface} {
+  %o, %lse = attn.attention %q, %k, %v
+      format(#attn.bsr<block_rows = 256, block_cols = 16, layout = NHD>)
+      indices(%qo_indptr, %kv_indptr, %kv_indices, %kv_last_len : !idx, !idx, !idx, !idx)
+      variants [@causal, @sliding_window, @soft_cap] params(%window, %cap : i32, f32)
+      outs(%o_init, %lse_init : !q, !lse)
+      : !q, !cache, !cache -> !q, !lse
+  return %o, %lse : !q, !lse
+}
+
+// A custom mask, qo_len x kv_len bits per request, little-endian, each
+// request from a new byte.
+func.func @prefill_masked(%q: !q, %k: !cache, %v: !cache, %qo_indptr: !idx,
+                          %kv_indptr: !idx, %kv_indices: !idx, %kv_last_len: !idx,
+                          %mask: tensor<?xi8>, %o_init: !q, %lse_init: !lse)
+    -> (!q, !lse) attributes {llvm.emit_c_interface} {
+  %o, %lse = attn.attention %q, %k, %v
+      format(#attn.bsr<block_rows = 256, block_cols = 16, layout = NHD>)
+      indices(%qo_indptr, %kv_indptr, %kv_indices, %kv_last_len : !idx, !idx, !idx, !idx)
+      mask(%mask : tensor<?xi8>)
       outs(%o_init, %lse_init : !q, !lse)
       : !q, !cache, !cache -> !q, !lse
   return %o, %lse : !q, !lse

@@ -258,7 +258,15 @@ typedef struct attnRtEmbeddedModule {
  * index_error word: a kv_indices entry outside [0, num_pages) reads page 0
  * and sets the word, which the next attnRtHostAttention on the image (after
  * its stream sync) or attnRtHostTakeStatus reports, and clears, as
- * ATTN_RT_BLOCK_INDEX_OUT_OF_RANGE. */
+ * ATTN_RT_BLOCK_INDEX_OUT_OF_RANGE.
+ * mask: the custom mask, bit-packed little-endian with each request starting
+ * on its own byte (mask_bytes: at least the sum of ceil(qo_len x kv_len / 8));
+ * exactly for kernels that take `custom_mask`, 0 otherwise. The runtime
+ * computes the kernels' `mask_indptr` from the index arrays.
+ * num_params, param_names (comma-separated), param_values: the variants'
+ * runtime parameters, exactly the kernels' variant arguments, each value's
+ * slot read as the manifest types the argument (an f32's bits or an i32 in
+ * the low 32 bits, or a device pointer). */
 ATTN_RT_EXPORT attnRtStatus attnRtHostAttention(
     attnRtEmbeddedModule *module, const char *kernels,
     const char *merge_kernels, int32_t causal, int32_t window_left,
@@ -267,8 +275,9 @@ ATTN_RT_EXPORT attnRtStatus attnRtHostAttention(
     uint64_t lse, int64_t lse_numel, uint64_t qo_indptr, int64_t qo_indptr_len,
     uint64_t kv_indptr, int64_t kv_indptr_len, uint64_t kv_indices,
     int64_t kv_indices_len, uint64_t kv_last_len, int64_t kv_last_len_len,
-    float sm_scale, uint64_t workspace, uint64_t workspace_bytes,
-    uint64_t stream);
+    uint64_t mask, int64_t mask_bytes, float sm_scale, int32_t num_params,
+    const char *param_names, const uint64_t *param_values, uint64_t workspace,
+    uint64_t workspace_bytes, uint64_t stream);
 
 /* attn.merge_states over dense [tokens, heads, head_dim] states and output
  * and [tokens, heads] LSEs: num_states pointers in states and lses; mask 0

@@ -402,8 +402,9 @@ attnRtStatus attnRtHostAttention(
     uint64_t lse, int64_t lse_numel, uint64_t qo_indptr, int64_t qo_indptr_len,
     uint64_t kv_indptr, int64_t kv_indptr_len, uint64_t kv_indices,
     int64_t kv_indices_len, uint64_t kv_last_len, int64_t kv_last_len_len,
-    float sm_scale, uint64_t workspace, uint64_t workspace_bytes,
-    uint64_t stream) {
+    uint64_t mask, int64_t mask_bytes, float sm_scale, int32_t num_params,
+    const char *param_names, const uint64_t *param_values, uint64_t workspace,
+    uint64_t workspace_bytes, uint64_t stream) {
   return guarded([&] {
     if (!module || !kernels || !merge_kernels)
       return reportHost(Status(StatusCode::InvalidArgument,
@@ -423,7 +424,11 @@ attnRtStatus attnRtHostAttention(
     c.kv_indptr = {kv_indptr, kv_indptr_len};
     c.kv_indices = {kv_indices, kv_indices_len};
     c.kv_last_len = {kv_last_len, kv_last_len_len};
+    c.mask = {mask, mask_bytes};
     c.sm_scale = sm_scale;
+    c.num_params = num_params;
+    c.param_names = param_names ? param_names : "";
+    c.param_values = param_values;
     c.workspace = workspace;
     c.workspace_bytes = workspace_bytes;
     c.stream = stream;

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <initializer_list>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,11 @@ struct EmbeddedState {
   size_t workspace_bytes = 0;
   std::vector<int32_t> host_workspace;
   uint64_t dropped = 0; ///< append_kv's dropped-token counter
+  /// A custom mask's per-request byte offsets: made on the host from the
+  /// index arrays, copied to the device buffer.
+  std::vector<int32_t> mask_indptr_host;
+  uint64_t mask_indptr = 0;
+  size_t mask_indptr_bytes = 0;
   /// The paged kernels' index_error word: host-mapped, so reading it needs
   /// no copy (null until the first paged attention; published atomically
   /// because takeIndexErrors reads it from any thread).
@@ -143,6 +149,85 @@ Status rowsOf(const char *what, int64_t numel, int64_t rowElements,
 }
 
 constexpr int64_t kMaxRows = (int64_t(1) << 31) - 1;
+constexpr int32_t kMaxParams = 64;
+
+/// The variant parameters of attention kernel `k` and its merge kernel
+/// (an output transform's), each name once.
+std::vector<const ManifestVariantParam *>
+variantParams(const KernelManifest &k, const KernelManifest &merge) {
+  std::vector<const ManifestVariantParam *> params;
+  for (const KernelManifest *m : {&k, &merge})
+    for (const ManifestVariantParam &p : m->variant_params) {
+      bool seen = false;
+      for (const ManifestVariantParam *q : params)
+        seen |= q->name == p.name;
+      if (!seen)
+        params.push_back(&p);
+    }
+  return params;
+}
+
+/// `c`'s variant parameters as arguments of `k` and `merge`: every name one
+/// of their variant parameters, each of those given once.
+Status bindParams(const KernelManifest &k, const KernelManifest &merge,
+                  const HostAttentionCall &c, std::vector<KernelArg> *out) {
+  if (c.num_params < 0 || c.num_params > kMaxParams ||
+      (c.num_params > 0 && !c.param_values))
+    return invalid("attention: num_params must be in [0, " +
+                   std::to_string(kMaxParams) +
+                   "] with param_values for each, got " +
+                   std::to_string(c.num_params));
+  std::vector<std::string_view> names;
+  if (!c.param_names.empty())
+    names = splitNames(c.param_names);
+  if (int64_t(names.size()) != c.num_params)
+    return invalid("attention: num_params is " + std::to_string(c.num_params) +
+                   " but param_names lists " + std::to_string(names.size()));
+  std::vector<const ManifestVariantParam *> wanted = variantParams(k, merge);
+  out->clear();
+  for (const ManifestVariantParam *p : wanted) {
+    int32_t found = -1;
+    for (int32_t i = 0; i < c.num_params; ++i)
+      if (names[i] == p->name) {
+        if (found >= 0)
+          return invalid("attention: parameter '" + p->name +
+                         "' is given twice");
+        found = i;
+      }
+    if (found < 0)
+      return mismatch("attention: kernel '" + k.name +
+                      "' takes the variant parameter '" + p->name +
+                      "', which the call does not give");
+    uint64_t slot = c.param_values[found];
+    KernelArg a;
+    switch (p->type) {
+    case ArgKind::Ptr: a = KernelArg::pointer(p->name.c_str(), slot); break;
+    case ArgKind::I32:
+      a = KernelArg::int32(p->name.c_str(), int32_t(uint32_t(slot)));
+      break;
+    case ArgKind::I64:
+      a = KernelArg::int64(p->name.c_str(), int64_t(slot));
+      break;
+    case ArgKind::F32: {
+      uint32_t bits = uint32_t(slot);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      a = KernelArg::float32(p->name.c_str(), f);
+      break;
+    }
+    }
+    out->push_back(a);
+  }
+  for (std::string_view n : names) {
+    bool known = false;
+    for (const ManifestVariantParam *p : wanted)
+      known |= n == p->name;
+    if (!known)
+      return mismatch("attention: kernel '" + k.name +
+                      "' has no variant parameter '" + std::string(n) + "'");
+  }
+  return Status::success();
+}
 
 } // namespace
 
@@ -160,7 +245,8 @@ Status getEmbeddedManifest(EmbeddedModule *m, const Manifest **out) {
 
 Status checkHostAttention(const Manifest &manifest, const HostAttentionCall &c,
                           std::vector<const KernelManifest *> *kernels,
-                          std::vector<const KernelManifest *> *merges) {
+                          std::vector<const KernelManifest *> *merges,
+                          std::vector<KernelArg> *params) {
   std::vector<std::string_view> names = splitNames(c.kernels);
   std::vector<std::string_view> mergeNames = splitNames(c.merge_kernels);
   if (names.empty() || names.size() > size_t(kMaxTileCandidates))
@@ -188,6 +274,8 @@ Status checkHostAttention(const Manifest &manifest, const HostAttentionCall &c,
         return mismatch("attention: kernels '" + first.name + "' and '" +
                         k->name + "' are built for different heads or formats");
     }
+    if (Status s = bindParams(*k, *merge, c, params); !s.ok())
+      return s;
     kernels->push_back(k);
     merges->push_back(merge);
   }
@@ -256,6 +344,12 @@ Status checkHostAttention(const Manifest &manifest, const HostAttentionCall &c,
                    std::to_string(c.kv_last_len.numel));
   if (!(c.sm_scale > 0) || !std::isfinite(c.sm_scale))
     return invalid("attention: sm_scale must be finite and positive");
+  bool masked = k.argIndex("custom_mask") >= 0;
+  if (masked != (c.mask.ptr != 0))
+    return mismatch("attention: kernel '" + k.name + "' " +
+                    (masked ? "needs a custom mask" : "takes no custom mask"));
+  if (c.mask.numel < 0)
+    return invalid("attention: mask has a negative size");
   return Status::success();
 }
 
@@ -411,6 +505,52 @@ Status ensureIndexErrorWord(EmbeddedState *state) {
   state->index_error.store(word);
   return Status::success();
 }
+/// The kernels' mask_indptr for `c`'s custom mask: request b's bits start
+/// on byte mask_indptr[b], each request qo_len x kv_len bits rounded up to
+/// whole bytes. Refuses a mask shorter than that.
+Status uploadMaskIndptr(EmbeddedState *state, const HostAttentionCall &c,
+                        const KernelManifest &k,
+                        const std::vector<int32_t> &qoIndptr,
+                        const std::vector<int32_t> &kvIndptr,
+                        const std::vector<int32_t> &kvLastLen) {
+  const size_t batch = qoIndptr.size() - 1;
+  bool paged = k.indexing == KVIndexing::Paged;
+  std::vector<int32_t> &indptr = state->mask_indptr_host;
+  indptr.assign(batch + 1, 0);
+  int64_t bytes = 0;
+  for (size_t b = 0; b < batch; ++b) {
+    int64_t qo = int64_t(qoIndptr[b + 1]) - qoIndptr[b];
+    int64_t blocks = int64_t(kvIndptr[b + 1]) - kvIndptr[b];
+    int64_t kv = paged ? (blocks > 0 ? (blocks - 1) * k.block_cols +
+                                           kvLastLen[b]
+                                     : 0)
+                       : blocks;
+    bytes += (qo * kv + 7) / 8;
+    if (bytes > kMaxRows)
+      return invalid("attention: the custom mask of this batch would be over "
+                     "2^31-1 bytes");
+    indptr[b + 1] = int32_t(bytes);
+  }
+  if (c.mask.numel < bytes)
+    return mismatch("attention: the batch's custom mask needs " +
+                    std::to_string(bytes) + " bytes (qo_len x kv_len bits "
+                    "per request, each from a new byte) but mask holds " +
+                    std::to_string(c.mask.numel));
+  if (Status s = ensureDeviceBuffer(&state->mask_indptr,
+                                    &state->mask_indptr_bytes,
+                                    indptr.size() * 4, c.stream);
+      !s.ok())
+    return s;
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  if (CUresult r = d->memcpyHtoDAsync(CUdeviceptr(state->mask_indptr),
+                                      indptr.data(), indptr.size() * 4,
+                                      reinterpret_cast<CUstream>(c.stream)))
+    return cudaFailure(*d, "cuMemcpyHtoDAsync", r);
+  return Status::success();
+}
 } // namespace
 
 Status deviceAllocManaged(size_t bytes, uint64_t *ptr) {
@@ -474,6 +614,12 @@ struct NamedPointer {
 Status checkDevicePointers(const char *, std::initializer_list<NamedPointer>) {
   return noCuda();
 }
+Status uploadMaskIndptr(EmbeddedState *, const HostAttentionCall &,
+                        const KernelManifest &, const std::vector<int32_t> &,
+                        const std::vector<int32_t> &,
+                        const std::vector<int32_t> &) {
+  return noCuda();
+}
 } // namespace
 Status deviceAllocManaged(size_t, uint64_t *ptr) {
   if (ptr)
@@ -490,7 +636,9 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
   if (Status s = getState(m, &state); !s.ok())
     return s;
   std::vector<const KernelManifest *> kernels, merges;
-  if (Status s = checkHostAttention(state->manifest, c, &kernels, &merges);
+  std::vector<KernelArg> params;
+  if (Status s =
+          checkHostAttention(state->manifest, c, &kernels, &merges, &params);
       !s.ok())
     return s;
   std::lock_guard<std::mutex> lock(state->mutex);
@@ -506,6 +654,7 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
                         {"kv_indptr", c.kv_indptr.ptr},
                         {"kv_indices", c.kv_indices.ptr},
                         {"kv_last_len", c.kv_last_len.ptr},
+                        {"mask", c.mask.ptr},
                         {"workspace", c.workspace}});
       !s.ok())
     return s;
@@ -590,6 +739,10 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
   }
   if (Status s = uploadPlan(view, workspace, workspaceBytes, c.stream); !s.ok())
     return s;
+  if (c.mask.ptr)
+    if (Status s = uploadMaskIndptr(state, c, k, qoIndptr, kvIndptr, kvLastLen);
+        !s.ok())
+      return s;
 
   std::vector<KernelArg> args = {
       KernelArg::pointer("q", c.q.ptr),
@@ -608,6 +761,11 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
     args.push_back(
         KernelArg::pointer("index_error", state->index_error_device));
   }
+  if (c.mask.ptr) {
+    args.push_back(KernelArg::pointer("custom_mask", c.mask.ptr));
+    args.push_back(KernelArg::pointer("mask_indptr", state->mask_indptr));
+  }
+  args.insert(args.end(), params.begin(), params.end());
   int32_t candidate = view.candidate();
   if (candidate < 0 || candidate >= int32_t(kernels.size()))
     return invalid("attention: the plan picked no candidate");

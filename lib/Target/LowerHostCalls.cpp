@@ -94,6 +94,19 @@ public:
   Value dimI64(Value memref, int64_t d) {
     return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), dim(memref, d));
   }
+  Value null() {
+    return LLVM::ZeroOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()));
+  }
+  /// A scalar or table parameter in a 64-bit slot: an f32's bits or an
+  /// integer zero-extended, a memref's aligned pointer.
+  Value slot(Value v) {
+    Type t = v.getType();
+    if (isa<MemRefType>(t))
+      return pointer(v);
+    if (t.isF32())
+      v = arith::BitcastOp::create(b, loc, b.getI32Type(), v);
+    return arith::ExtUIOp::create(b, loc, b.getI64Type(), v);
+  }
   /// A stack array of the i64 `values`, as the pointer the C ABI takes.
   Value array(ValueRange values) {
     auto type = MemRefType::get({int64_t(values.size())}, b.getI64Type());
@@ -302,18 +315,40 @@ struct AttnLowerHostCallsPass
     if (isa<ComposedAttr>(op.getFormat()))
       return op.emitOpError() << "has a composed format: run "
                                  "attn-decompose-composed first";
-    if (op.getMask() || !op.getParams().empty())
+    if (Value mask = op.getMask();
+        mask && !cast<MemRefType>(mask.getType()).getElementType().isInteger(8))
       return op.emitOpError()
-             << "has a custom mask or variant parameters, which "
-                "attnRtHostAttention does not take yet";
+             << "has an i1 custom mask; attnRtHostAttention takes it "
+                "bit-packed (i8, little-endian, each request from a new byte)";
     SmallVector<StringRef> kernels;
     FailureOr<const Embedded *> image = getKernels(op, kernels);
     if (failed(image))
       return failure();
+    // The variants' parameters, named as the first kernel's manifest lists
+    // them (variant after variant, each in its declared order: the order of
+    // the op's params).
+    SmallVector<std::string> paramNames;
+    if (const llvm::json::Object *k = (*image)->findKernel(kernels[0]))
+      if (const llvm::json::Array *params = k->getArray("variant_params"))
+        for (const llvm::json::Value &p : *params)
+          if (const llvm::json::Object *o = p.getAsObject())
+            if (std::optional<StringRef> name = o->getString("name"))
+              paramNames.push_back(name->str());
+    if (paramNames.size() != op.getParams().size())
+      return op.emitOpError()
+             << "has " << op.getParams().size() << " variant parameters but "
+             << "kernel '" << kernels[0] << "' takes " << paramNames.size();
+    auto paramNamed = [&](StringRef name) -> Value {
+      for (auto [n, v] : llvm::zip(paramNames, op.getParams()))
+        if (n == name)
+          return v;
+      return Value();
+    };
 
     // Merge kernels and the band, per kernel, from the manifest.
     std::string kernelList, mergeList;
     int32_t causal = 0, windowLeft = -1;
+    std::string windowParam;
     for (auto [i, name] : llvm::enumerate(kernels)) {
       const llvm::json::Object *k = (*image)->findKernel(name);
       if (!k)
@@ -324,12 +359,21 @@ struct AttnLowerHostCallsPass
         return op.emitOpError()
                << "kernel '" << name << "' has no merge_kernel in the manifest";
       int32_t kernelCausal = 0, kernelWindow = -1;
+      std::string kernelWindowParam;
       if (const llvm::json::Object *band = k->getObject("band")) {
-        if (band->get("lower_param") || band->get("upper_param"))
+        if (band->get("upper_param"))
           return op.emitOpError()
                  << "kernel '" << name
-                 << "' has a band bound by a variant parameter, which "
-                    "attnRtHostAttention does not take yet";
+                 << "' has an upper band bound by a variant parameter; the "
+                    "planner knows causal (0) only";
+        if (std::optional<StringRef> lower = band->getString("lower_param")) {
+          kernelWindowParam = lower->str();
+          if (!paramNamed(*lower) ||
+              !paramNamed(*lower).getType().isInteger(32))
+            return op.emitOpError()
+                   << "kernel '" << name << "' bounds its band by '" << *lower
+                   << "', which is no i32 parameter of the op";
+        }
         if (std::optional<int64_t> upper = band->getInteger("upper")) {
           if (*upper != 0)
             return op.emitOpError() << "kernel '" << name << "' has a band "
@@ -340,19 +384,24 @@ struct AttnLowerHostCallsPass
         if (std::optional<int64_t> lower = band->getInteger("lower"))
           kernelWindow = int32_t(*lower);
       }
-      if (i > 0 && (kernelCausal != causal || kernelWindow != windowLeft))
+      if (i > 0 && (kernelCausal != causal || kernelWindow != windowLeft ||
+                    kernelWindowParam != windowParam))
         return op.emitOpError() << "tile candidates with different bands";
       causal = kernelCausal;
       windowLeft = kernelWindow;
+      windowParam = kernelWindowParam;
       kernelList += (i ? "," : "") + name.str();
       mergeList += (i ? "," : "") + merge->str();
     }
 
     OpBuilder b(op);
     HostCallBuilder c(b, op.getLoc());
+    // A window bound by a parameter: the planner gets its value.
+    Value window =
+        windowParam.empty() ? c.i32(windowLeft) : paramNamed(windowParam);
     SmallVector<Value> args = {
         c.address((*image)->module), c.address(stringGlobal(kernelList)),
-        c.address(stringGlobal(mergeList)), c.i32(causal), c.i32(windowLeft)};
+        c.address(stringGlobal(mergeList)), c.i32(causal), window};
     auto buffer = [&](Value memref) {
       if (!memref) {
         args.append({c.i64(0), c.i64(0)});
@@ -369,9 +418,23 @@ struct AttnLowerHostCallsPass
     ValueRange indices = op.getIndices(); // qo, kv_indptr[, kv_indices, last]
     for (int i = 0; i < 4; ++i)
       buffer(i < int(indices.size()) ? indices[i] : Value());
+    buffer(op.getMask()); // bytes
     args.push_back(op.getSmScale()
                        ? op.getSmScale()
                        : c.f32(1.0 / std::sqrt(double(op.getHeadDim()))));
+    // Parameters: their names and one 64-bit slot each (f32 bits or an i32
+    // in the low half, a table's pointer), typed again by the manifest.
+    args.push_back(c.i32(int64_t(paramNames.size())));
+    if (paramNames.empty()) {
+      Value none = c.null();
+      args.append({none, none});
+    } else {
+      SmallVector<Value> slots;
+      for (Value v : op.getParams())
+        slots.push_back(c.slot(v));
+      args.push_back(c.address(stringGlobal(llvm::join(paramNames, ","))));
+      args.push_back(c.array(slots));
+    }
     args.append({c.i64(0), c.i64(0), c.i64(0)}); // own workspace, stream 0
     func::FuncOp callee =
         declare("attnRtHostAttention", ValueRange(args).getTypes());

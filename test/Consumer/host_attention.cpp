@@ -4,10 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Calls examples/host-attention.mlir's @decode and @prefill, compiled by the
+// Calls examples/host-attention.mlir's four functions, compiled by the
 // installed attn-opt's attn-to-llvm-pipeline into attention.o (kernels
 // embedded, each attention a call of attnRtHostAttention; CMakeLists.txt),
-// on paged batches in managed memory, and compares o and lse with the
+// on paged batches in managed memory (a decode, a causal prefill, a prefill
+// with a sliding window and a soft cap given as parameters, one with a
+// bit-packed custom mask), and compares o and lse with the
 // runtime's float64 CPU reference (attn/Runtime/Reference.h); then calls
 // @decode with an output in host malloc memory, which the runtime must
 // refuse. Prints PASS or FAIL per case. Without a usable GPU it still runs
@@ -27,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,11 +79,33 @@ struct AttentionResults {
   MemRef<2> lse;
 };
 
-using AttentionEntry = void(AttentionResults *, MemRef<3> *, MemRef<4> *,
-                            MemRef<4> *, MemRef<1> *, MemRef<1> *,
-                            MemRef<1> *, MemRef<1> *, MemRef<3> *,
-                            MemRef<2> *);
-extern "C" AttentionEntry _mlir_ciface_decode, _mlir_ciface_prefill;
+using Cache = MemRef<4>;
+using Index = MemRef<1>;
+extern "C" {
+void _mlir_ciface_decode(AttentionResults *, MemRef<3> *, Cache *, Cache *,
+                         Index *, Index *, Index *, Index *, MemRef<3> *,
+                         MemRef<2> *);
+void _mlir_ciface_prefill(AttentionResults *, MemRef<3> *, Cache *, Cache *,
+                          Index *, Index *, Index *, Index *, MemRef<3> *,
+                          MemRef<2> *);
+void _mlir_ciface_prefill_gemma(AttentionResults *, MemRef<3> *, Cache *,
+                                Cache *, Index *, Index *, Index *, Index *,
+                                MemRef<3> *, MemRef<2> *, int32_t window_left,
+                                float cap);
+void _mlir_ciface_prefill_masked(AttentionResults *, MemRef<3> *, Cache *,
+                                 Cache *, Index *, Index *, Index *, Index *,
+                                 MemRef<1> *mask, MemRef<3> *, MemRef<2> *);
+}
+
+/// The memrefs of a batch, as the entries take them.
+struct Views {
+  MemRef<3> q;
+  Cache k, v;
+  Index qo, kvp, kvi, last;
+  MemRef<3> o;
+  MemRef<2> lse;
+  MemRef<1> mask;
+};
 
 namespace {
 
@@ -158,27 +183,53 @@ public:
     }
   }
 
-  /// Calls `entry` on the batch, writing o to `out` (default: the batch's
-  /// own output buffer); the runtime's status afterwards.
-  attnRtStatus call(AttentionEntry *entry, const char **message,
-                    uint64_t out = 0) {
-    auto mq = view(dq, {rows, kHq, kD});
-    auto mk = view(dk, {numPages, kPage, kHkv, kD});
-    auto mv = view(dv, {numPages, kPage, kHkv, kD});
-    auto mqo = view(dqo, {batch + 1});
-    auto mkvp = view(dkvp, {batch + 1});
-    auto mkvi = view(dkvi, {kvIndptr[batch]});
-    auto mlast = view(dlast, {batch});
-    auto mo = view(out ? out : dout, {rows, kHq, kD});
-    auto mlse = view(dlse, {rows, kHq});
-    AttentionResults results;
-    entry(&results, &mq, &mk, &mv, &mqo, &mkvp, &mkvi, &mlast, &mo, &mlse);
+  /// A random custom mask, bit-packed little-endian, each request from a
+  /// new byte (kept on the host too, for the reference).
+  bool buildMask(std::string &error) {
+    std::bernoulli_distribution keep(0.7);
+    int64_t bytes = 0;
+    std::vector<int64_t> starts;
+    for (int32_t b = 0; b < batch; ++b) {
+      starts.push_back(bytes);
+      bytes += (int64_t(qoLens[b]) * kvLens[b] + 7) / 8;
+    }
+    mask.assign(size_t(bytes), 0);
+    for (int32_t b = 0; b < batch; ++b)
+      for (int64_t bit = 0; bit < int64_t(qoLens[b]) * kvLens[b]; ++bit)
+        if (keep(rng))
+          mask[size_t(starts[b] + bit / 8)] |= uint8_t(1u << (bit % 8));
+    if (hostOnly) {
+      dmask = reinterpret_cast<uint64_t>(std::calloc(mask.size() + 1, 1));
+    } else if (attnRtDeviceAllocManaged(mask.size(), &dmask) != ATTN_RT_OK) {
+      error = std::string("attnRtDeviceAllocManaged: ") + attnRtLastError();
+      return false;
+    }
+    owned.push_back(dmask);
+    std::memcpy(ptr(dmask), mask.data(), mask.size());
+    return true;
+  }
+
+  /// Calls `entry(views)` on the batch, o written to `out` (default: the
+  /// batch's own output buffer); the runtime's status afterwards.
+  template <typename Entry>
+  attnRtStatus call(Entry entry, const char **message, uint64_t out = 0) {
+    Views w{view(dq, {rows, kHq, kD}),
+            view(dk, {numPages, kPage, kHkv, kD}),
+            view(dv, {numPages, kPage, kHkv, kD}),
+            view(dqo, {batch + 1}),
+            view(dkvp, {batch + 1}),
+            view(dkvi, {kvIndptr[batch]}),
+            view(dlast, {batch}),
+            view(out ? out : dout, {rows, kHq, kD}),
+            view(dlse, {rows, kHq}),
+            view(dmask, {int64_t(mask.size())})};
+    entry(w);
     attnRtStreamSynchronize(0);
     return attnRtHostTakeStatus(message);
   }
 
   /// Compares the output with the float64 reference; prints PASS or FAIL.
-  bool check(const char *what) {
+  bool check(const char *what, attnrt::Variant variant) {
     attnrt::AttentionProblem p;
     p.batch = batch;
     p.qo_indptr = qoIndptr.data();
@@ -195,7 +246,11 @@ public:
     p.kv.num_blocks = numPages;
     p.kv.k = k.data();
     p.kv.v = v.data();
-    p.variant.causal = 1;
+    p.variant = variant;
+    if (!mask.empty()) {
+      p.variant.custom_mask = mask.data();
+      p.variant.mask_bit_packed = 1;
+    }
     std::vector<double> refO(qElems), refLse(size_t(rows) * kHq);
     if (attnrt::Status s =
             attnrt::referenceAttention(p, refO.data(), refLse.data());
@@ -215,7 +270,7 @@ public:
     bool pass = maxO <= 2e-2 && maxLse <= 1e-3 && std::isfinite(maxO) &&
                 std::isfinite(maxLse);
     std::printf("%s: %s, %d requests, %d query rows (GQA %d/%d, head_dim %d, "
-                "bf16, causal): max |o - ref| = %.3g, max |lse - ref| = %.3g\n",
+                "bf16): max |o - ref| = %.3g, max |lse - ref| = %.3g\n",
                 pass ? "PASS" : "FAIL", what, batch, rows, kHq, kHkv, kD, maxO,
                 maxLse);
     return pass;
@@ -240,8 +295,9 @@ private:
   int32_t batch = 0, rows = 0, numPages = 0;
   int64_t qElems = 0;
   uint64_t dq = 0, dk = 0, dv = 0, dqo = 0, dkvp = 0, dkvi = 0, dlast = 0,
-           dout = 0, dlse = 0;
+           dout = 0, dlse = 0, dmask = 0;
   std::vector<uint64_t> owned;
+  std::vector<uint8_t> mask;
   std::vector<double> q, k, v;
 };
 
@@ -251,24 +307,60 @@ int main() {
   std::string error, noGpu;
   // Four requests of one new token each, over pages in shuffled order.
   PagedBatch decode({1, 1, 1, 1}, {37, 300, 16, 1029}, 14);
-  if (!decode.build(error, noGpu)) {
+  // Prefill chunks: a whole prompt (qo = kv), chunks over longer caches
+  // (qo < kv), one a partial page, one a single token.
+  const std::vector<int32_t> qoLens = {300, 128, 77, 1, 256};
+  const std::vector<int32_t> kvLens = {300, 700, 1029, 16, 256};
+  PagedBatch prefill(qoLens, kvLens, 15), gemma(qoLens, kvLens, 16),
+      masked(qoLens, kvLens, 17);
+  for (PagedBatch *b : {&decode, &prefill, &gemma, &masked})
+    if (!b->build(error, noGpu)) {
+      std::printf("FAIL: %s\n", error.c_str());
+      return 1;
+    }
+  if (!masked.buildMask(error)) {
     std::printf("FAIL: %s\n", error.c_str());
     return 1;
   }
-  // Causal prefill chunks: a whole prompt (qo = kv), chunks over longer
-  // caches (qo < kv), one a partial page, one a single token.
-  PagedBatch prefill({300, 128, 77, 1, 256}, {300, 700, 1029, 16, 256}, 15);
-  if (!prefill.build(error, noGpu)) {
-    std::printf("FAIL: %s\n", error.c_str());
-    return 1;
-  }
-  const char *message = nullptr;
+
+  // Gemma-2's variants: causal, a 200-key window, logits capped at 30.
+  const int32_t window = 200;
+  const float cap = 30.f;
+  attnrt::Variant causal, gemmaVariant, none;
+  causal.causal = 1;
+  gemmaVariant.causal = 1;
+  gemmaVariant.window_left = window;
+  gemmaVariant.logits_soft_cap = cap;
+  auto run = [](auto entry) {
+    return [entry](Views &w) {
+      AttentionResults r;
+      entry(&r, &w.q, &w.k, &w.v, &w.qo, &w.kvp, &w.kvi, &w.last, &w.o, &w.lse);
+    };
+  };
   struct Case {
     const char *what;
     PagedBatch &batch;
-    AttentionEntry *entry;
-  } cases[] = {{"paged decode", decode, _mlir_ciface_decode},
-               {"paged causal prefill", prefill, _mlir_ciface_prefill}};
+    std::function<void(Views &)> entry;
+    attnrt::Variant variant;
+  } cases[] = {
+      {"paged decode", decode, run(_mlir_ciface_decode), causal},
+      {"paged causal prefill", prefill, run(_mlir_ciface_prefill), causal},
+      {"paged prefill, causal + sliding window (a parameter) + soft cap", gemma,
+       [&](Views &w) {
+         AttentionResults r;
+         _mlir_ciface_prefill_gemma(&r, &w.q, &w.k, &w.v, &w.qo, &w.kvp,
+                                    &w.kvi, &w.last, &w.o, &w.lse, window, cap);
+       },
+       gemmaVariant},
+      {"paged prefill, custom mask (bit-packed)", masked,
+       [&](Views &w) {
+         AttentionResults r;
+         _mlir_ciface_prefill_masked(&r, &w.q, &w.k, &w.v, &w.qo, &w.kvp,
+                                     &w.kvi, &w.last, &w.mask, &w.o, &w.lse);
+       },
+       none},
+  };
+  const char *message = nullptr;
   bool ok = true;
   for (Case &c : cases) {
     attnRtStatus status = c.batch.call(c.entry, &message);
@@ -284,7 +376,7 @@ int main() {
                   message);
       ok = false;
     } else {
-      ok &= c.batch.check(c.what);
+      ok &= c.batch.check(c.what, c.variant);
     }
   }
   if (decode.hostOnly) {
@@ -298,8 +390,8 @@ int main() {
   // An output in host malloc memory (what bufferization allocates for a
   // result without outs) is refused before any launch, naming the buffer.
   std::vector<uint16_t> hostOut(size_t(4) * kHq * kD);
-  attnRtStatus status = decode.call(_mlir_ciface_decode, &message,
-                       reinterpret_cast<uint64_t>(hostOut.data()));
+  attnRtStatus status = decode.call(cases[0].entry, &message,
+                                    reinterpret_cast<uint64_t>(hostOut.data()));
   bool refused = status == ATTN_RT_INVALID_ARGUMENT && message &&
                  std::strstr(message, "o is not memory the GPU can address");
   std::printf("%s: an output in host memory is refused (%s: %s)\n",

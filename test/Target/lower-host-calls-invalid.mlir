@@ -46,3 +46,67 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// An i1 mask: the runtime takes it bit-packed.
+module attributes {gpu.container_module} {
+  gpu.binary @attn_kernels {attn.manifest = "{\"kernels\": [{\"name\": \"p\", \"role\": \"attention\", \"merge_kernel\": \"m\"}]}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  func.func @i1_mask(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+                     %qo: memref<?xi32>, %kp: memref<?xi32>, %mask: memref<?xi1>,
+                     %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+    // expected-error @+1 {{has an i1 custom mask; attnRtHostAttention takes it bit-packed (i8, little-endian, each request from a new byte)}}
+    attn.attention %q, %k, %v format(#attn.bsr<block_rows = 256, block_cols = 1, indexing = ragged>)
+        indices(%qo, %kp : memref<?xi32>, memref<?xi32>) mask(%mask : memref<?xi1>)
+        outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@p]}
+        : memref<?x32x128xbf16>, memref<?x8x128xbf16>, memref<?x8x128xbf16>
+    return
+  }
+}
+
+// -----
+
+// Parameters the kernel's manifest does not list.
+module attributes {gpu.container_module} {
+  attn.variant @cap(cap : f32) {
+    attn.hook logits_transform(%s : f32, %q_pos : i32, %k_pos : i32, %head : i32) {
+      %c = attn.param "cap" : f32
+      %r = arith.minimumf %s, %c : f32
+      attn.yield %r : f32
+    }
+  }
+  gpu.binary @attn_kernels {attn.manifest = "{\"kernels\": [{\"name\": \"p\", \"role\": \"attention\", \"merge_kernel\": \"m\"}]}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  func.func @params(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+                    %qo: memref<?xi32>, %kp: memref<?xi32>, %cap: f32,
+                    %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+    // expected-error @+1 {{has 1 variant parameters but kernel 'p' takes 0}}
+    attn.attention %q, %k, %v format(#attn.bsr<block_rows = 256, block_cols = 1, indexing = ragged>)
+        indices(%qo, %kp : memref<?xi32>, memref<?xi32>) variants [@cap] params(%cap : f32)
+        outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@p]}
+        : memref<?x32x128xbf16>, memref<?x8x128xbf16>, memref<?x8x128xbf16>
+    return
+  }
+}
+
+// -----
+
+// A band bound by a name no parameter has.
+module attributes {gpu.container_module} {
+  gpu.binary @attn_kernels {attn.manifest = "{\"kernels\": [{\"name\": \"p\", \"role\": \"attention\", \"merge_kernel\": \"m\", \"band\": {\"lower_param\": \"w\"}}]}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  func.func @band(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+                  %qo: memref<?xi32>, %kp: memref<?xi32>,
+                  %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+    // expected-error @+1 {{kernel 'p' bounds its band by 'w', which is no i32 parameter of the op}}
+    attn.attention %q, %k, %v format(#attn.bsr<block_rows = 256, block_cols = 1, indexing = ragged>)
+        indices(%qo, %kp : memref<?xi32>, memref<?xi32>)
+        outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@p]}
+        : memref<?x32x128xbf16>, memref<?x8x128xbf16>, memref<?x8x128xbf16>
+    return
+  }
+}

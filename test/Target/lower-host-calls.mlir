@@ -6,7 +6,7 @@
 // attnRtHostAttention with its kernels, the merge kernel and causal from the
 // manifest, and every buffer as (aligned pointer, element count).
 
-// CHECK: func.func private @attnRtHostAttention(!llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, i64, i64, i64) -> i32
+// CHECK: func.func private @attnRtHostAttention(!llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, i32, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> i32
 // CHECK-NOT: gpu.binary
 // CHECK-NOT: attn.variant
 // CHECK-LABEL: func.func @decode
@@ -20,7 +20,9 @@
 // CHECK: %[[QPTR:.*]] = arith.index_castui %[[QIDX]] : index to i64
 // CHECK: %[[ROWS:.*]] = memref.dim %[[Q]], %{{.*}} : memref<?x32x128xbf16>
 // CHECK: %[[SCALE:.*]] = arith.constant 0.0883883461 : f32
-// CHECK: %{{.*}} = call @attnRtHostAttention(%[[MOD]], %[[NAMES]], %[[MERGES]], %[[CAUSAL]], %[[NOWINDOW]], %[[QPTR]], %{{.*}}, %[[SCALE]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: %[[NOPARAMS:.*]] = arith.constant 0 : i32
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %{{.*}} = call @attnRtHostAttention(%[[MOD]], %[[NAMES]], %[[MERGES]], %[[CAUSAL]], %[[NOWINDOW]], %[[QPTR]], %{{.*}}, %[[SCALE]], %[[NOPARAMS]], %[[NULL]], %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK-NOT: attn.attention
 // CHECK: return
 
@@ -54,6 +56,91 @@ module attributes {gpu.container_module} {
         indices(%qo, %kp, %ki, %kl : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
         variants [@causal] outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
         {attn.kernels = [@attn_kernels::@attn_decode]}
+        : memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>
+    return
+  }
+}
+
+// -----
+
+// Gemma-2's variants: the window bound by a parameter goes to the planner
+// as that parameter's value; both parameters travel by name, in the
+// manifest's order, in 64-bit slots (the f32 as its bits).
+
+// CHECK-LABEL: func.func @gemma
+// CHECK-SAME: %[[W:[^:]*]]: i32, %[[CAP:[^:]*]]: f32
+// CHECK-DAG: %[[CAUSAL:.*]] = arith.constant 1 : i32
+// CHECK: %[[TWO:.*]] = arith.constant 2 : i32
+// CHECK: %[[WSLOT:.*]] = arith.extui %[[W]] : i32 to i64
+// CHECK: %[[BITS:.*]] = arith.bitcast %[[CAP]] : f32 to i32
+// CHECK: %[[CAPSLOT:.*]] = arith.extui %[[BITS]] : i32 to i64
+// CHECK: %[[PNAMES:.*]] = llvm.mlir.addressof @attn_kernel_names_1 : !llvm.ptr
+// CHECK: %[[SLOTS:.*]] = memref.alloca() : memref<2xi64>
+// CHECK: memref.store %[[WSLOT]], %[[SLOTS]]
+// CHECK: memref.store %[[CAPSLOT]], %[[SLOTS]]
+// CHECK: %[[VALUES:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+// CHECK: call @attnRtHostAttention(%{{.*}}, %{{.*}}, %{{.*}}, %[[CAUSAL]], %[[W]], {{.*}}, %[[TWO]], %[[PNAMES]], %[[VALUES]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-DAG: llvm.mlir.global internal constant @attn_kernel_names_1("window_left,cap\00")
+module attributes {gpu.container_module} {
+  attn.variant @causal {
+    attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) {
+      %keep = arith.cmpi sle, %k_pos, %q_pos : i32
+      attn.yield %keep : i1
+    }
+  }
+  attn.variant @window(window_left : i32) {
+    attn.hook logits_mask(%q_pos : i32, %k_pos : i32, %head : i32) {
+      %w = attn.param "window_left" : i32
+      %lowest = arith.subi %q_pos, %w : i32
+      %keep = arith.cmpi sge, %k_pos, %lowest : i32
+      attn.yield %keep : i1
+    }
+  }
+  attn.variant @cap(cap : f32) {
+    attn.hook logits_transform(%s : f32, %q_pos : i32, %k_pos : i32, %head : i32) {
+      %c = attn.param "cap" : f32
+      %r = arith.minimumf %s, %c : f32
+      attn.yield %r : f32
+    }
+  }
+  gpu.binary @attn_kernels {attn.manifest = "{\"attn_manifest_version\": 1, \"arch\": \"sm_90a\", \"kernels\": [{\"name\": \"attn_prefill\", \"role\": \"attention\", \"merge_kernel\": \"attn_merge\", \"band\": {\"upper\": 0, \"lower_param\": \"window_left\"}, \"variant_params\": [{\"name\": \"window_left\", \"type\": \"i32\"}, {\"name\": \"cap\", \"type\": \"f32\"}]}, {\"name\": \"attn_merge\", \"role\": \"merge\"}]}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  func.func @gemma(%q: memref<?x32x128xbf16>, %k: memref<?x16x8x128xbf16>, %v: memref<?x16x8x128xbf16>,
+                   %qo: memref<?xi32>, %kp: memref<?xi32>, %ki: memref<?xi32>, %kl: memref<?xi32>,
+                   %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>, %w: i32, %cap: f32) {
+    attn.attention %q, %k, %v format(#attn.bsr<block_rows = 256, block_cols = 16>)
+        indices(%qo, %kp, %ki, %kl : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
+        variants [@causal, @window, @cap] params(%w, %cap : i32, f32)
+        outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@attn_prefill]}
+        : memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>
+    return
+  }
+}
+
+// -----
+
+// A bit-packed custom mask: its pointer and byte count after the index
+// arrays (the runtime makes the kernels' mask_indptr).
+
+// CHECK-LABEL: func.func @masked
+// CHECK-SAME: %[[MASK:[^:]*]]: memref<?xi8>
+// CHECK: %[[MIDX:.*]] = memref.extract_aligned_pointer_as_index %[[MASK]] : memref<?xi8> -> index
+// CHECK: %[[MPTR:.*]] = arith.index_castui %[[MIDX]] : index to i64
+// CHECK: %[[MLEN:.*]] = memref.dim %[[MASK]], %{{.*}} : memref<?xi8>
+// CHECK: %[[MBYTES:.*]] = arith.index_castui %{{.*}} : index to i64
+// CHECK: call @attnRtHostAttention({{.*}}, %[[MPTR]], %[[MBYTES]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+module attributes {gpu.container_module} {
+  gpu.binary @attn_kernels {attn.manifest = "{\"attn_manifest_version\": 1, \"arch\": \"sm_90a\", \"kernels\": [{\"name\": \"attn_prefill\", \"role\": \"attention\", \"merge_kernel\": \"attn_merge\"}, {\"name\": \"attn_merge\", \"role\": \"merge\"}]}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  func.func @masked(%q: memref<?x32x128xbf16>, %k: memref<?x16x8x128xbf16>, %v: memref<?x16x8x128xbf16>,
+                    %qo: memref<?xi32>, %kp: memref<?xi32>, %ki: memref<?xi32>, %kl: memref<?xi32>,
+                    %mask: memref<?xi8>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+    attn.attention %q, %k, %v format(#attn.bsr<block_rows = 256, block_cols = 16>)
+        indices(%qo, %kp, %ki, %kl : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
+        mask(%mask : memref<?xi8>)
+        outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@attn_prefill]}
         : memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>
     return
   }

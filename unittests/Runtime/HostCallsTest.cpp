@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 using namespace attnrt;
 
@@ -36,6 +37,16 @@ const char *kManifest = R"json({"attn_manifest_version": 1, "arch": "sm_90a", "k
    "args": [{"name": "plan", "kind": "ptr"}, {"name": "merge_indptr", "kind": "ptr"},
             {"name": "merge_units", "kind": "ptr"}, {"name": "partial_o", "kind": "ptr"},
             {"name": "partial_lse", "kind": "ptr"}]},
+  {"name": "attn_prefill_masked", "role": "attention", "threads": 256, "shared_bytes": 0,
+   "tile": {"q": 128, "kv": 64, "gqa_pack": 1},
+   "format": {"block_rows": 128, "block_cols": 16, "layout": "NHD", "indexing": "paged"},
+   "dtype": "bf16", "head_dim": 128, "num_qo_heads": 32, "num_kv_heads": 8,
+   "variant_params": [{"name": "cap", "type": "f32"}, {"name": "window_left", "type": "i32"}],
+   "args": [{"name": "cta_indptr", "kind": "ptr"}, {"name": "work_items", "kind": "ptr"},
+            {"name": "partial_o", "kind": "ptr"}, {"name": "partial_lse", "kind": "ptr"},
+            {"name": "custom_mask", "kind": "ptr"},
+            {"name": "mask_indptr", "kind": "ptr"}, {"name": "cap", "kind": "f32"},
+            {"name": "window_left", "kind": "i32"}]},
   {"name": "attn_merge_states_bf16_d128_n2", "role": "merge_states",
    "threads": 256, "shared_bytes": 0, "ctas_per_sm": 32, "rows_per_cta": 16,
    "dtype": "bf16", "head_dim": 128, "num_qo_heads": 0, "num_kv_heads": 0,
@@ -62,14 +73,32 @@ struct Decode {
   const char *kernels = "attn_decode", *merges = "attn_merge";
   int64_t q = 2 * 32 * 128, k = 4 * 16 * 8 * 128, o = q, lse = 2 * 32;
   int64_t indptr = 3, indices = 4, lastLen = 2;
-  uint64_t qPtr = kPtr, kvIndices = kPtr;
+  uint64_t qPtr = kPtr, kvIndices = kPtr, mask = 0;
+  int64_t maskBytes = 0;
   float scale = 0.088f;
+  int32_t numParams = 0;
+  const char *paramNames = nullptr;
+  uint64_t paramValues[4] = {};
 
   attnRtStatus call() {
     return attnRtHostAttention(&module, kernels, merges, /*causal=*/1, -1, qPtr,
                                q, kPtr, k, kPtr, k, kPtr, o, kPtr, lse, kPtr,
                                indptr, kPtr, indptr, kvIndices, indices, kPtr,
-                               lastLen, scale, 0, 0, 0);
+                               lastLen, mask, maskBytes, scale, numParams,
+                               paramNames, paramValues, 0, 0, 0);
+  }
+};
+
+/// The same batch on the masked prefill kernel with a soft cap and a window.
+struct MaskedPrefill : Decode {
+  MaskedPrefill() {
+    kernels = "attn_prefill_masked";
+    mask = kPtr;
+    maskBytes = 64;
+    numParams = 2;
+    paramNames = "window_left,cap";
+    paramValues[0] = 128;
+    paramValues[1] = 0x42480000; // 50.0f
   }
 };
 
@@ -88,7 +117,7 @@ TEST(HostCalls, AttentionRefusesNulls) {
   Decode d;
   EXPECT_EQ(attnRtHostAttention(nullptr, "attn_decode", "attn_merge", 0, -1, 0,
                                 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                0, 1.f, 0, 0, 0),
+                                0, 0, 0, 1.f, 0, nullptr, nullptr, 0, 0, 0),
             ATTN_RT_INVALID_ARGUMENT);
   d.qPtr = 0;
   EXPECT_EQ(d.call(), ATTN_RT_INVALID_ARGUMENT);
@@ -152,6 +181,82 @@ TEST(HostCalls, AttentionRefusesUnknownKernels) {
   Decode count;
   count.merges = "attn_merge,attn_merge";
   EXPECT_EQ(count.call(), ATTN_RT_INVALID_ARGUMENT);
+  attnRtHostTakeStatus(nullptr);
+}
+
+TEST(HostCalls, AttentionBindsVariantParametersByName) {
+  // Every check passes; without a GPU the call stops at the driver.
+  if (cudaAvailable().ok())
+    GTEST_SKIP() << "a GPU is present; the integration test runs this";
+  MaskedPrefill ok;
+  EXPECT_EQ(ok.call(), ATTN_RT_CUDA_UNAVAILABLE) << attnRtLastError();
+  std::vector<const KernelManifest *> kernels, merges;
+  std::vector<KernelArg> params;
+  Manifest manifest;
+  ASSERT_TRUE(parseManifest(kManifest, &manifest).ok());
+  HostAttentionCall c;
+  c.kernels = "attn_prefill_masked";
+  c.merge_kernels = "attn_merge";
+  c.num_params = ok.numParams;
+  c.param_names = ok.paramNames;
+  c.param_values = ok.paramValues;
+  c.q = c.o = c.k_cache = c.v_cache = {kPtr, 0};
+  c.lse = c.kv_indices = c.kv_last_len = {kPtr, 0};
+  c.qo_indptr = c.kv_indptr = {kPtr, 1};
+  c.mask = {kPtr, 0};
+  c.sm_scale = 1;
+  Status s = checkHostAttention(manifest, c, &kernels, &merges, &params);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(params.size(), 2u); // in the manifest's order, typed by it
+  EXPECT_STREQ(params[0].name, "cap");
+  EXPECT_EQ(params[0].kind, ArgKind::F32);
+  EXPECT_EQ(params[0].f32, 50.0f);
+  EXPECT_STREQ(params[1].name, "window_left");
+  EXPECT_EQ(params[1].kind, ArgKind::I32);
+  EXPECT_EQ(params[1].i32, 128);
+  attnRtHostTakeStatus(nullptr);
+}
+
+TEST(HostCalls, AttentionRefusesMasksAndParametersTheKernelsDisagreeWith) {
+  auto expect = [](MaskedPrefill &d, attnRtStatus want, const char *text) {
+    EXPECT_EQ(d.call(), want) << attnRtLastError();
+    EXPECT_NE(std::string(attnRtLastError()).find(text), std::string::npos)
+        << attnRtLastError();
+  };
+  MaskedPrefill noMask;
+  noMask.mask = 0;
+  expect(noMask, ATTN_RT_MANIFEST_MISMATCH, "needs a custom mask");
+  MaskedPrefill negative;
+  negative.maskBytes = -1;
+  expect(negative, ATTN_RT_INVALID_ARGUMENT, "mask has a negative size");
+  MaskedPrefill missing;
+  missing.numParams = 1;
+  missing.paramNames = "cap";
+  expect(missing, ATTN_RT_MANIFEST_MISMATCH,
+         "variant parameter 'window_left', which the call does not give");
+  MaskedPrefill unknown;
+  unknown.numParams = 3;
+  unknown.paramNames = "window_left,cap,scale";
+  expect(unknown, ATTN_RT_MANIFEST_MISMATCH, "no variant parameter 'scale'");
+  MaskedPrefill twice;
+  twice.numParams = 3;
+  twice.paramNames = "cap,window_left,cap";
+  expect(twice, ATTN_RT_INVALID_ARGUMENT, "'cap' is given twice");
+  MaskedPrefill count;
+  count.numParams = 3; // but two names
+  expect(count, ATTN_RT_INVALID_ARGUMENT, "param_names lists 2");
+  Decode plain; // a kernel without a mask or parameters
+  plain.mask = kPtr;
+  plain.maskBytes = 8;
+  EXPECT_EQ(plain.call(), ATTN_RT_MANIFEST_MISMATCH);
+  EXPECT_NE(std::string(attnRtLastError()).find("takes no custom mask"),
+            std::string::npos);
+  Decode extra;
+  extra.numParams = 1;
+  extra.paramNames = "cap";
+  EXPECT_EQ(extra.call(), ATTN_RT_MANIFEST_MISMATCH);
+  EXPECT_NE(std::string(attnRtLastError()).find("no variant parameter 'cap'"),
+            std::string::npos);
   attnRtHostTakeStatus(nullptr);
 }
 

@@ -32,6 +32,7 @@
 #ifndef ATTN_RUNTIME_HOSTCALLS_H
 #define ATTN_RUNTIME_HOSTCALLS_H
 
+#include "attn/Runtime/Launcher.h"
 #include "attn/Runtime/Manifest.h"
 #include "attn/Runtime/Status.h"
 
@@ -63,7 +64,16 @@ struct HostAttentionCall {
   int32_t causal = 0, window_left = -1;
   HostBuffer q, k_cache, v_cache, o, lse;
   HostBuffer qo_indptr, kv_indptr, kv_indices, kv_last_len; ///< numel: length
+  /// The custom mask, bit-packed (numel: bytes); only for kernels that take
+  /// `custom_mask`. The runtime makes their `mask_indptr`.
+  HostBuffer mask;
   float sm_scale = 0;
+  /// The variants' runtime parameters: `num_params` comma-separated names
+  /// and one 64-bit slot each, read as the manifest types the argument
+  /// (f32 bits or an i32 in the low bytes, or a device pointer).
+  int32_t num_params = 0;
+  std::string_view param_names;
+  const uint64_t *param_values = nullptr;
   uint64_t workspace = 0, workspace_bytes = 0, stream = 0;
 };
 
@@ -92,11 +102,15 @@ Status getEmbeddedManifest(EmbeddedModule *m, const Manifest **out);
 
 /// The checks the entries make before the driver: null pointers, negative
 /// or disagreeing sizes, kernels absent from the manifest or of another
-/// role, heads and head dims that disagree with it. `kernels` receives the
-/// attention kernels (and `merges` their merge kernels), in order.
+/// role, heads and head dims that disagree with it, a mask or variant
+/// parameters the kernels do not take (or missing ones). `kernels` receives
+/// the attention kernels (and `merges` their merge kernels), in order;
+/// `params` the variant parameters as kernel arguments (named by the
+/// manifest, so the names outlive the call).
 Status checkHostAttention(const Manifest &manifest, const HostAttentionCall &c,
                           std::vector<const KernelManifest *> *kernels,
-                          std::vector<const KernelManifest *> *merges);
+                          std::vector<const KernelManifest *> *merges,
+                          std::vector<KernelArg> *params);
 Status checkHostMergeStates(const Manifest &manifest,
                             const HostMergeStatesCall &c);
 Status checkHostAppendKV(const Manifest &manifest, const HostAppendKVCall &c);

@@ -64,7 +64,11 @@ def AttnLowerHostCallsPass
     declared here as external functions). The call names the kernels the
     op's `attn.kernels` lists (an attention's merge kernels and its band,
     `causal` / `window_left`, come from the manifest) and passes each memref
-    as its aligned base pointer (an `i64`) and its element count. Every
+    as its aligned base pointer (an `i64`) and its element count. A custom
+    mask (bit-packed `i8`) is one more buffer; the variants' parameters go
+    by name (the manifest's `variant_params`, in the op's order) with one
+    64-bit slot each, and a window bounded by a parameter
+    (`band.lower_param`) passes that parameter as `window_left`. Every
     `gpu.binary` with an `attn.manifest` becomes three LLVM globals: the
     image bytes, the NUL-terminated manifest and the
     `attnRtEmbeddedModule` the calls share (`{image, bytes, manifest,
