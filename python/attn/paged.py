@@ -95,6 +95,17 @@ def to_device_i32(name, x, device, fixed=None):
     return x.to(device=device, dtype=torch.int32).contiguous()
 
 
+def double_page_indices(torch, indices, out):
+    """``out = max(indices, -1) * 2`` in int32: the page indices of K (V is
+    one more) in a combined ``[pages, 2, ...]`` cache, whose kernels check
+    them against ``2 * pages``. A bad index stays bad: negatives become -2
+    (a plain doubling would wrap one below -2^30 into a valid page), and from
+    2^30 up the doubling wraps negative, which the unsigned check refuses."""
+    torch.clamp(indices, min=-1, out=out)
+    out.mul_(2)
+    return out
+
+
 class PagedWrapperBase(core.WrapperBase):
     """plan/run over a paged KV cache for any query length."""
 
@@ -165,8 +176,9 @@ class PagedWrapperBase(core.WrapperBase):
         return p
 
     def _double_indices(self, p):
-        """Writes ``kv_indices * 2`` (the page indices of K and V in a combined
-        ``[pages, 2, ...]`` cache) for plan ``p`` into the wrapper's buffer.
+        """Writes ``max(kv_indices, -1) * 2`` (the page indices of K and V in a
+        combined ``[pages, 2, ...]`` cache) for plan ``p`` into the wrapper's
+        buffer.
 
         Eager mode: made by the first run that reads such a cache after each
         plan, and by every plan once a run has (``_wants_x2``), so a wrapper
@@ -182,7 +194,7 @@ class PagedWrapperBase(core.WrapperBase):
         buf = self._idx2
         if buf is None or buf.numel() < n:
             buf = self._idx2 = torch.empty(max(n, 1), dtype=torch.int32, device=self._device)
-        torch.mul(d_idx, 2, out=buf[:n])
+        double_page_indices(torch, d_idx, buf[:n])
         p.keepalive.append(buf)
         p.ptrs["kv_indices_x2"] = buf.data_ptr()
         self._wants_x2 = True

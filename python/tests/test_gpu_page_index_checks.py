@@ -39,19 +39,21 @@ def _check_decode(torch, w, q, kv, case):
     torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
 
 
-# A combined [pages, 2, ...] cache is read through kv_indices * 2 (int32), so
-# an index below -2^30 doubles into a valid page: read in bounds, not flagged
-# (docs/Kernels.md); separate K and V tensors take the indices as they are.
+# A combined [pages, 2, ...] cache is read through max(kv_indices, -1) * 2
+# (int32), so no bad index doubles into a valid page, -2^31 and -2^30 - 1
+# included; separate K and V tensors take the indices as they are.
 @pytest.mark.parametrize("bad,cache_form", [
-    ("num_pages", "combined"), ("-1", "combined"), ("2^30", "combined"),
-    ("num_pages", "separate"), ("-1", "separate"), ("2^30", "separate"), ("-2^31", "separate")])
+    ("num_pages", "combined"), ("-1", "combined"), ("2^30", "combined"), ("-2^31", "combined"),
+    ("-2^30-1", "combined"), ("num_pages", "separate"), ("-1", "separate"), ("2^30", "separate"),
+    ("-2^31", "separate")])
 def test_decode_bad_page_index_raises_at_the_next_call(bad, cache_form):
     import torch
     gen = torch.Generator().manual_seed(3)
     case = _decode_case(torch, gen)
     kv, indptr, indices, last, q = case[:5]
     cache = kv if cache_form == "combined" else (kv[:, 0].contiguous(), kv[:, 1].contiguous())
-    value = {"num_pages": kv.shape[0], "-1": -1, "2^30": 1 << 30, "-2^31": -(1 << 31)}[bad]
+    value = {"num_pages": kv.shape[0], "-1": -1, "2^30": 1 << 30, "-2^31": -(1 << 31),
+             "-2^30-1": -(1 << 30) - 1}[bad]
     wrong = indices.clone()
     wrong[indptr[1] + 3] = value  # request 1, its fourth page
     w = attn.BatchDecodeWithPagedKVCacheWrapper(_ws(torch))
