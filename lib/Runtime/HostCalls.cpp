@@ -20,7 +20,6 @@
 #endif
 
 #include <atomic>
-#include <initializer_list>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -452,29 +451,23 @@ Status ensureDeviceBuffer(uint64_t *ptr, size_t *size, size_t bytes,
   *size = bytes;
   return Status::success();
 }
-/// A named buffer of a host call.
-struct NamedPointer {
-  const char *name;
-  uint64_t ptr;
-};
-
-/// Every buffer is memory the GPU addresses (device, managed or mapped
-/// pinned host memory). A buffer from plain host malloc would fault in the
-/// kernel; in a host-lowered program it is what bufferization allocates for
-/// a result without `outs`, so the message says so.
-Status checkDevicePointers(const char *op,
-                           std::initializer_list<NamedPointer> buffers) {
+/// Every pointer argument in `args` is memory the GPU addresses (device,
+/// managed or mapped pinned host memory). A buffer from plain host malloc
+/// would fault in the kernel; in a host-lowered program it is what
+/// bufferization allocates for a result without `outs`, so the message says
+/// so.
+Status checkDevicePointers(const char *op, const std::vector<KernelArg> &args) {
   Status s;
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
-  for (const NamedPointer &b : buffers) {
-    if (!b.ptr)
+  for (const KernelArg &a : args) {
+    if (a.kind != ArgKind::Ptr || !a.ptr)
       continue;
     CUdeviceptr device = 0;
     if (d->pointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
-                               CUdeviceptr(b.ptr)) != CUDA_SUCCESS)
-      return invalid(std::string(op) + ": " + b.name +
+                               CUdeviceptr(a.ptr)) != CUDA_SUCCESS)
+      return invalid(std::string(op) + ": " + a.name +
                      " is not memory the GPU can address (a host "
                      "allocation?); in a host-lowered program give the op "
                      "`outs` in device memory so that bufferization does "
@@ -607,11 +600,7 @@ Status ensureDeviceBuffer(uint64_t *, size_t *, size_t, uint64_t) {
   return noCuda();
 }
 Status ensureIndexErrorWord(EmbeddedState *) { return noCuda(); }
-struct NamedPointer {
-  const char *name;
-  uint64_t ptr;
-};
-Status checkDevicePointers(const char *, std::initializer_list<NamedPointer>) {
+Status checkDevicePointers(const char *, const std::vector<KernelArg> &) {
   return noCuda();
 }
 Status uploadMaskIndptr(EmbeddedState *, const HostAttentionCall &,
@@ -644,25 +633,36 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
   std::lock_guard<std::mutex> lock(state->mutex);
   if (Status s = ensureLoaded(m, state); !s.ok())
     return s;
-  if (Status s = checkDevicePointers(
-          "attention", {{"q", c.q.ptr},
-                        {"k_cache", c.k_cache.ptr},
-                        {"v_cache", c.v_cache.ptr},
-                        {"o", c.o.ptr},
-                        {"lse", c.lse.ptr},
-                        {"qo_indptr", c.qo_indptr.ptr},
-                        {"kv_indptr", c.kv_indptr.ptr},
-                        {"kv_indices", c.kv_indices.ptr},
-                        {"kv_last_len", c.kv_last_len.ptr},
-                        {"mask", c.mask.ptr},
-                        {"workspace", c.workspace}});
-      !s.ok())
+  const KernelManifest &k = *kernels.front();
+  bool paged = k.indexing == KVIndexing::Paged;
+  // The caller's buffers and parameters (the runtime's own come after the
+  // plan), all checked to be device memory before the first copy.
+  std::vector<KernelArg> args = {
+      KernelArg::pointer("q", c.q.ptr),
+      KernelArg::pointer("k_cache", c.k_cache.ptr),
+      KernelArg::pointer("v_cache", c.v_cache.ptr),
+      KernelArg::pointer("o", c.o.ptr),
+      KernelArg::pointer("lse", c.lse.ptr),
+      KernelArg::pointer("qo_indptr", c.qo_indptr.ptr),
+      KernelArg::pointer("kv_indptr", c.kv_indptr.ptr),
+      KernelArg::float32("sm_scale", c.sm_scale)};
+  if (paged) {
+    args.push_back(KernelArg::pointer("kv_indices", c.kv_indices.ptr));
+    args.push_back(KernelArg::pointer("kv_last_len", c.kv_last_len.ptr));
+  }
+  if (c.mask.ptr)
+    args.push_back(KernelArg::pointer("custom_mask", c.mask.ptr));
+  args.insert(args.end(), params.begin(), params.end());
+  if (Status s = checkDevicePointers("attention", args); !s.ok())
     return s;
+  if (c.workspace)
+    if (Status s = checkDevicePointers(
+            "attention", {KernelArg::pointer("workspace", c.workspace)});
+        !s.ok())
+      return s;
 
   // The planner's inputs, on the host (this synchronizes the stream).
   const int32_t batch = int32_t(c.qo_indptr.numel - 1);
-  const KernelManifest &k = *kernels.front();
-  bool paged = k.indexing == KVIndexing::Paged;
   std::vector<int32_t> qoIndptr(batch + 1), kvIndptr(batch + 1),
       kvLastLen(paged ? batch : 0);
   if (Status s = copyToHost(qoIndptr.data(), c.qo_indptr.ptr,
@@ -744,28 +744,14 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
         !s.ok())
       return s;
 
-  std::vector<KernelArg> args = {
-      KernelArg::pointer("q", c.q.ptr),
-      KernelArg::pointer("k_cache", c.k_cache.ptr),
-      KernelArg::pointer("v_cache", c.v_cache.ptr),
-      KernelArg::pointer("o", c.o.ptr),
-      KernelArg::pointer("lse", c.lse.ptr),
-      KernelArg::pointer("qo_indptr", c.qo_indptr.ptr),
-      KernelArg::pointer("kv_indptr", c.kv_indptr.ptr),
-      KernelArg::float32("sm_scale", c.sm_scale)};
   if (paged) {
-    args.push_back(KernelArg::pointer("kv_indices", c.kv_indices.ptr));
-    args.push_back(KernelArg::pointer("kv_last_len", c.kv_last_len.ptr));
     // Separate K and V caches: the index space is the key cache's pages.
     args.push_back(KernelArg::int32("num_pages", inputs.num_cache_blocks));
     args.push_back(
         KernelArg::pointer("index_error", state->index_error_device));
   }
-  if (c.mask.ptr) {
-    args.push_back(KernelArg::pointer("custom_mask", c.mask.ptr));
+  if (c.mask.ptr)
     args.push_back(KernelArg::pointer("mask_indptr", state->mask_indptr));
-  }
-  args.insert(args.end(), params.begin(), params.end());
   int32_t candidate = view.candidate();
   if (candidate < 0 || candidate >= int32_t(kernels.size()))
     return invalid("attention: the plan picked no candidate");
@@ -791,17 +777,6 @@ Status hostMergeStates(EmbeddedModule *m, const HostMergeStatesCall &c) {
   std::lock_guard<std::mutex> lock(state->mutex);
   if (Status s = ensureLoaded(m, state); !s.ok())
     return s;
-  if (Status s = checkDevicePointers(
-          "merge_states", {{"o", c.o}, {"lse", c.lse}, {"mask", c.mask}});
-      !s.ok())
-    return s;
-  for (int32_t i = 0; i < c.num_states; ++i) {
-    std::string v = "v" + std::to_string(i), lse = "s" + std::to_string(i);
-    if (Status s = checkDevicePointers(
-            "merge_states", {{v.c_str(), c.states[i]}, {lse.c_str(), c.lses[i]}});
-        !s.ok())
-      return s;
-  }
   // Dense [tokens, heads, dim] states and output, [tokens, heads] LSEs.
   const int64_t rowStride = c.heads * c.head_dim;
   std::vector<std::string> names;
@@ -823,6 +798,8 @@ Status hostMergeStates(EmbeddedModule *m, const HostMergeStatesCall &c) {
   }
   if (c.mask)
     args.push_back(KernelArg::pointer("mask", c.mask));
+  if (Status s = checkDevicePointers("merge_states", args); !s.ok())
+    return s;
   return launchRows(*state->module, c.kernel, c.tokens * c.heads, args.data(),
                     int32_t(args.size()), c.stream);
 }
@@ -836,17 +813,6 @@ Status hostAppendKV(EmbeddedModule *m, const HostAppendKVCall &c) {
   std::lock_guard<std::mutex> lock(state->mutex);
   if (Status s = ensureLoaded(m, state); !s.ok())
     return s;
-  if (Status s = checkDevicePointers(
-          "append_kv", {{"key", c.key},
-                        {"value", c.value},
-                        {"k_cache", c.k_cache},
-                        {"v_cache", c.v_cache},
-                        {"batch_indices", c.batch_indices},
-                        {"positions", c.positions},
-                        {"kv_indptr", c.kv_indptr.ptr},
-                        {"kv_indices", c.kv_indices.ptr}});
-      !s.ok())
-    return s;
   const KernelManifest &k = *state->manifest.find(c.kernel);
   size_t droppedBytes = state->dropped ? 256 : 0;
   if (Status s = ensureDeviceBuffer(&state->dropped, &droppedBytes, 256,
@@ -858,7 +824,7 @@ Status hostAppendKV(EmbeddedModule *m, const HostAppendKVCall &c) {
   const int64_t pageStride = page * c.heads * D;
   const int64_t slotStride = c.layout_hnd ? D : c.heads * D;
   const int64_t headStride = c.layout_hnd ? page * D : D;
-  KernelArg args[] = {
+  std::vector<KernelArg> args = {
       KernelArg::int32("heads", int32_t(c.heads)),
       KernelArg::int32("batch", int32_t(c.kv_indptr.numel - 1)),
       KernelArg::int32("num_pages", int32_t(c.num_pages)),
@@ -876,8 +842,10 @@ Status hostAppendKV(EmbeddedModule *m, const HostAppendKVCall &c) {
       KernelArg::int64("slot_stride", slotStride),
       KernelArg::int64("head_stride", headStride),
       KernelArg::pointer("dropped", state->dropped)};
-  return launchRows(*state->module, c.kernel, c.tokens * c.heads, args,
-                    int32_t(sizeof(args) / sizeof(args[0])), c.stream);
+  if (Status s = checkDevicePointers("append_kv", args); !s.ok())
+    return s;
+  return launchRows(*state->module, c.kernel, c.tokens * c.heads, args.data(),
+                    int32_t(args.size()), c.stream);
 }
 
 } // namespace attnrt
