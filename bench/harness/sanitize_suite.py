@@ -12,9 +12,10 @@ Only attn's kernels (names starting ``attn_``) are instrumented: the
 framework's own kernels run unchecked, which keeps the run in minutes.
 Under memcheck, PyTorch's caching allocator is turned off so that every
 tensor is its own allocation and a read past a tensor's end is caught
-rather than landing in a neighbour of the same pool; CUDA-graph tests (a
-node id with "graph" in it) run in chunks of their own with the allocator
-on, because capture must allocate from the graph's pool.
+rather than landing in a neighbour of the same pool; tests that capture CUDA
+graphs (GRAPH_TESTS: node ids naming graph or reduce_overhead, and the
+serving example) run in chunks of their own with the allocator on, because
+capture must allocate from the graph's pool.
 
 Writes DIR/<tool>-<arch>-<n>.log per chunk, DIR/summary.json and
 DIR/summary.md: per tool and chip the chunks run, timed out and not started,
@@ -64,11 +65,21 @@ def collect(tests, keyword):
     return [line.strip() for line in out.splitlines() if "::" in line]
 
 
+# Node ids of tests that capture CUDA graphs: named so, torch.compile's
+# reduce-overhead mode (CUDA-graph trees) and the serving example (its decode
+# step is a graph).
+GRAPH_TESTS = re.compile(r"graph|reduce_overhead|test_serve_example")
+
+
+def captures_graphs(node):
+    return bool(GRAPH_TESTS.search(node))
+
+
 def chunks(nodes, size):
     """Chunks of at most `size` nodes of one file, CUDA-graph tests apart."""
     by_file = collections.OrderedDict()
     for n in nodes:
-        by_file.setdefault((n.split("::")[0], "graph" in n), []).append(n)
+        by_file.setdefault((n.split("::")[0], captures_graphs(n)), []).append(n)
     for group in by_file.values():
         for i in range(0, len(group), size):
             yield group[i:i + size]
@@ -80,7 +91,8 @@ def sanitizer_counts(text):
     call that returned an error, which tests of bad input provoke on
     purpose; a kernel error is a bad access or fault on the device."""
     errors = sum(int(m) for m in re.findall(r"ERROR SUMMARY: (\d+) error", text))
-    api = len(re.findall(r"^========= Program hit ", text, re.M))
+    # Not anchored: pytest's progress dots may share the sanitizer's line.
+    api = len(re.findall(r"========= Program hit ", text))
     hazards = sum(int(m) for m in re.findall(r"RACECHECK SUMMARY: (\d+) hazard", text))
     return max(0, errors - api), api, hazards
 
@@ -111,9 +123,9 @@ class Job:
         self.state = "not started"
         self.seconds = 0.0
         self.errors = self.api_errors = self.hazards = 0
-        # CUDA-graph tests allocate from the graph's pool during capture,
-        # which needs PyTorch's caching allocator.
-        self.caching = any("graph" in n for n in nodes)
+        # CUDA-graph captures allocate from the graph's pool, which needs
+        # PyTorch's caching allocator.
+        self.caching = any(captures_graphs(n) for n in nodes)
         self.tests = None
         self.failed = []
         self.rc = None

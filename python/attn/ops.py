@@ -25,12 +25,17 @@ fresh contiguous outputs (``out`` has q's shape and dtype, ``lse`` is float32
 ``q.shape[:-1]``); a traced ``run(out=..., lse=...)`` copies into the given
 tensors.
 
-The ops are registered when ``attn`` is imported after torch, or by the first
-attn call that needs torch (a wrapper's constructor, a ``single_*`` call), or
-by :func:`register`; importing attn never imports torch itself.
+The ops are registered when ``attn`` is imported after torch, or right after
+``import torch`` when attn came first (an import hook, so that a function
+compiled before any eager attn call finds them: Dynamo cannot register them
+while it traces), or by :func:`register`; importing attn never imports torch
+itself.
 """
 
+import importlib.abc
+import importlib.util
 import itertools
+import sys
 import threading
 import weakref
 
@@ -72,10 +77,40 @@ def registered():
 
 
 def register_if_loaded():
-    """Registers the ops if torch is already imported (``import attn`` calls this)."""
-    import sys
-    if _torch is None and "torch" in sys.modules:
+    """Registers the ops if torch is already imported, or else once it is
+    (``import attn`` calls this)."""
+    if _torch is not None:
+        return
+    if "torch" in sys.modules:
         register()
+    elif not any(isinstance(f, _RegisterAfterTorch) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterAfterTorch())
+
+
+class _RegisterAfterTorch(importlib.abc.MetaPathFinder):
+    """Finds ``torch`` as the other finders do, once, and registers the ops
+    when its module has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run_module = loader.exec_module
+
+        def exec_module(module):
+            run_module(module)
+            try:
+                register()
+            except Exception:  # e.g. torch < 2.4: the first attn call says so
+                pass
+
+        loader.exec_module = exec_module
+        return spec
 
 
 def register():

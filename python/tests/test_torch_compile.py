@@ -66,6 +66,26 @@ def meta(torch, *shape, dtype=None):
 # -- registration and fake implementations (CPU) -------------------------------
 
 
+def test_attn_imported_before_torch_registers_the_ops_at_import_torch(torch):
+    """attn first, torch after, then a compiled function that reaches attn
+    before any eager attn call: the ops were registered when torch finished
+    importing (Dynamo could not register them while tracing)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, attn\n"
+            "assert 'torch' not in sys.modules, 'import attn imported torch'\n"
+            "import torch\n"
+            "assert attn.ops.registered(), 'not registered after import torch'\n"
+            "def f(x):\n"
+            "    attn.core.torch_module()\n"
+            "    return x + 1\n"
+            "assert torch.compile(f, fullgraph=True, backend='eager')(torch.ones(2)).tolist() == [2.0, 2.0]\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 def test_ops_are_registered(torch):
     assert ops.registered()
     for name in ops.OPS:
