@@ -327,13 +327,16 @@ struct AttnLowerHostCallsPass
     // The variants' parameters, named as the first kernel's manifest lists
     // them (variant after variant, each in its declared order: the order of
     // the op's params).
+    const llvm::json::Object *first = (*image)->findKernel(kernels[0]);
+    if (!first)
+      return op.emitOpError() << "names kernel '" << kernels[0]
+                              << "', which its image's manifest lacks";
     SmallVector<std::string> paramNames;
-    if (const llvm::json::Object *k = (*image)->findKernel(kernels[0]))
-      if (const llvm::json::Array *params = k->getArray("variant_params"))
-        for (const llvm::json::Value &p : *params)
-          if (const llvm::json::Object *o = p.getAsObject())
-            if (std::optional<StringRef> name = o->getString("name"))
-              paramNames.push_back(name->str());
+    if (const llvm::json::Array *params = first->getArray("variant_params"))
+      for (const llvm::json::Value &p : *params)
+        if (const llvm::json::Object *o = p.getAsObject())
+          if (std::optional<StringRef> name = o->getString("name"))
+            paramNames.push_back(name->str());
     if (paramNames.size() != op.getParams().size())
       return op.emitOpError()
              << "has " << op.getParams().size() << " variant parameters but "

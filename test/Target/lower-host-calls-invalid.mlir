@@ -110,3 +110,22 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// A kernel the image's manifest does not list.
+module attributes {gpu.container_module} {
+  gpu.binary @attn_kernels {attn.manifest = "{\"kernels\": [{\"name\": \"p\", \"role\": \"attention\", \"merge_kernel\": \"m\"}]}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  func.func @unlisted(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+                      %qo: memref<?xi32>, %kp: memref<?xi32>,
+                      %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+    // expected-error @+1 {{names kernel 'q', which its image's manifest lacks}}
+    attn.attention %q, %k, %v format(#attn.bsr<block_rows = 256, block_cols = 1, indexing = ragged>)
+        indices(%qo, %kp : memref<?xi32>, memref<?xi32>)
+        outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@q]}
+        : memref<?x32x128xbf16>, memref<?x8x128xbf16>, memref<?x8x128xbf16>
+    return
+  }
+}
