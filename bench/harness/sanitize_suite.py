@@ -3,6 +3,7 @@
 
     python3 bench/harness/sanitize_suite.py --out DIR [--tools memcheck,racecheck]
         [--archs default,sm_90] [--chunk 10] [--deadline 520] [--extra]
+        [--tests PATH_OR_NODE...] [-k EXPR] [--skip-done EARLIER/summary.json...]
 
 Every pytest node of python/tests (and, with --extra, ctest and the demo
 check) runs under each tool, in chunks of --chunk nodes, one sanitizer
@@ -190,6 +191,9 @@ def main():
     p.add_argument("--deadline", type=float, default=520, help="seconds for the whole run")
     p.add_argument("--job-timeout", type=float, default=300)
     p.add_argument("--extra", action="store_true", help="also ctest and the demo check")
+    p.add_argument("--skip-done", nargs="*", default=[], metavar="SUMMARY_JSON",
+                   help="leave out the nodes earlier runs' summaries list as done, per tool and chip "
+                        "(a run spread over several sessions)")
     args = p.parse_args()
     t0 = time.time()
     deadline = t0 + args.deadline
@@ -208,10 +212,12 @@ def main():
             shutil.copytree(cache, dst, symlinks=False)
 
     nodes = collect(args.tests, args.keyword)
+    done = done_nodes(args.skip_done)
     jobs = []
     for arch in args.archs.split(","):
         for tool in args.tools.split(","):
-            group = [list(c) for c in chunks(nodes, args.chunk)]
+            todo = [n for n in nodes if n not in done.get((tool, arch), ())]
+            group = [list(c) for c in chunks(todo, args.chunk)]
             if args.extra and arch == "default":
                 jobs.append(Job(tool, arch, 0, "ctest", []))
                 jobs.append(Job(tool, arch, 1, "script", ["examples/check_llama3.py"]))
@@ -244,6 +250,16 @@ def main():
     write_summary(args, jobs, gpus, time.time() - t0)
 
 
+def done_nodes(paths):
+    """{(tool, chip): nodes} finished in the runs whose summary.json files are given."""
+    done = collections.defaultdict(set)
+    for path in paths:
+        with open(path) as f:
+            for g in json.load(f).get("groups", []):
+                done[(g["tool"], g["arch"])].update(g.get("done_nodes", []))
+    return done
+
+
 def write_summary(args, jobs, gpus, seconds):
     groups = collections.OrderedDict()
     for j in jobs:
@@ -267,6 +283,9 @@ def write_summary(args, jobs, gpus, seconds):
             "failed_tests": [f for j in js for f in j.failed],
             "dirty": [j.name for j in js if j.errors or j.hazards],
             "api_error_runs": [j.name for j in js if j.api_errors],
+            # What --skip-done leaves out next time: nodes of finished chunks.
+            "done_nodes": [n for j in js if j.state == "finished" and j.kind == "pytest"
+                           for n in j.nodes],
         }
         data["groups"].append(g)
         rows.append(f"| {tool} | {arch} | {g['finished']}/{g['runs']} | {g['timed_out']} | "
