@@ -507,17 +507,13 @@ Status uploadMaskIndptr(EmbeddedState *state, const HostAttentionCall &c,
                         const std::vector<int32_t> &kvIndptr,
                         const std::vector<int32_t> &kvLastLen) {
   const size_t batch = qoIndptr.size() - 1;
-  bool paged = k.indexing == KVIndexing::Paged;
   std::vector<int32_t> &indptr = state->mask_indptr_host;
   indptr.assign(batch + 1, 0);
   int64_t bytes = 0;
   for (size_t b = 0; b < batch; ++b) {
     int64_t qo = int64_t(qoIndptr[b + 1]) - qoIndptr[b];
-    int64_t blocks = int64_t(kvIndptr[b + 1]) - kvIndptr[b];
-    int64_t kv = paged ? (blocks > 0 ? (blocks - 1) * k.block_cols +
-                                           kvLastLen[b]
-                                     : 0)
-                       : blocks;
+    int64_t kv = requestKVLength(k.indexing, k.block_cols, kvIndptr.data(),
+                                 kvLastLen.data(), int32_t(b));
     bytes += (qo * kv + 7) / 8;
     if (bytes > kMaxRows)
       return invalid("attention: the custom mask of this batch would be over "

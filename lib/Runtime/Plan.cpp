@@ -343,12 +343,10 @@ struct Requests {
   bool masked() const { return causal || windowLeft >= 0; }
   int32_t qoLen(int32_t b) const { return qoIndptr[b + 1] - qoIndptr[b]; }
   int32_t kvLen(int32_t b) const {
-    int32_t n = kvIndptr[b + 1] - kvIndptr[b];
-    if (ragged)
-      return n;
-    if (kvLens)
+    if (kvLens && !ragged)
       return kvLens[b];
-    return n == 0 ? 0 : (n - 1) * blockSize + lastLen[b];
+    return requestKVLength(ragged ? KVIndexing::Ragged : KVIndexing::Paged,
+                           blockSize, kvIndptr, lastLen, b);
   }
   /// Keys that any row of tokens t0..t1 can see under causal and window masks
   /// (bottom-right aligned: row t sits at kv_len - qo_len + t).

@@ -37,10 +37,7 @@ static int32_t qoLen(const AttentionProblem &p, int32_t b) {
 }
 
 static int32_t kvLen(const KVView &kv, int32_t b) {
-  int32_t n = kv.indptr[b + 1] - kv.indptr[b];
-  if (kv.indexing == KVIndexing::Ragged)
-    return n;
-  return n == 0 ? 0 : (n - 1) * kv.block_size + kv.last_len[b];
+  return requestKVLength(kv.indexing, kv.block_size, kv.indptr, kv.last_len, b);
 }
 
 Status checkProblem(const AttentionProblem &p) {

@@ -226,6 +226,18 @@ struct PlanInputs {
   int32_t num_cache_blocks = 0;         ///< blocks in the cache (checks kv_indices)
 };
 
+/// Request `b`'s KV length in tokens: its indptr span (ragged), or whole
+/// blocks plus its last block's fill (paged). The one definition the
+/// planner, the reference and the host calls read lengths by.
+inline int32_t requestKVLength(KVIndexing indexing, int32_t blockSize,
+                               const int32_t *indptr, const int32_t *lastLen,
+                               int32_t b) {
+  int32_t n = indptr[b + 1] - indptr[b];
+  if (indexing == KVIndexing::Ragged)
+    return n;
+  return n == 0 ? 0 : (n - 1) * blockSize + lastLen[b];
+}
+
 /// Word offsets and sizes implied by a PlanConfig.
 struct PlanLayout {
   int32_t max_ctas = 0, max_items = 0, max_merge_units = 0;
