@@ -309,21 +309,34 @@ struct AttnLowerHostCallsPass
     return success();
   }
 
-  LogicalResult lowerAttention(AttentionOp op) {
+  /// What every op's lowering checks first: dense memref operands and
+  /// kernels in a serialized image (returned, with their names).
+  FailureOr<const Embedded *> prepare(Operation *op,
+                                      SmallVectorImpl<StringRef> &kernels) {
     if (failed(checkMemRefs(op)))
       return failure();
+    return getKernels(op, kernels);
+  }
+
+  /// The call of runtime entry `callee` with `args` (declared on first use).
+  void callRuntime(OpBuilder &b, Location loc, StringRef callee,
+                   ValueRange args) {
+    func::CallOp::create(b, loc, declare(callee, args.getTypes()), args);
+  }
+
+  LogicalResult lowerAttention(AttentionOp op) {
     if (isa<ComposedAttr>(op.getFormat()))
       return op.emitOpError() << "has a composed format: run "
                                  "attn-decompose-composed first";
+    SmallVector<StringRef> kernels;
+    FailureOr<const Embedded *> image = prepare(op, kernels);
+    if (failed(image))
+      return failure();
     if (Value mask = op.getMask();
         mask && !cast<MemRefType>(mask.getType()).getElementType().isInteger(8))
       return op.emitOpError()
              << "has an i1 custom mask; attnRtHostAttention takes it "
                 "bit-packed (i8, little-endian, each request from a new byte)";
-    SmallVector<StringRef> kernels;
-    FailureOr<const Embedded *> image = getKernels(op, kernels);
-    if (failed(image))
-      return failure();
     // The variants' parameters, named as the first kernel's manifest lists
     // them (variant after variant, each in its declared order: the order of
     // the op's params).
@@ -439,17 +452,13 @@ struct AttnLowerHostCallsPass
       args.push_back(c.array(slots));
     }
     args.append({c.i64(0), c.i64(0), c.i64(0)}); // own workspace, stream 0
-    func::FuncOp callee =
-        declare("attnRtHostAttention", ValueRange(args).getTypes());
-    func::CallOp::create(b, op.getLoc(), callee, args);
+    callRuntime(b, op.getLoc(), "attnRtHostAttention", args);
     return success();
   }
 
   LogicalResult lowerMergeStates(MergeStatesOp op) {
-    if (failed(checkMemRefs(op)))
-      return failure();
     SmallVector<StringRef> kernels;
-    FailureOr<const Embedded *> image = getKernels(op, kernels);
+    FailureOr<const Embedded *> image = prepare(op, kernels);
     if (failed(image))
       return failure();
     Value out = op.getOuts()[0];
@@ -475,17 +484,13 @@ struct AttnLowerHostCallsPass
                                op.getMask() ? c.pointer(op.getMask())
                                             : c.i64(0),
                                c.i64(0)};
-    func::FuncOp callee =
-        declare("attnRtHostMergeStates", ValueRange(args).getTypes());
-    func::CallOp::create(b, op.getLoc(), callee, args);
+    callRuntime(b, op.getLoc(), "attnRtHostMergeStates", args);
     return success();
   }
 
   LogicalResult lowerAppendKV(AppendKVOp op) {
-    if (failed(checkMemRefs(op)))
-      return failure();
     SmallVector<StringRef> kernels;
-    FailureOr<const Embedded *> image = getKernels(op, kernels);
+    FailureOr<const Embedded *> image = prepare(op, kernels);
     if (failed(image))
       return failure();
     ValueRange indices = op.getIndices(); // batch, positions, indptr, indices
@@ -513,9 +518,7 @@ struct AttnLowerHostCallsPass
                                c.pointer(indices[3]),
                                c.numel(indices[3]),
                                c.i64(0)};
-    func::FuncOp callee =
-        declare("attnRtHostAppendKV", ValueRange(args).getTypes());
-    func::CallOp::create(b, op.getLoc(), callee, args);
+    callRuntime(b, op.getLoc(), "attnRtHostAppendKV", args);
     return success();
   }
 
