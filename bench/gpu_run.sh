@@ -90,7 +90,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
     echo "out/host-lowering not carried: the host-lowered program was not run"
   fi
   echo "=== Python plan() against the C++ planner (bench/harness/plan_overhead.py) ==="
-  python3 bench/harness/plan_overhead.py 2>&1 | tee "$OUT/plan-overhead.log" | tail -20
+  python3 bench/harness/plan_overhead.py --breakdown --profile 2>&1 | tee "$OUT/plan-overhead.log" | tail -90
 fi
 if [ -n "${SERVE:-}" ]; then
   echo "=== examples/serve.py --all (kernels from ${SERVE_CACHE_DIR:-$ATTN_CACHE_DIR}) ==="

@@ -2,6 +2,7 @@
 """What a serving engine's decode plan() costs on the host (issue #13).
 
     python3 bench/harness/plan_overhead.py [--batches 1,64,256,1024] [--calls 200] [--lens skewed|uniform]
+        [--breakdown] [--profile]
 
 For each batch size: the median host time of the whole Python
 ``BatchDecodeWithPagedKVCacheWrapper.plan()`` (eager, and the CUDA-graph
@@ -21,6 +22,15 @@ keys, the others 256-1279) or ``uniform`` (2048 keys each, D1's). Plans only:
 no KV cache is allocated, no kernel runs. Needs what bench/gpu_run.sh sets up
 (PYTHONPATH with the runtime-only build's python/, ATTN_CACHE_DIR with the
 precompiled decode kernels: python -m attn.precompile --model llama3-8b).
+
+``--breakdown``: where the eager plan() goes, step by step. Each step the
+memoized plan() takes (the capture query, the page-index error word, the
+stream lookup, the event's wait and record, the native plan-and-upload call,
+the doubled page indices) is timed by a wrapper around it; "Python" is the
+rest. A wrapper costs ~0.2 us, so the steps' sum is slightly high.
+``--profile``: cProfile of 2000 eager plans at 256 requests, the 25 costliest
+functions by their own time (the profiler's per-call cost inflates small
+calls; read it for the ranking).
 """
 
 import argparse
@@ -80,12 +90,87 @@ def planner_alone_us(w, indptr, last, calls):
     return median_us(lambda: planner.plan(*args), calls)
 
 
+class _Timed:
+    """Wraps ``owner.name`` (a function or method) with a timer adding into ``totals[label]``."""
+
+    def __init__(self, owner, name, label, totals):
+        self.owner, self.name, self.orig = owner, name, getattr(owner, name)
+        orig = self.orig
+
+        def timed(*args, **kw):
+            t0 = time.perf_counter()
+            try:
+                return orig(*args, **kw)
+            finally:
+                totals[label] = totals.get(label, 0.0) + time.perf_counter() - t0
+        setattr(owner, name, timed)
+
+    def undo(self):
+        setattr(self.owner, self.name, self.orig)
+
+
+class _PlannerProxy:
+    def __init__(self, planner, totals):
+        self._p, self._totals = planner, totals
+
+    def plan(self, *args):
+        t0 = time.perf_counter()
+        try:
+            return self._p.plan(*args)
+        finally:
+            self._totals["native plan + uploads"] = self._totals.get("native plan + uploads", 0.0) + \
+                time.perf_counter() - t0
+
+    def sizes(self, *args):
+        return self._p.sizes(*args)
+
+
+def breakdown(w, plan, calls):
+    """{step: median us per plan()} of the memoized decode plan() of ``w``
+    (planned once already), and the whole call's median with the timers in."""
+    from attn import core
+    totals, per_step = {}, {}
+    timers = [_Timed(torch.cuda, "is_current_stream_capturing", "capture query", totals),
+              _Timed(core, "raise_page_index_errors", "index error word", totals),
+              _Timed(core, "current_stream", "stream lookup", totals),
+              _Timed(torch.cuda.Event, "synchronize", "event wait", totals),
+              _Timed(torch.cuda.Event, "record", "event record", totals),
+              _Timed(w, "_double_indices", "doubled indices", totals)]
+    memo = list(w._memo.values())
+    saved = [m.planner for m in memo]
+    for m in memo:
+        m.planner = _PlannerProxy(m.planner, totals)
+    whole = []
+    try:
+        plan()
+        torch.cuda.synchronize()
+        for _ in range(calls):
+            totals.clear()
+            t0 = time.perf_counter()
+            plan()
+            whole.append(time.perf_counter() - t0)
+            for k, v in totals.items():
+                per_step.setdefault(k, []).append(v)
+        torch.cuda.synchronize()
+    finally:
+        for t in timers:
+            t.undo()
+        for m, p in zip(memo, saved):
+            m.planner = p
+    out = {k: 1e6 * statistics.median(v) for k, v in per_step.items()}
+    out["whole (timed)"] = 1e6 * statistics.median(whole)
+    out["Python (the rest)"] = out["whole (timed)"] - sum(v for k, v in out.items() if k != "whole (timed)")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batches", default="1,64,256,1024")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--lens", choices=("skewed", "uniform"), default="skewed")
     ap.add_argument("--fixed-split", type=int, default=None, help="plan with fixed_split_size=N")
+    ap.add_argument("--breakdown", action="store_true", help="time the eager plan()'s steps")
+    ap.add_argument("--profile", action="store_true", help="cProfile the eager plan() at 256 requests")
     a = ap.parse_args()
     batches = [int(x) for x in a.batches.split(",")]
     print(f"attn {attn.__version__} from {attn.__file__}; {torch.cuda.get_device_name()}; "
@@ -104,6 +189,21 @@ def main():
         graph = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(ws, *bufs)
         g_us = median_us(lambda: graph.plan(indptr, indices, last, HQ, HKV, D, PAGE, **kw), a.calls)
         print(f"{b:>6} {e_us:>13.1f} {g_us:>13.1f} {alone_us:>14.1f}", flush=True)
+        if a.breakdown:
+            for name, w in (("eager", eager), ("graph", graph)):
+                steps = breakdown(w, lambda: w.plan(indptr, indices, last, HQ, HKV, D, PAGE, **kw), a.calls)
+                print(f"       {name} plan() steps (us): " +
+                      ", ".join(f"{k} {v:.1f}" for k, v in steps.items()), flush=True)
+        if a.profile and b == 256:
+            import cProfile
+            import pstats
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(2000):
+                eager.plan(indptr, indices, last, HQ, HKV, D, PAGE, **kw)
+            prof.disable()
+            torch.cuda.synchronize()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

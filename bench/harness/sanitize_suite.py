@@ -3,12 +3,16 @@
 
     python3 bench/harness/sanitize_suite.py --out DIR [--tools memcheck,racecheck]
         [--archs default,sm_90] [--chunk 10] [--deadline 520] [--extra]
-        [--tests PATH_OR_NODE...] [-k EXPR] [--skip-done EARLIER/summary.json...]
+        [--workers-per-gpu N] [--tests PATH_OR_NODE...] [-k EXPR]
+        [--skip-done EARLIER/summary.json...]
 
 Every pytest node of python/tests (and, with --extra, ctest and the demo
 check) runs under each tool, in chunks of --chunk nodes, one sanitizer
-process per chunk; a pool of one worker per visible GPU takes the chunks in
-order (chip-major, then tool: the default kernels finish first when time is short).
+process per chunk; a pool of workers, --workers-per-gpu on each visible GPU,
+takes the chunks in order (chip-major, then tool: the default kernels finish
+first when time is short). The sanitizers' host-side work, not the GPU, bounds
+a chunk (racecheck above all), so several processes share one GPU: the
+default is one worker per two CPU cores.
 Only attn's kernels (names starting ``attn_``) are instrumented: the
 framework's own kernels run unchecked, which keeps the run in minutes.
 Under memcheck, PyTorch's caching allocator is turned off so that every
@@ -144,14 +148,14 @@ class Job:
         return [sys.executable] + self.nodes  # a script and its arguments
 
 
-def run_job(job, gpu, args, deadline):
+def run_job(job, gpu, worker, args, deadline):
     remaining = deadline - time.time()
     if remaining < 20:
         return
     junit = os.path.join(args.out, job.name + ".xml")
     log = os.path.join(args.out, job.name + ".log")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu),
-               ATTN_CACHE_DIR=os.path.join(args.cache_copies, str(gpu)))
+               ATTN_CACHE_DIR=os.path.join(args.cache_copies, str(worker)))
     if job.arch != "default":
         env["ATTN_ARCH"] = job.arch
     if job.tool == "memcheck" and not job.caching:
@@ -191,6 +195,8 @@ def main():
     p.add_argument("--deadline", type=float, default=520, help="seconds for the whole run")
     p.add_argument("--job-timeout", type=float, default=300)
     p.add_argument("--extra", action="store_true", help="also ctest and the demo check")
+    p.add_argument("--workers-per-gpu", type=int, default=0,
+                   help="sanitizer processes per GPU (default: one per two CPU cores)")
     p.add_argument("--skip-done", nargs="*", default=[], metavar="SUMMARY_JSON",
                    help="leave out the nodes earlier runs' summaries list as done, per tool and chip "
                         "(a run spread over several sessions)")
@@ -204,10 +210,12 @@ def main():
         print("compute-sanitizer has no --kernel-name; every kernel is checked", flush=True)
         KERNEL_FILTER.clear()
     gpus = gpu_count()
+    per_gpu = args.workers_per_gpu or max(1, (os.cpu_count() or 2) // (2 * gpus))
+    workers = gpus * per_gpu
     cache = os.environ.get("ATTN_CACHE_DIR", os.path.join(ROOT, "out", "kernels"))
     args.cache_copies = os.path.join("/tmp", "attn-sanitize-caches")
-    for g in range(gpus):  # one cache per worker: no lock traffic between them
-        dst = os.path.join(args.cache_copies, str(g))
+    for w in range(workers):  # one cache per worker: no lock traffic between them
+        dst = os.path.join(args.cache_copies, str(w))
         if not os.path.isdir(dst):
             shutil.copytree(cache, dst, symlinks=False)
 
@@ -223,31 +231,32 @@ def main():
                 jobs.append(Job(tool, arch, 1, "script", ["examples/check_llama3.py"]))
             base = len([j for j in jobs if (j.tool, j.arch) == (tool, arch)])
             jobs += [Job(tool, arch, base + i, "pytest", c) for i, c in enumerate(group)]
-    print(f"{len(nodes)} pytest nodes, {len(jobs)} sanitizer runs over {gpus} GPUs", flush=True)
+    print(f"{len(nodes)} pytest nodes, {len(jobs)} sanitizer runs, {workers} workers "
+          f"over {gpus} GPUs", flush=True)
 
     queue = list(jobs)
     lock = threading.Lock()
 
-    def worker(gpu):
+    def worker(w):
         while True:
             with lock:
                 if not queue:
                     return
                 job = queue.pop(0)
-            run_job(job, gpu, args, deadline)
+            run_job(job, w % gpus, w, args, deadline)
             if job.state != "not started":
                 t = job.tests or {}
-                print(f"[gpu{gpu} {time.time() - t0:5.0f}s] {job.name} {job.state} "
+                print(f"[gpu{w % gpus}.{w // gpus} {time.time() - t0:5.0f}s] {job.name} {job.state} "
                       f"{job.seconds:.0f}s passed {t.get('passed', 0)} failed {t.get('failed', 0)} "
                       f"errors {job.errors} api {job.api_errors} hazards {job.hazards}",
                       flush=True)
 
-    threads = [threading.Thread(target=worker, args=(g,)) for g in range(gpus)]
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(workers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    write_summary(args, jobs, gpus, time.time() - t0)
+    write_summary(args, jobs, gpus, workers, time.time() - t0)
 
 
 def done_nodes(paths):
@@ -260,11 +269,11 @@ def done_nodes(paths):
     return done
 
 
-def write_summary(args, jobs, gpus, seconds):
+def write_summary(args, jobs, gpus, workers, seconds):
     groups = collections.OrderedDict()
     for j in jobs:
         groups.setdefault((j.tool, j.arch), []).append(j)
-    rows, data = [], {"gpus": gpus, "seconds": round(seconds), "groups": []}
+    rows, data = [], {"gpus": gpus, "workers": workers, "seconds": round(seconds), "groups": []}
     for (tool, arch), js in groups.items():
         c = collections.Counter()
         for j in js:
