@@ -1333,6 +1333,40 @@ static Status assignFixedSplit(const Requests &q, const TileCandidate &t,
   return Status::success();
 }
 
+/// The plan of head group 0 on CTAs [0, ctas) repeated for groups 1 ..
+/// copies - 1: group g takes CTAs [g * ctas, (g + 1) * ctas), its items,
+/// partial slots and merge units following group g - 1's, in the same order.
+static void repeatForHeadGroups(int32_t copies, int64_t ctas, int32_t *ctaIndptr,
+                                int32_t *itemWords, int32_t *mergeIndptr,
+                                int32_t *unitWords, int32_t *numItems,
+                                int32_t *numUnits, int32_t *numSlots) {
+  WorkItem *items = reinterpret_cast<WorkItem *>(itemWords);
+  MergeUnit *units = reinterpret_cast<MergeUnit *>(unitWords);
+  const int32_t n = *numItems, u = *numUnits, s = *numSlots;
+  for (int32_t g = 1; g < copies; ++g) {
+    WorkItem *out = items + int64_t(g) * n;
+    for (int32_t i = 0; i < n; ++i) {
+      out[i] = items[i];
+      out[i].head_group = g;
+      if (out[i].slot >= 0)
+        out[i].slot += g * s;
+    }
+    int32_t *ci = ctaIndptr + g * ctas;
+    for (int64_t k = 1; k <= ctas; ++k)
+      ci[k] = ctaIndptr[k] + g * n;
+    MergeUnit *mu = units + int64_t(g) * u;
+    int32_t *mi = mergeIndptr + int64_t(g) * u;
+    for (int32_t k = 0; k < u; ++k) {
+      mu[k] = units[k];
+      mu[k].head_group = g;
+      mi[k + 1] = mergeIndptr[k + 1] + g * s;
+    }
+  }
+  *numItems = n * copies;
+  *numUnits = u * copies;
+  *numSlots = s * copies;
+}
+
 Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
             size_t workspaceBytes) {
   PlanLayout l;
@@ -1366,17 +1400,36 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   } else {
     unmaskedCosts(req, c, 1, c.candidates + cand, &st);
   }
-  // The grid the candidate's kernel keeps resident.
-  const int64_t C = getCandidateCtas(c, c.candidates[cand]);
   const TileCandidate &t = c.candidates[cand];
-  const int64_t total = st.total, largest = st.largest, tiles = st.tiles;
+  const bool fixedSplit = c.fixed_split_tokens > 0 && !c.disable_split;
+  const int32_t P = t.gqa_pack, Q = t.q_rows;
+  // The grid the candidate's kernel keeps resident.
+  const int64_t gridCtas = getCandidateCtas(c, t);
+  // Head-group symmetry: without a mask every head group of a request sees
+  // the same keys, so its tiles cost the same in each group. When the grid
+  // divides by the groups, the walks below plan one group on its share of
+  // the CTAs and repeatForHeadGroups() copies that plan to the others: the
+  // same balance (the same tiles per CTA) for a G-th of the walking
+  // (decode at 256 requests, 8 groups: 2446 items walked as 306).
+  const int32_t allGroups = c.num_qo_heads / P;
+  // Each group then has a G-th of the partial slots: at least the two of
+  // one split (under a caller's small cap the groups share the few there are).
+  const int32_t copies = !masked && !fixedSplit && allGroups > 1 &&
+                                 gridCtas % allGroups == 0 &&
+                                 l.getMaxSlots(t) / allGroups >= 2
+                             ? allGroups
+                             : 1;
+  const int64_t C = gridCtas / copies;
+  const int32_t groups = allGroups / copies;
+  const int64_t total = st.total / copies, largest = st.largest,
+                tiles = st.tiles / copies;
+  const int32_t maxItems = l.max_items / copies;
+  const int32_t maxSlots = l.getMaxSlots(t) / copies;
 
   int32_t *w = static_cast<int32_t *>(workspace);
   const int64_t target0 = ceilDiv(total, C);
   // Chunk boundaries fall on multiples of the KV tile rounded up to whole blocks.
   const int64_t granule = getKvGranule(c, t);
-  const int32_t P = t.gqa_pack, Q = t.q_rows;
-  const int32_t groups = c.num_qo_heads / P;
 
   // Splitting adds a fixed cost per extra chunk. Counted only as it happens,
   // it raised the running target CTA after CTA and piled up on the last
@@ -1391,7 +1444,6 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // No tile has 2^31 keys: the clamp keeps its cost in int64.
   const int64_t longKeysCost = itemCost(t, std::min(longKeys, kMaxInt32 + 1));
   int64_t splitReserve = 0, splitTarget = target0;
-  const bool fixedSplit = c.fixed_split_tokens > 0 && !c.disable_split;
   if (!c.disable_split && !fixedSplit && t.cost_per_item > 0) {
     for (int round = 0; round < kReserveRounds; ++round) {
       int64_t extra = 0;
@@ -1416,8 +1468,8 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     a.items = reinterpret_cast<WorkItem *>(w + l.off_items);
     a.mergeIndptr = w + l.off_merge_indptr;
     a.units = reinterpret_cast<MergeUnit *>(w + l.off_merge_units);
-    a.maxItems = l.max_items;
-    a.maxSlots = l.getMaxSlots(t);
+    a.maxItems = maxItems;
+    a.maxSlots = maxSlots;
     a.C = C;
     a.reserve = split ? splitReserve : 0;
     a.total = total + a.reserve;
@@ -1597,16 +1649,22 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     return invalid(StatusCode::WorkspaceTooSmall,
                    "internal: work list exceeded its bound of " +
                        std::to_string(l.max_items) + " items");
-  if (numSlots > l.getMaxSlots(t))
+  if (numSlots > maxSlots)
     return invalid(StatusCode::WorkspaceTooSmall,
                    "internal: " + std::to_string(numSlots) +
                        " partial slots exceed the bound of " +
-                       std::to_string(l.getMaxSlots(t)));
+                       std::to_string(maxSlots));
   // Close the open CTA; trim trailing empty CTAs unless the grid is fixed.
   int64_t used = cta + ((numItems > ctaIndptr[cta]) ? 1 : 0);
   ctaIndptr[cta + 1] = numItems;
-  int64_t numCtas = c.graph_mode ? C : used;
-  for (int64_t i = cta + 1; i <= l.max_ctas; ++i)
+  if (copies > 1) {
+    repeatForHeadGroups(copies, used, ctaIndptr, w + l.off_items,
+                        w + l.off_merge_indptr, w + l.off_merge_units,
+                        &numItems, &numUnits, &numSlots);
+    used *= copies;
+  }
+  int64_t numCtas = c.graph_mode ? gridCtas : used;
+  for (int64_t i = used + 1; i <= l.max_ctas; ++i)
     ctaIndptr[i] = numItems;
 
   std::memset(w, 0, kPlanHeaderWords * 4);
@@ -1620,7 +1678,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   w[kHdrTileQ] = Q;
   w[kHdrGqaPack] = P;
   w[kHdrKvGranule] = int32_t(granule);
-  w[kHdrNumHeadGroups] = groups;
+  w[kHdrNumHeadGroups] = allGroups;
   w[kHdrMaxCtas] = l.max_ctas;
   w[kHdrMaxItems] = l.max_items;
   w[kHdrMaxMergeUnits] = l.max_merge_units;

@@ -185,7 +185,8 @@ TEST_P(PlanCoverage, EveryKeyOfEveryTileExactlyOnce) {
   Status s = planInto(c, inputsOf(b), &ws);
   ASSERT_TRUE(s.ok()) << s.message();
   PlanView v;
-  ASSERT_TRUE(viewPlan(ws.data(), ws.size() * 4, &v).ok());
+  Status vs = viewPlan(ws.data(), ws.size() * 4, &v);
+  ASSERT_TRUE(vs.ok()) << vs.message();
   checkPlan(c, b, v);
 }
 
@@ -303,8 +304,9 @@ TEST(PlanSplitPolicy, SplitsWhenWholeTilesLeaveTheGridShort) {
       {"D3", skewedDecode(), 32, 1.07},         // 4 x 32768: every long tile splits
       {"D4", uniform(1, 1, 131072), 8, 1.03},   // one request over the whole GPU
       {"D2", uniform(16, 1, 32768), 128, 1.02}, // 128 tiles on 528 CTAs
-      // 400 tiles of 2048 keys (4 chunks of 512 at most): coarse pieces.
-      {"50 x 2048", uniform(50, 1, 2048), 1, 1.25},
+      // 400 tiles of 2048 keys (4 chunks of 512 at most): coarse pieces
+      // (1.245 walking all 8 head groups, 1.257 walking one on 66 CTAs).
+      {"50 x 2048", uniform(50, 1, 2048), 1, 1.26},
   };
   for (const W &w : ws) {
     Batch b = makeBatch(w.lens, 16, 7);
@@ -314,12 +316,59 @@ TEST(PlanSplitPolicy, SplitsWhenWholeTilesLeaveTheGridShort) {
     PlanView v{buf.data()};
     checkPlan(c, b, v);
     EXPECT_GE(v.numMergeUnits(), w.minUnits) << w.name;
-    // At 528 CTAs with 512-key minimum chunks: D2 1.011, D3 1.055, D4 1.029
-    // with equal chunks and short tiles placed first (greedy cuts at the
-    // running target: 1.051, 1.196, 1.181; D4 1.45 before the split costs
-    // were counted up front).
+    // At 528 CTAs with 512-key minimum chunks: D2 1.004, D3 1.030, D4 1.029
+    // with equal chunks and short tiles placed first, one head group walked
+    // on 66 CTAs and repeated (all 8 walked on 528: 1.011, 1.022, 1.029;
+    // greedy cuts at the running target: 1.051, 1.196, 1.181; D4 1.45
+    // before the split costs were counted up front).
     EXPECT_LE(imbalance(c, v), w.maxImbalance) << w.name;
   }
+}
+
+TEST(PlanSplitPolicy, UnmaskedHeadGroupsRepeatOneGroupsPlan) {
+  // Without a mask the 8 head groups' tiles cost the same, and 528 CTAs
+  // divide by 8: group g's items are group 0's on CTAs [66g, 66g + 66), its
+  // slots and merge units offset by group 0's counts.
+  for (const auto &lens : {skewedDecode(), uniform(256, 1, 2048),
+                           uniform(1, 1, 131072)}) {
+    Batch b = makeBatch(lens, 16, 7);
+    PlanConfig c = h200DecodeConfig(b);
+    std::vector<int32_t> buf;
+    ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+    PlanView v{buf.data()};
+    checkPlan(c, b, v);
+    const int32_t G = 8, n = v.numItems() / G, ctas = v.numCtas() / G;
+    const int32_t s = v.numSlots() / G, u = v.numMergeUnits() / G;
+    ASSERT_EQ(v.numItems(), n * G);
+    ASSERT_EQ(v.numCtas(), ctas * G);
+    ASSERT_EQ(v.numMergeUnits(), u * G);
+    for (int32_t g = 0; g < G; ++g) {
+      EXPECT_EQ(v.ctaIndptr()[g * ctas], g * n);
+      for (int32_t k = 0; k <= ctas; ++k)
+        EXPECT_EQ(v.ctaIndptr()[g * ctas + k], v.ctaIndptr()[k] + g * n);
+      for (int32_t i = 0; i < n; ++i) {
+        const WorkItem &a = v.items()[i], &x = v.items()[g * n + i];
+        EXPECT_EQ(x.head_group, g);
+        EXPECT_EQ(std::make_tuple(x.request, x.row_begin, x.row_count, x.kv_begin,
+                                  x.kv_end, x.flags),
+                  std::make_tuple(a.request, a.row_begin, a.row_count, a.kv_begin,
+                                  a.kv_end, a.flags));
+        EXPECT_EQ(x.slot, a.slot < 0 ? -1 : a.slot + g * s);
+      }
+      for (int32_t k = 0; k < u; ++k) {
+        EXPECT_EQ(v.mergeUnits()[g * u + k].head_group, g);
+        EXPECT_EQ(v.mergeIndptr()[g * u + k + 1], v.mergeIndptr()[k + 1] + g * s);
+      }
+    }
+  }
+  // A grid that does not divide by the groups (132 CTAs, 8 groups) walks
+  // every group; the plan still covers every key once.
+  Batch b = makeBatch(skewedDecode(), 16, 7);
+  PlanConfig c = h200DecodeConfig(b);
+  c.ctas_per_sm = 1;
+  std::vector<int32_t> buf;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  checkPlan(c, b, PlanView{buf.data()});
 }
 
 TEST(PlanSplitPolicy, EqualChunksBalanceD4AtTheH200Grid) {
