@@ -1345,11 +1345,11 @@ static void repeatForHeadGroups(int32_t copies, int64_t ctas, int32_t *ctaIndptr
   const int32_t n = *numItems, u = *numUnits, s = *numSlots;
   for (int32_t g = 1; g < copies; ++g) {
     WorkItem *out = items + int64_t(g) * n;
+    std::memcpy(out, items, sizeof(WorkItem) * size_t(n));
+    const int32_t slotBase = g * s;
     for (int32_t i = 0; i < n; ++i) {
-      out[i] = items[i];
       out[i].head_group = g;
-      if (out[i].slot >= 0)
-        out[i].slot += g * s;
+      out[i].slot += out[i].slot >= 0 ? slotBase : 0;
     }
     int32_t *ci = ctaIndptr + g * ctas;
     for (int64_t k = 1; k <= ctas; ++k)
