@@ -141,6 +141,31 @@ void BM_PlanDecodeSkewedFixedSplit(benchmark::State &s) {
 }
 void BM_PlanPrefillCausal(benchmark::State &s) { run(s, true, false, false); }
 
+/// What upload, run and merge add to a plan before any copy: viewPlan()'s
+/// full validation of the flat plan (header, CTA index, every merge unit and
+/// work item), on the sm_90a skewed decode plans.
+void BM_ViewPlanDecodeSkewedSm90a(benchmark::State &state) {
+  Fixture f(int32_t(state.range(0)), false, false, false, false);
+  f.config.num_candidates = 1;
+  f.config.candidates[0] = {16, 16, 4, 128, 1, 4, 512};
+  f.ws.resize(planHostWorkspaceBytes(f.config) / 4);
+  if (Status s = plan(f.config, f.inputs(), f.ws.data(), f.ws.size() * 4);
+      !s.ok()) {
+    state.SkipWithError(s.message().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    PlanView v;
+    Status s = viewPlan(f.ws.data(), f.ws.size() * 4, &v);
+    if (!s.ok())
+      state.SkipWithError(s.message().c_str());
+    benchmark::DoNotOptimize(v);
+  }
+  PlanView v{f.ws.data()};
+  state.counters["items"] = v.numItems();
+  state.counters["plan_KiB"] = double(v.bytes()) / 1024;
+}
+
 /// docs/Benchmarks.md P1 (range 1: one causal 8192-token request) and P2
 /// (range 16: 16 causal requests of 256-4096 tokens) on the sm_90a prefill
 /// candidate (128 rows packing 4 heads, 128-key tiles): the longest-first
@@ -191,6 +216,7 @@ BENCHMARK(BM_PlanDecodeUniform)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeSkewedFixedSplit)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeSkewedSm90a)->Arg(1)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeUniformSm90a)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ViewPlanDecodeSkewedSm90a)->Arg(1)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanPrefillCausal)->Arg(1)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanPrefillLongestFirst)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond);
 

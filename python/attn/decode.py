@@ -7,6 +7,7 @@ attn lacks (they raise NotImplementedError when called).
 """
 
 import array
+import ctypes
 import functools
 
 from . import _native, core, mla, ops
@@ -215,7 +216,9 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         core.raise_page_index_errors(self._device)
         graph = self._use_cuda_graph
         n_idx = indices.numel()
-        kv_pages = int(indptr[batch])
+        # indptr[batch], read from the (contiguous CPU int32) buffer: indexing
+        # the tensor builds a 0-d tensor first, several times the cost.
+        kv_pages = ctypes.c_int32.from_address(indptr.data_ptr() + 4 * batch).value
         if n_idx < kv_pages:
             return False  # the full path refuses it
         if graph:
