@@ -123,6 +123,17 @@ ATTN_RT_EXPORT attnRtStatus attnRtPlan(const attnRtPlanConfig *config,
                                        const attnRtPlanInputs *inputs,
                                        void *host_workspace, size_t host_bytes,
                                        attnRtPlanSummary *summary /* nullable */);
+/* attnRtPlan, then the plan it wrote copied to device_workspace on `stream`
+ * as attnRtUploadPlanSized does (device_bytes checked), in one call: what a
+ * serving step does every time. The plan is not validated a second time
+ * before the copy (it is this call's own output), which
+ * attnRtUploadPlanSized must do for a buffer it is handed: at 256 decode
+ * requests that check costs as much as planning. */
+ATTN_RT_EXPORT attnRtStatus attnRtPlanAndUpload(
+    const attnRtPlanConfig *config, const attnRtPlanInputs *inputs,
+    void *host_workspace, size_t host_bytes, uint64_t device_workspace,
+    size_t device_bytes, uint64_t stream,
+    attnRtPlanSummary *summary /* nullable */);
 
 /* Loads a cubin/fatbin/PTX image with its manifest JSON (NUL-terminated). */
 ATTN_RT_EXPORT attnRtStatus attnRtModuleLoad(const void *image, size_t image_bytes,

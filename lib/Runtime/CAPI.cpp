@@ -132,9 +132,13 @@ attnRtStatus attnRtPlanWorkspaceSize(const attnRtPlanConfig *config,
   });
 }
 
-attnRtStatus attnRtPlan(const attnRtPlanConfig *config,
-                        const attnRtPlanInputs *inputs, void *ws, size_t bytes,
-                        attnRtPlanSummary *summary) {
+/// attnRtPlan's work; with `device` nonzero the plan just written goes up to
+/// it (sized as attnRtUploadPlanSized) without a second validation: it is
+/// the planner's own output, not a caller's buffer.
+static attnRtStatus planImpl(const attnRtPlanConfig *config,
+                             const attnRtPlanInputs *inputs, void *ws,
+                             size_t bytes, uint64_t device, size_t deviceBytes,
+                             uint64_t stream, attnRtPlanSummary *summary) {
   return guarded([&] {
     PlanConfig c;
     if (!toConfig(config, &c) || !inputs)
@@ -148,6 +152,9 @@ attnRtStatus attnRtPlan(const attnRtPlanConfig *config,
     in.kv_indices = inputs->kv_indices;
     in.num_cache_blocks = inputs->num_cache_blocks;
     Status s = plan(c, in, ws, bytes);
+    if (s.ok() && device)
+      s = uploadPlan(PlanView{static_cast<const int32_t *>(ws)}, device,
+                     deviceBytes, stream);
     if (s.ok() && summary) {
       PlanView v{static_cast<const int32_t *>(ws)};
       summary->num_ctas = v.numCtas();
@@ -161,6 +168,25 @@ attnRtStatus attnRtPlan(const attnRtPlanConfig *config,
     }
     return report(s);
   });
+}
+
+attnRtStatus attnRtPlan(const attnRtPlanConfig *config,
+                        const attnRtPlanInputs *inputs, void *ws, size_t bytes,
+                        attnRtPlanSummary *summary) {
+  return planImpl(config, inputs, ws, bytes, 0, 0, 0, summary);
+}
+
+attnRtStatus attnRtPlanAndUpload(const attnRtPlanConfig *config,
+                                 const attnRtPlanInputs *inputs, void *ws,
+                                 size_t bytes, uint64_t device,
+                                 size_t deviceBytes, uint64_t stream,
+                                 attnRtPlanSummary *summary) {
+  if (!device)
+    return guarded([] {
+      return invalidArg("attnRtPlanAndUpload: device_workspace is null");
+    });
+  return planImpl(config, inputs, ws, bytes, device, deviceBytes, stream,
+                  summary);
 }
 
 attnRtStatus attnRtModuleLoad(const void *image, size_t bytes, const char *manifest,

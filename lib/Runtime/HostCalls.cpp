@@ -718,10 +718,8 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
   if (Status s = plan(cfg, inputs, state->host_workspace.data(), hostBytes);
       !s.ok())
     return s;
-  PlanView view;
-  if (Status s = viewPlan(state->host_workspace.data(), hostBytes, &view);
-      !s.ok())
-    return s;
+  // The planner's own output: uploadPlan need not validate it again.
+  const PlanView view{state->host_workspace.data()};
   uint64_t workspace = c.workspace;
   size_t workspaceBytes = size_t(c.workspace_bytes);
   if (!workspace) {

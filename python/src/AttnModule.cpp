@@ -237,11 +237,11 @@ public:
     void *ws = reinterpret_cast<void *>(hostWs);
     {
       py::gil_scoped_release release;
-      check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
-      if (deviceWs) // 0: plan only (CPU tests and measurements)
-        // Sized: the runtime checks the plan against deviceWsBytes too.
-        check(attnRtUploadPlanSized(ws, hostWsBytes, deviceWs, deviceWsBytes,
-                                    stream));
+      if (deviceWs) // sized: the runtime checks the plan against deviceWsBytes
+        check(attnRtPlanAndUpload(&c_, &in, ws, hostWsBytes, deviceWs,
+                                  deviceWsBytes, stream, &s));
+      else // plan only (CPU tests and measurements)
+        check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
       if (staging) {
         char *st = reinterpret_cast<char *>(staging);
         std::memcpy(st, in.kv_indptr, kvBytes);

@@ -325,3 +325,52 @@ TEST(PlanWorkspace, TheCApiCarriesTheCap) {
   EXPECT_GT(sum.num_slots, 0);
   EXPECT_LE(sum.num_slots, 8);
 }
+
+TEST(PlanWorkspace, PlanAndUploadPlansAsPlanThenChecksTheDeviceWorkspace) {
+  // attnRtPlanAndUpload writes attnRtPlan's plan and refuses, before any
+  // copy (so with or without a GPU), a null or too small device workspace;
+  // the planner's own errors come first.
+  attnRtPlanConfig c = {};
+  c.num_qo_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.indexing = ATTN_RT_KV_PAGED;
+  c.block_size = 16;
+  c.window_left = -1;
+  c.num_sms = 132;
+  c.ctas_per_sm = 4;
+  c.max_batch = 16;
+  c.max_total_q_rows = 16;
+  c.num_candidates = 1;
+  c.candidates[0] = {16, 16, 4, 128, 1, 4, 512};
+  size_t host = 0, device = 0;
+  ASSERT_EQ(attnRtPlanWorkspaceSize(&c, &host, &device), ATTN_RT_OK);
+  std::vector<int32_t> qo(17), kv(17), last(16, 16);
+  for (int i = 0; i <= 16; ++i)
+    qo[i] = i, kv[i] = 2048 * i; // 16 x 32768 keys: splits
+  attnRtPlanInputs in = {};
+  in.batch = 16;
+  in.qo_indptr = qo.data();
+  in.kv_indptr = kv.data();
+  in.kv_last_len = last.data();
+  std::vector<int32_t> planned(host / 4), both(host / 4);
+  attnRtPlanSummary a, b;
+  ASSERT_EQ(attnRtPlan(&c, &in, planned.data(), host, &a), ATTN_RT_OK);
+  PlanView v{planned.data()};
+  EXPECT_EQ(attnRtPlanAndUpload(&c, &in, both.data(), host, 0x10000,
+                                v.deviceBytes() - 1, 0, &b),
+            ATTN_RT_WORKSPACE_TOO_SMALL);
+  EXPECT_NE(std::string(attnRtLastError()).find("device workspace"),
+            std::string::npos)
+      << attnRtLastError();
+  EXPECT_TRUE(std::equal(planned.begin(), planned.begin() + v.bytes() / 4,
+                         both.begin()));
+  EXPECT_EQ(attnRtPlanAndUpload(&c, &in, both.data(), host, 0, device, 0, &b),
+            ATTN_RT_INVALID_ARGUMENT);
+  kv[3] = 1; // kv_indptr decreases: the planner's error, nothing copied
+  EXPECT_NE(attnRtPlanAndUpload(&c, &in, both.data(), host, 0x10000, device, 0,
+                                &b),
+            ATTN_RT_OK);
+  EXPECT_NE(std::string(attnRtLastError()).find("kv_indptr"), std::string::npos)
+      << attnRtLastError();
+}
