@@ -84,7 +84,9 @@ if [ -z "${SKIP_TESTS:-}" ]; then
     if [ -x "$sanitizer" ]; then
       "$sanitizer" --tool memcheck --error-exitcode 3 out/host-lowering/run.sh \
         > "$OUT/host-lowering-memcheck.log" 2>&1
-      echo "memcheck exit status $? ($(grep -c "Invalid" "$OUT/host-lowering-memcheck.log") invalid accesses reported)"
+      # The program hands one output in host memory on purpose: the runtime's
+      # device-pointer query of it is an API error, not a bad access.
+      echo "memcheck exit status $? ($(grep -c "Invalid __global__\|Invalid __shared__\|Invalid __local__" "$OUT/host-lowering-memcheck.log") invalid kernel accesses, $(grep -c "Program hit" "$OUT/host-lowering-memcheck.log") API errors reported)"
     fi
   else
     echo "out/host-lowering not carried: the host-lowered program was not run"
