@@ -152,11 +152,10 @@ static attnRtStatus planImpl(const attnRtPlanConfig *config,
     in.kv_indices = inputs->kv_indices;
     in.num_cache_blocks = inputs->num_cache_blocks;
     Status s = plan(c, in, ws, bytes);
+    const PlanView v{static_cast<const int32_t *>(ws)};
     if (s.ok() && device)
-      s = uploadPlan(PlanView{static_cast<const int32_t *>(ws)}, device,
-                     deviceBytes, stream);
+      s = uploadPlan(v, device, deviceBytes, stream);
     if (s.ok() && summary) {
-      PlanView v{static_cast<const int32_t *>(ws)};
       summary->num_ctas = v.numCtas();
       summary->num_items = v.numItems();
       summary->num_merge_units = v.numMergeUnits();

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -89,4 +90,41 @@ TEST(CAPI, ErrorsCarryCodeAndMessage) {
   EXPECT_EQ(m, nullptr);
   EXPECT_EQ(attnRtModuleLoadFiles("/nonexistent.cubin", "/nonexistent.json", &m),
             ATTN_RT_NOT_FOUND);
+}
+
+TEST(CAPI, PlanAndUploadPlansAsPlanThenChecksTheDeviceWorkspace) {
+  // attnRtPlanAndUpload writes attnRtPlan's plan and refuses, before any
+  // copy (so with or without a GPU), a null or too small device workspace;
+  // the planner's own errors come first.
+  attnRtPlanConfig c = decodeConfig();
+  c.max_batch = c.max_total_q_rows = 16;
+  size_t host = 0, device = 0;
+  ASSERT_EQ(attnRtPlanWorkspaceSize(&c, &host, &device), ATTN_RT_OK);
+  std::vector<int32_t> qo(17), kv(17), last(16, 16);
+  for (int i = 0; i <= 16; ++i)
+    qo[i] = i, kv[i] = 2048 * i; // 16 x 32768 keys
+  attnRtPlanInputs in = {};
+  in.batch = 16;
+  in.qo_indptr = qo.data();
+  in.kv_indptr = kv.data();
+  in.kv_last_len = last.data();
+  std::vector<int32_t> planned(host / 4), both(host / 4);
+  attnRtPlanSummary a, b;
+  ASSERT_EQ(attnRtPlan(&c, &in, planned.data(), host, &a), ATTN_RT_OK);
+  ASSERT_GT(a.plan_bytes, 1024u);
+  EXPECT_EQ(attnRtPlanAndUpload(&c, &in, both.data(), host, 0x10000, 1024, 0, &b),
+            ATTN_RT_WORKSPACE_TOO_SMALL);
+  EXPECT_NE(std::string(attnRtLastError()).find("device workspace"),
+            std::string::npos)
+      << attnRtLastError();
+  EXPECT_TRUE(std::equal(planned.begin(), planned.begin() + a.plan_bytes / 4,
+                         both.begin()));
+  EXPECT_EQ(attnRtPlanAndUpload(&c, &in, both.data(), host, 0, device, 0, &b),
+            ATTN_RT_INVALID_ARGUMENT);
+  kv[3] = 1; // kv_indptr decreases: the planner's error, nothing copied
+  EXPECT_NE(attnRtPlanAndUpload(&c, &in, both.data(), host, 0x10000, device, 0,
+                                &b),
+            ATTN_RT_OK);
+  EXPECT_NE(std::string(attnRtLastError()).find("kv_indptr"), std::string::npos)
+      << attnRtLastError();
 }
