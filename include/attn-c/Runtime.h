@@ -20,6 +20,7 @@
 #ifndef ATTN_C_RUNTIME_H
 #define ATTN_C_RUNTIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -323,6 +324,16 @@ ATTN_RT_EXPORT attnRtStatus attnRtDeviceAllocManaged(size_t bytes,
                                                      uint64_t *ptr);
 ATTN_RT_EXPORT attnRtStatus attnRtDeviceFree(uint64_t ptr);
 ATTN_RT_EXPORT attnRtStatus attnRtStreamSynchronize(uint64_t stream);
+
+/* The allocation entries MLIR's gpu-to-llvm lowers gpu.alloc and gpu.dealloc
+ * to, for the programs attn-lower-host-calls makes: a buffer such a program
+ * allocates itself (a result without caller-given outs) is managed memory,
+ * host_shared or not. A failure returns NULL and is the thread's
+ * attnRtHostTakeStatus. (MLIR's own CUDA runtime wrappers define the same
+ * two entries with the same meaning; a program may link either.) */
+ATTN_RT_EXPORT void *mgpuMemAlloc(uint64_t bytes, void *stream,
+                                  bool host_shared);
+ATTN_RT_EXPORT void mgpuMemFree(void *ptr, void *stream);
 
 #ifdef __cplusplus
 }

@@ -545,3 +545,15 @@ attnRtStatus attnRtDeviceFree(uint64_t ptr) {
 attnRtStatus attnRtStreamSynchronize(uint64_t stream) {
   return guarded([&] { return report(streamSynchronize(stream)); });
 }
+
+void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool /*host_shared*/) {
+  uint64_t ptr = 0;
+  if (bytes == 0)
+    return nullptr;
+  guarded([&] { return reportHost(deviceAllocManaged(bytes, &ptr)); });
+  return reinterpret_cast<void *>(ptr);
+}
+
+void mgpuMemFree(void *ptr, void * /*stream*/) {
+  guarded([&] { return reportHost(deviceFree(uint64_t(ptr))); });
+}

@@ -10,7 +10,8 @@
 // while the ops are still tensors, because tile selection and outlining read
 // tensor shapes; bufferization then puts the ops in the memref form that
 // attn-lower-host-calls turns into runtime calls; the rest is upstream's
-// host lowering. Function boundaries bufferize to identity layouts, so the
+// host lowering (gpu-to-llvm for the managed buffers the function allocates
+// itself). Function boundaries bufferize to identity layouts, so the
 // buffers the runtime sees are dense.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +22,7 @@
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -81,6 +83,8 @@ void buildAttnToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  // The managed allocations attn-lower-host-calls made (mgpuMemAlloc).
+  pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }

@@ -12,6 +12,12 @@
 // runtime needs beyond the op (an attention's merge kernels, its band) is
 // read from the manifest, the kernels' ABI, not decided again here.
 //
+// Buffers the function allocates itself are host memory, which the kernels
+// cannot read or write: an alloc that reaches an attn op becomes managed
+// memory (gpu.alloc host_shared), so that a result without caller-given
+// `outs` lands where both the kernels and the host reach it. The calls take
+// the stream of the function's `attn.stream` argument (stream 0 without).
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn/Target/Passes.h"
@@ -19,6 +25,7 @@
 #include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
@@ -145,6 +152,8 @@ struct AttnLowerHostCallsPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      if (failed(moveAllocsToDevice(op)))
+        return signalPassFailure();
       LogicalResult lowered =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case([&](AttentionOp a) { return lowerAttention(a); })
@@ -156,6 +165,12 @@ struct AttnLowerHostCallsPass
     }
     for (gpu::BinaryOp binary : binaries)
       binary.erase();
+    // The calls have their streams; LLVM IR translation has no use for the
+    // mark.
+    module.walk([](FunctionOpInterface func) {
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+        func.removeArgAttr(i, kStreamArgAttrName);
+    });
     // The variants' hooks live on in the kernels; the host has no use for
     // them, and LLVM IR translation none for attn ops.
     for (auto variant : llvm::make_early_inc_range(module.getOps<VariantOp>()))
@@ -318,6 +333,65 @@ struct AttnLowerHostCallsPass
     return getKernels(op, kernels);
   }
 
+  /// Each buffer of `op` that its function allocates (through casts) as
+  /// host memory becomes managed memory: `memref.alloc` -> `gpu.alloc
+  /// host_shared`, its `memref.dealloc` -> attnRtDeviceFree.
+  LogicalResult moveAllocsToDevice(Operation *op) {
+    for (Value v : op->getOperands()) {
+      while (auto cast = v.getDefiningOp<memref::CastOp>())
+        v = cast.getSource();
+      auto alloc = v.getDefiningOp<memref::AllocOp>();
+      if (!alloc)
+        continue;
+      if (!alloc.getSymbolOperands().empty())
+        return alloc.emitOpError()
+               << "feeds an attn op but has symbol operands; "
+                  "attn-lower-host-calls moves plain allocs to device memory";
+      OpBuilder b(alloc);
+      auto shared = gpu::AllocOp::create(
+          b, alloc.getLoc(), alloc.getType(), /*asyncToken=*/Type(),
+          /*asyncDependencies=*/ValueRange(), alloc.getDynamicSizes(),
+          /*symbolOperands=*/ValueRange(), /*hostShared=*/true);
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
+          OpBuilder db(dealloc);
+          HostCallBuilder c(db, dealloc.getLoc());
+          callRuntime(db, dealloc.getLoc(), "attnRtDeviceFree",
+                      {c.pointer(shared.getMemref())});
+          dealloc.erase();
+        }
+      alloc.replaceAllUsesWith(shared.getMemref());
+      alloc.erase();
+    }
+    return success();
+  }
+
+  /// The stream the calls of `op`'s function run on: its argument marked
+  /// `attn.stream` as an i64, or 0.
+  FailureOr<Value> getStream(Operation *op, HostCallBuilder &c, OpBuilder &b) {
+    auto func = op->getParentOfType<FunctionOpInterface>();
+    Value stream;
+    for (unsigned i = 0, e = func ? func.getNumArguments() : 0; i < e; ++i) {
+      if (!func.getArgAttr(i, kStreamArgAttrName))
+        continue;
+      if (stream)
+        return func->emitOpError() << "has two " << kStreamArgAttrName
+                                   << " arguments; mark one";
+      stream = func.getArgument(i);
+    }
+    if (!stream)
+      return c.i64(0);
+    Type t = stream.getType();
+    if (isa<LLVM::LLVMPointerType>(t))
+      return LLVM::PtrToIntOp::create(b, op->getLoc(), b.getI64Type(), stream)
+          .getResult();
+    if (t.isInteger(64))
+      return stream;
+    return func->emitOpError()
+           << "marks an argument of type " << t << " " << kStreamArgAttrName
+           << "; a stream is an i64 or !llvm.ptr (a CUstream)";
+  }
+
   /// The call of runtime entry `callee` with `args` (declared on first use).
   void callRuntime(OpBuilder &b, Location loc, StringRef callee,
                    ValueRange args) {
@@ -451,7 +525,10 @@ struct AttnLowerHostCallsPass
       args.push_back(c.address(stringGlobal(llvm::join(paramNames, ","))));
       args.push_back(c.array(slots));
     }
-    args.append({c.i64(0), c.i64(0), c.i64(0)}); // own workspace, stream 0
+    FailureOr<Value> stream = getStream(op, c, b);
+    if (failed(stream))
+      return failure();
+    args.append({c.i64(0), c.i64(0), *stream}); // its own workspace
     callRuntime(b, op.getLoc(), "attnRtHostAttention", args);
     return success();
   }
@@ -466,6 +543,9 @@ struct AttnLowerHostCallsPass
       return op.emitOpError() << "needs [tokens, heads, head_dim] states";
     OpBuilder b(op);
     HostCallBuilder c(b, op.getLoc());
+    FailureOr<Value> stream = getStream(op, c, b);
+    if (failed(stream))
+      return failure();
     SmallVector<Value> states, lses;
     for (Value v : op.getOutputs())
       states.push_back(c.pointer(v));
@@ -483,7 +563,7 @@ struct AttnLowerHostCallsPass
                                c.pointer(op.getOuts()[1]),
                                op.getMask() ? c.pointer(op.getMask())
                                             : c.i64(0),
-                               c.i64(0)};
+                               *stream};
     callRuntime(b, op.getLoc(), "attnRtHostMergeStates", args);
     return success();
   }
@@ -498,6 +578,9 @@ struct AttnLowerHostCallsPass
       return op.emitOpError() << "needs a paged cache's four index arrays";
     OpBuilder b(op);
     HostCallBuilder c(b, op.getLoc());
+    FailureOr<Value> stream = getStream(op, c, b);
+    if (failed(stream))
+      return failure();
     Value key = op.getKey();
     bool hnd = op.getFormat().getLayout() == KVLayout::HND;
     SmallVector<Value> args = {c.address((*image)->module),
@@ -517,7 +600,7 @@ struct AttnLowerHostCallsPass
                                c.numel(indices[2]),
                                c.pointer(indices[3]),
                                c.numel(indices[3]),
-                               c.i64(0)};
+                               *stream};
     callRuntime(b, op.getLoc(), "attnRtHostAppendKV", args);
     return success();
   }

@@ -12,7 +12,9 @@
 // bit-packed custom mask), and compares o and lse with the
 // runtime's float64 CPU reference (attn/Runtime/Reference.h); then calls
 // @decode with an output in host malloc memory, which the runtime must
-// refuse. Prints PASS or FAIL per case. Without a usable GPU it still runs
+// refuse, and @decode_own_outputs, which allocates its results itself
+// (managed memory) and runs on the stream it is given (the per-thread
+// default stream). Prints PASS or FAIL per case. Without a usable GPU it still runs
 // the compiled calls, on host memory: the runtime then checks their kernels
 // and sizes against the embedded manifest and stops at its first driver
 // use, so the program prints SKIPPED (exit 0) if that is what failed, FAIL
@@ -95,6 +97,9 @@ void _mlir_ciface_prefill_gemma(AttentionResults *, MemRef<3> *, Cache *,
 void _mlir_ciface_prefill_masked(AttentionResults *, MemRef<3> *, Cache *,
                                  Cache *, Index *, Index *, Index *, Index *,
                                  MemRef<1> *mask, MemRef<3> *, MemRef<2> *);
+void _mlir_ciface_decode_own_outputs(AttentionResults *, MemRef<3> *, Cache *,
+                                     Cache *, Index *, Index *, Index *,
+                                     Index *, uint64_t stream);
 }
 
 /// The memrefs of a batch, as the entries take them.
@@ -212,7 +217,8 @@ public:
   /// Calls `entry(views)` on the batch, o written to `out` (default: the
   /// batch's own output buffer); the runtime's status afterwards.
   template <typename Entry>
-  attnRtStatus call(Entry entry, const char **message, uint64_t out = 0) {
+  attnRtStatus call(Entry entry, const char **message, uint64_t out = 0,
+                    uint64_t stream = 0) {
     Views w{view(dq, {rows, kHq, kD}),
             view(dk, {numPages, kPage, kHkv, kD}),
             view(dv, {numPages, kPage, kHkv, kD}),
@@ -224,12 +230,14 @@ public:
             view(dlse, {rows, kHq}),
             view(dmask, {int64_t(mask.size())})};
     entry(w);
-    attnRtStreamSynchronize(0);
+    attnRtStreamSynchronize(stream);
     return attnRtHostTakeStatus(message);
   }
 
-  /// Compares the output with the float64 reference; prints PASS or FAIL.
-  bool check(const char *what, attnrt::Variant variant) {
+  /// Compares the output (default: the batch's own o and lse buffers) with
+  /// the float64 reference; prints PASS or FAIL.
+  bool check(const char *what, attnrt::Variant variant, const void *out = nullptr,
+             const void *outLse = nullptr) {
     attnrt::AttentionProblem p;
     p.batch = batch;
     p.qo_indptr = qoIndptr.data();
@@ -259,8 +267,8 @@ public:
       return false;
     }
     double maxO = 0, maxLse = 0;
-    auto *o = reinterpret_cast<const uint16_t *>(dout);
-    auto *lse = reinterpret_cast<const float *>(dlse);
+    auto *o = static_cast<const uint16_t *>(out ? out : ptr(dout));
+    auto *lse = static_cast<const float *>(outLse ? outLse : ptr(dlse));
     for (int64_t i = 0; i < qElems; ++i)
       maxO = std::fmax(maxO, std::fabs(fromBF16(o[i]) - refO[i]));
     for (size_t i = 0; i < refLse.size(); ++i)
@@ -362,6 +370,15 @@ int main() {
   };
   const char *message = nullptr;
   bool ok = true;
+  // @decode_own_outputs' results, allocated by the compiled function.
+  AttentionResults own{};
+  // CU_STREAM_PER_THREAD: a stream handle other than 0 that needs no driver
+  // call to make.
+  const uint64_t perThreadStream = 2;
+  auto ownOutputs = [&](Views &w) {
+    _mlir_ciface_decode_own_outputs(&own, &w.q, &w.k, &w.v, &w.qo, &w.kvp,
+                                    &w.kvi, &w.last, perThreadStream);
+  };
   for (Case &c : cases) {
     attnRtStatus status = c.batch.call(c.entry, &message);
     if (c.batch.hostOnly) {
@@ -378,6 +395,27 @@ int main() {
     } else {
       ok &= c.batch.check(c.what, c.variant);
     }
+  }
+  attnRtStatus ownStatus =
+      decode.call(ownOutputs, &message, /*out=*/0, perThreadStream);
+  const char *ownWhat = "paged decode into buffers the function allocates, on "
+                        "the per-thread stream";
+  if (decode.hostOnly) {
+    // Without a GPU the function's own allocation is what fails.
+    if (ownStatus != ATTN_RT_CUDA_UNAVAILABLE) {
+      std::printf("FAIL: %s: without a GPU its allocation should fail, got "
+                  "%s: %s\n",
+                  ownWhat, attnRtStatusName(ownStatus), message);
+      ok = false;
+    }
+  } else if (ownStatus != ATTN_RT_OK) {
+    std::printf("FAIL: %s: %s: %s\n", ownWhat, attnRtStatusName(ownStatus),
+                message);
+    ok = false;
+  } else {
+    ok &= decode.check(ownWhat, causal, own.o.aligned, own.lse.aligned);
+    attnRtDeviceFree(reinterpret_cast<uint64_t>(own.o.allocated));
+    attnRtDeviceFree(reinterpret_cast<uint64_t>(own.lse.allocated));
   }
   if (decode.hostOnly) {
     if (ok)

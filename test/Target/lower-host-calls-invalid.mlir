@@ -129,3 +129,35 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// Two streams for one function's calls.
+module attributes {gpu.container_module} {
+  gpu.binary @attn_kernels {attn.manifest = "{\"kernels\": []}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  // expected-error @+1 {{has two attn.stream arguments; mark one}}
+  func.func @two_streams(%o0: memref<?x32x128xf32>, %o1: memref<?x32x128xf32>, %l0: memref<?x32xf32>,
+                         %l1: memref<?x32xf32>, %o: memref<?x32x128xf32>, %l: memref<?x32xf32>,
+                         %s0: i64 {attn.stream}, %s1: i64 {attn.stream}) {
+    attn.merge_states %o0, %o1 lse %l0, %l1 outs(%o, %l : memref<?x32x128xf32>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@m]} : memref<?x32x128xf32>, memref<?x32xf32>
+    return
+  }
+}
+
+// -----
+
+// A stream is a CUstream: an i64 or a pointer, not an i32.
+module attributes {gpu.container_module} {
+  gpu.binary @attn_kernels {attn.manifest = "{\"kernels\": []}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  // expected-error @+1 {{marks an argument of type 'i32' attn.stream; a stream is an i64 or !llvm.ptr (a CUstream)}}
+  func.func @narrow_stream(%o0: memref<?x32x128xf32>, %o1: memref<?x32x128xf32>, %l0: memref<?x32xf32>,
+                           %l1: memref<?x32xf32>, %o: memref<?x32x128xf32>, %l: memref<?x32xf32>,
+                           %s: i32 {attn.stream}) {
+    attn.merge_states %o0, %o1 lse %l0, %l1 outs(%o, %l : memref<?x32x128xf32>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@m]} : memref<?x32x128xf32>, memref<?x32xf32>
+    return
+  }
+}

@@ -181,3 +181,73 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// Buffers the function allocates itself (bufferization's memref.alloc for a
+// result without caller-given outs) become managed memory the kernels reach,
+// gpu.alloc host_shared, their deallocs attnRtDeviceFree; the calls run on
+// the stream of the argument marked attn.stream (the mark is dropped).
+
+// CHECK-LABEL: func.func @own_outputs
+// CHECK-SAME: %[[STREAM:[^:]*]]: i64)
+// CHECK-NOT: memref.alloc(
+// CHECK: %[[O:.*]] = gpu.alloc  host_shared (%{{.*}}) : memref<?x32x128xbf16>
+// CHECK: %[[LSE:.*]] = gpu.alloc  host_shared (%{{.*}}) : memref<?x32xf32>
+// CHECK: memref.extract_aligned_pointer_as_index %[[O]]
+// CHECK: call @attnRtHostAttention({{.*}}, %[[STREAM]]) :
+// CHECK: %[[LIDX:.*]] = memref.extract_aligned_pointer_as_index %[[LSE]]
+// CHECK: %[[LPTR:.*]] = arith.index_castui %[[LIDX]] : index to i64
+// CHECK: call @attnRtDeviceFree(%[[LPTR]]) : (i64) -> i32
+// CHECK-NOT: memref.dealloc
+// CHECK: return %[[O]]
+module attributes {gpu.container_module} {
+  gpu.binary @attn_kernels {attn.manifest = "{\"attn_manifest_version\": 1, \"arch\": \"sm_90a\", \"kernels\": [{\"name\": \"attn_decode\", \"role\": \"attention\", \"merge_kernel\": \"attn_merge\"}, {\"name\": \"attn_merge\", \"role\": \"merge\"}]}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  func.func @own_outputs(%q: memref<?x32x128xbf16>, %k: memref<?x16x8x128xbf16>, %v: memref<?x16x8x128xbf16>,
+                         %qo: memref<?xi32>, %kp: memref<?xi32>, %ki: memref<?xi32>, %kl: memref<?xi32>,
+                         %stream: i64 {attn.stream}) -> memref<?x32x128xbf16> {
+    %c0 = arith.constant 0 : index
+    %n = memref.dim %q, %c0 : memref<?x32x128xbf16>
+    %o = memref.alloc(%n) {alignment = 64 : i64} : memref<?x32x128xbf16>
+    %lse = memref.alloc(%n) : memref<?x32xf32>
+    attn.attention %q, %k, %v format(#attn.bsr<block_rows = 1, block_cols = 16>)
+        indices(%qo, %kp, %ki, %kl : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
+        outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@attn_decode]}
+        : memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>
+    memref.dealloc %lse : memref<?x32xf32>
+    return %o : memref<?x32x128xbf16>
+  }
+}
+
+// -----
+
+// A stream passed as a pointer (a CUstream) reaches the row kernels' calls
+// as its address; buffers from the caller stay as they are.
+
+// CHECK-LABEL: func.func @rows_on_stream
+// CHECK-SAME: %[[S:[^:]*]]: !llvm.ptr)
+// CHECK-NOT: gpu.alloc
+// CHECK: %[[SI:.*]] = llvm.ptrtoint %[[S]] : !llvm.ptr to i64
+// CHECK: call @attnRtHostMergeStates({{.*}}, %[[SI]]) :
+// CHECK: %[[SI2:.*]] = llvm.ptrtoint %[[S]] : !llvm.ptr to i64
+// CHECK: call @attnRtHostAppendKV({{.*}}, %[[SI2]]) :
+module attributes {gpu.container_module} {
+  gpu.binary @attn_kernels {attn.manifest = "{\"attn_manifest_version\": 1, \"arch\": \"sm_90a\", \"kernels\": []}"}
+      [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, bin = "CUBIN">]
+  func.func @rows_on_stream(%o0: memref<?x32x128xf32>, %o1: memref<?x32x128xf32>, %l0: memref<?x32xf32>,
+                            %l1: memref<?x32xf32>, %o: memref<?x32x128xf32>, %l: memref<?x32xf32>,
+                            %kn: memref<?x8x128xbf16>, %vn: memref<?x8x128xbf16>,
+                            %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,
+                            %b: memref<?xi32>, %p: memref<?xi32>, %ip: memref<?xi32>, %ix: memref<?xi32>,
+                            %s: !llvm.ptr {attn.stream}) {
+    attn.merge_states %o0, %o1 lse %l0, %l1 outs(%o, %l : memref<?x32x128xf32>, memref<?x32xf32>)
+        {attn.kernels = [@attn_kernels::@attn_merge_states_f32_d128_n2]} : memref<?x32x128xf32>, memref<?x32xf32>
+    attn.append_kv %kn, %vn into %kc, %vc format(#attn.bsr<block_cols = 16>)
+        indices(%b, %p, %ip, %ix : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
+        {attn.kernels = [@attn_kernels::@attn_append_kv_bf16_d128_p16]}
+        : memref<?x8x128xbf16> into memref<?x16x8x128xbf16>
+    return
+  }
+}

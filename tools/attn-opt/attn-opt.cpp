@@ -10,8 +10,6 @@
 #include "attn/Target/Passes.h"
 #include "attn/Target/Serialization.h"
 
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -26,10 +24,8 @@ int main(int argc, char **argv) {
   mlir::attn::registerAttnTargetPassesAndPipelines();
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
-  registry.insert<mlir::bufferization::BufferizationDialect>();
-  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
-      registry);
-  // What attn-lower-to-nvvm needs: NVVM target attributes, LLVM translations.
+  // What attn-lower-to-nvvm and the host pipeline need: NVVM target
+  // attributes, LLVM translations, host bufferization models.
   mlir::attn::registerTargetDialectsAndInterfaces(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "attn optimizer driver\n", registry));

@@ -325,4 +325,26 @@ TEST(HostCalls, DeviceMemoryWithoutAGpu) {
   EXPECT_EQ(attnRtDeviceFree(0), ATTN_RT_OK);
 }
 
+// gpu-to-llvm's allocation entries, for the buffers a host-lowered function
+// allocates itself: managed memory with a GPU; without one, NULL and the
+// failure left for attnRtHostTakeStatus.
+TEST(HostCalls, MlirGpuAllocationEntries) {
+  const char *message = nullptr;
+  attnRtHostTakeStatus(&message); // nothing left from earlier tests
+  EXPECT_EQ(mgpuMemAlloc(0, nullptr, true), nullptr);
+  EXPECT_EQ(attnRtHostTakeStatus(&message), ATTN_RT_OK);
+  void *p = mgpuMemAlloc(256, nullptr, true);
+  if (cudaAvailable().ok()) {
+    ASSERT_NE(p, nullptr) << attnRtLastError();
+    static_cast<volatile char *>(p)[255] = 1; // reachable from the host
+    mgpuMemFree(p, nullptr);
+    EXPECT_EQ(attnRtHostTakeStatus(&message), ATTN_RT_OK) << message;
+    return;
+  }
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(attnRtHostTakeStatus(&message), ATTN_RT_CUDA_UNAVAILABLE);
+  mgpuMemFree(nullptr, nullptr);
+  EXPECT_EQ(attnRtHostTakeStatus(&message), ATTN_RT_OK);
+}
+
 } // namespace

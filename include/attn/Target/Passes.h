@@ -36,6 +36,11 @@ namespace mlir::attn {
 /// manifest (docs/Manifest.md).
 inline constexpr llvm::StringLiteral kManifestAttrName = "attn.manifest";
 
+/// The unit attribute that marks the host function argument (an `i64` or
+/// `!llvm.ptr` holding a CUstream) whose stream attn-lower-host-calls passes
+/// to the runtime calls of that function.
+inline constexpr llvm::StringLiteral kStreamArgAttrName = "attn.stream";
+
 /// Registers `attn-to-llvm-pipeline{chip= features= format=}`: attn IR on
 /// tensors to the LLVM dialect (prepare, outline, serialize, one-shot
 /// bufferization, attn-lower-host-calls, host code to LLVM).

@@ -76,6 +76,18 @@ def AttnLowerHostCallsPass
     Memrefs must have the identity layout (contiguous, offset 0). Statuses
     are not branched on: the program reads `attnRtHostTakeStatus`.
 
+    Buffers the host function allocates itself (bufferization's
+    `memref.alloc` for a result without caller-given `outs`, or any other
+    alloc an attn op reads or writes) are host memory the kernels cannot
+    reach: each such alloc becomes `gpu.alloc host_shared` (managed memory,
+    one address for host and device; `gpu-to-llvm` lowers it to
+    `mgpuMemAlloc`, which the runtime library provides) and its
+    `memref.dealloc` a call of `attnRtDeviceFree`. The calls run on the
+    stream of the function's argument marked `attn.stream` (an `i64` or
+    `!llvm.ptr` holding a `CUstream`), or on the default stream (0) when no
+    argument is marked; they do not synchronize, so the host reads results
+    after `attnRtStreamSynchronize`.
+
     Before:
     ```mlir
     attn.attention %q, %k, %v format(#attn.bsr<block_rows = 1, block_cols = 16>)
@@ -96,6 +108,7 @@ def AttnLowerHostCallsPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect"];
 }
 

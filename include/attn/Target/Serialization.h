@@ -63,7 +63,8 @@ struct CompiledModule {
 };
 
 /// Registers what lowering and serialization need in a context: dialects,
-/// ConvertToLLVM interfaces, LLVM IR translations and the NVVM target model.
+/// ConvertToLLVM interfaces, LLVM IR translations, the NVVM target model
+/// and the host bufferization models (functions, tensor ops).
 void registerTargetDialectsAndInterfaces(mlir::DialectRegistry &registry);
 
 /// Lowers `module` in place with `attn-lower-to-nvvm` for `options`.
