@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -80,7 +81,19 @@ Value KernelBuilder::foeq(Value x, Value y) {
 Value KernelBuilder::fogt(Value x, Value y) {
   return arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, y);
 }
-Value KernelBuilder::exp2(Value x) { return math::Exp2Op::create(b, x); }
+Value KernelBuilder::exp2(Value x) {
+  if (!x.getType().isF32())
+    return math::Exp2Op::create(b, x);
+  // The hardware's ex2 with subnormal results flushed to zero: math.exp2
+  // becomes ex2.approx.f32, which ptxas wraps in a range test and two
+  // multiplies to keep results below 2^-126, three instructions per score
+  // of the softmax that no probability or merge weight needs (P = 2^(s - m)
+  // <= 1 is summed with at least one 1).
+  return LLVM::CallIntrinsicOp::create(
+             b, x.getType(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+             ValueRange{x})
+      .getResult(0);
+}
 Value KernelBuilder::log2(Value x) { return math::Log2Op::create(b, x); }
 
 Value KernelBuilder::shuffleXor(Value x, int32_t mask) {

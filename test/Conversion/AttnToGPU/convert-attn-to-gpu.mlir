@@ -23,7 +23,7 @@
 // CHECK: memref.view {{.*}} to memref<2560xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.grid_dim x
 // CHECK: nvvm.griddepcontrol wait
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: gpu.barrier
 // CHECK: math.log2
 // CHECK-LABEL: gpu.func @attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_causal_sliding_window_soft_cap(
@@ -49,7 +49,7 @@
 // CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : i32
 // CHECK: arith.subi %{{.*}}, %[[W]] : i32
 // CHECK: gpu.shuffle xor
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK: scf.yield
 // CHECK: nvvm.cp.async.wait.group 0
@@ -151,7 +151,7 @@ module attributes {gpu.container_module} {
 // CHECK: memref.load %[[MASK]][%{{.*}}] : memref<{{[0-9]+}}xi8, #gpu.address_space<global>>
 // CHECK-NEXT: arith.extui %{{.*}} : i8 to i32
 // CHECK: arith.shrui
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<global>>, vector<2xbf16>
 // CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xf32, #gpu.address_space<global>>, vector<2xf32>
@@ -221,7 +221,7 @@ module attributes {gpu.container_module} {
 // CHECK: nvvm.mma.sync
 // CHECK: scf.if %{{.*}} -> (f32,
 // CHECK: arith.cmpi sle
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: scf.yield
 // CHECK: memref.load %[[SINKS]]
 // CHECK: math.log2

@@ -21,7 +21,7 @@
 // CHECK: memref.load %[[MASK]][%{{.*}}] : memref<{{[0-9]+}}xi8, #gpu.address_space<global>>
 // CHECK-NEXT: arith.extui %{{.*}} : i8 to i32
 // CHECK: arith.shrui
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 func.func @tree_verify(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>,
     %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>,
     %mask: tensor<?xi8>, %w: i32) -> tensor<?x32x128xbf16> {

@@ -21,15 +21,15 @@
 // CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xbf16, #gpu.address_space<global>>, vector<8xbf16>
 // CHECK: scf.if
 // CHECK: arith.cmpf oeq
-// CHECK: math.exp2
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: math.log2
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64}
 // CHECK: scf.if
 // CHECK: memref.store
 // CHECK: scf.if
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 func.func @merge(%v0: tensor<?x32x128xbf16>, %v1: tensor<?x32x128xbf16>, %s0: tensor<?x32xf32>, %s1: tensor<?x32xf32>)
     -> (tensor<?x32x128xbf16>, tensor<?x32xf32>) {
   %o, %lse = attn.merge_states %v0, %v1 lse %s0, %s1
@@ -47,7 +47,7 @@ func.func @merge(%v0: tensor<?x32x128xbf16>, %v1: tensor<?x32x128xbf16>, %s0: te
 // CHECK: arith.minsi
 // CHECK-COUNT-4: vector.load %{{.*}} : memref<1099511627776xf32, #gpu.address_space<global>>, vector<8xf32>
 // CHECK: scf.if
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK-COUNT-2: vector.load %{{.*}} : memref<1099511627776xf32, #gpu.address_space<global>>, vector<8xf32>
 // CHECK: memref.load %{{.*}} : memref<1099511627776xi8, #gpu.address_space<global>>
 // CHECK: arith.cmpi ne
