@@ -30,6 +30,9 @@ include(CMakePackageConfigHelpers)
 file(STRINGS ${ATTN_SOURCE_DIR}/include/attn/Version.h ATTN_VERSION_LINE
      REGEX "^#define ATTN_VERSION_STRING \"[0-9.]+\"")
 string(REGEX REPLACE ".*\"([0-9.]+)\".*" "\\1" ATTN_VERSION "${ATTN_VERSION_LINE}")
+# A new version reconfigures, so the package never reports a stale one.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${ATTN_SOURCE_DIR}/include/attn/Version.h)
 
 # `lib`, not GNUInstallDirs' multiarch directory: add_mlir_library installs
 # the compiler's archives there too (into MLIR's own, unused, export set).
