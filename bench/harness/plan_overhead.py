@@ -24,10 +24,10 @@ no KV cache is allocated, no kernel runs. Needs what bench/gpu_run.sh sets up
 precompiled decode kernels: python -m attn.precompile --model llama3-8b).
 
 ``--breakdown``: where the eager plan() goes, step by step. Each step the
-memoized plan() takes (the capture query, the page-index error word, the
-stream lookup, the event's wait and record, the native plan-and-upload call,
-the doubled page indices) is timed by a wrapper around it; "Python" is the
-rest. A wrapper costs ~0.2 us, so the steps' sum is slightly high.
+memoized plan() takes (the page-index error word, the stream lookup, the
+native call, which checks for capture, waits on the upload fence, plans,
+queues the copies and records the fence, and the doubled page indices) is
+timed by a wrapper around it; "Python" is the rest. A wrapper costs ~0.2 us, so the steps' sum is slightly high.
 ``--profile``: cProfile of 2000 eager plans at 256 requests, the 25 costliest
 functions by their own time (the profiler's per-call cost inflates small
 calls; read it for the ranking).
@@ -118,7 +118,7 @@ class _PlannerProxy:
         try:
             return self._p.plan(*args)
         finally:
-            self._totals["native plan + uploads"] = self._totals.get("native plan + uploads", 0.0) + \
+            self._totals["native plan + uploads + fence"] = self._totals.get("native plan + uploads + fence", 0.0) + \
                 time.perf_counter() - t0
 
     def sizes(self, *args):
@@ -130,11 +130,9 @@ def breakdown(w, plan, calls):
     (planned once already), and the whole call's median with the timers in."""
     from attn import core
     totals, per_step = {}, {}
-    timers = [_Timed(torch.cuda, "is_current_stream_capturing", "capture query", totals),
-              _Timed(core, "raise_page_index_errors", "index error word", totals),
-              _Timed(core, "current_stream", "stream lookup", totals),
-              _Timed(torch.cuda.Event, "synchronize", "event wait", totals),
-              _Timed(torch.cuda.Event, "record", "event record", totals),
+    # The capture check and the upload fence's wait and record are inside the native call.
+    timers = [_Timed(core, "raise_page_index_errors", "index error word", totals),
+              _Timed(core, "stream_handle", "stream lookup", totals),
               _Timed(w, "_double_indices", "doubled indices", totals)]
     memo = list(w._memo.values())
     saved = [m.planner for m in memo]

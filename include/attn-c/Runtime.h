@@ -183,6 +183,21 @@ ATTN_RT_EXPORT attnRtStatus attnRtUploadPlan(const void *host_workspace,
  * plan check. */
 ATTN_RT_EXPORT attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes,
                                                uint64_t device, uint64_t stream);
+/* A fence over pinned host buffers that async copies read (a plan's host
+ * workspace and staging, refilled every step): attnRtFenceRecord marks the
+ * work queued on `stream` so far, attnRtFenceWait blocks until that work has
+ * run (returns at once before the first record). The CUDA event is created
+ * at the first record, in the stream's context. */
+typedef struct attnRtFence *attnRtFence_t;
+ATTN_RT_EXPORT attnRtStatus attnRtFenceCreate(attnRtFence_t *fence);
+ATTN_RT_EXPORT attnRtStatus attnRtFenceRecord(attnRtFence_t fence,
+                                              uint64_t stream);
+ATTN_RT_EXPORT attnRtStatus attnRtFenceWait(attnRtFence_t fence);
+ATTN_RT_EXPORT void attnRtFenceDestroy(attnRtFence_t fence);
+/* *capturing = 1 when `stream` is capturing a CUDA graph (a plan's uploads
+ * queued now would be recorded into the graph, not run), else 0. */
+ATTN_RT_EXPORT attnRtStatus attnRtStreamIsCapturing(uint64_t stream,
+                                                    int32_t *capturing);
 /* Launches the attention kernel (and the merge kernel when needed; merge_kernel
  * may be NULL only when the plan never splits and is not in graph mode). */
 ATTN_RT_EXPORT attnRtStatus attnRtRun(attnRtModule_t module,

@@ -344,6 +344,48 @@ attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes, uint64_t device,
   });
 }
 
+struct attnRtFence {
+  UploadFence fence;
+};
+
+attnRtStatus attnRtFenceCreate(attnRtFence_t *fence) {
+  return guarded([&] {
+    if (!fence)
+      return invalidArg("attnRtFenceCreate: fence is null");
+    *fence = new attnRtFence();
+    return report(Status::success());
+  });
+}
+
+attnRtStatus attnRtFenceRecord(attnRtFence_t fence, uint64_t stream) {
+  return guarded([&] {
+    if (!fence)
+      return invalidArg("attnRtFenceRecord: fence is null");
+    return report(fence->fence.record(stream));
+  });
+}
+
+attnRtStatus attnRtFenceWait(attnRtFence_t fence) {
+  return guarded([&] {
+    if (!fence)
+      return invalidArg("attnRtFenceWait: fence is null");
+    return report(fence->fence.wait());
+  });
+}
+
+void attnRtFenceDestroy(attnRtFence_t fence) { delete fence; }
+
+attnRtStatus attnRtStreamIsCapturing(uint64_t stream, int32_t *capturing) {
+  return guarded([&] {
+    if (!capturing)
+      return invalidArg("attnRtStreamIsCapturing: capturing is null");
+    bool c = false;
+    Status s = streamIsCapturing(stream, &c);
+    *capturing = c;
+    return report(s);
+  });
+}
+
 attnRtStatus attnRtUploadPlanSized(const void *ws, size_t bytes, uint64_t device,
                                    size_t deviceBytes, uint64_t stream) {
   return uploadImpl(ws, bytes, device, true, deviceBytes, stream);

@@ -71,6 +71,14 @@ static Loaded load() {
   ATTN_RESOLVE(funcSetAttribute, cuFuncSetAttribute)
   ATTN_RESOLVE(launchKernel, cuLaunchKernel)
   ATTN_RESOLVE(memcpyHtoDAsync, cuMemcpyHtoDAsync)
+  ATTN_RESOLVE(eventCreate, cuEventCreate)
+  ATTN_RESOLVE(eventRecord, cuEventRecord)
+  ATTN_RESOLVE(eventSynchronize, cuEventSynchronize)
+  ATTN_RESOLVE(eventDestroy, cuEventDestroy)
+  ATTN_RESOLVE(streamGetCtx, cuStreamGetCtx)
+  ATTN_RESOLVE(ctxPushCurrent, cuCtxPushCurrent)
+  ATTN_RESOLVE(ctxPopCurrent, cuCtxPopCurrent)
+  ATTN_RESOLVE(streamIsCapturing, cuStreamIsCapturing)
 #undef ATTN_RESOLVE
   l.table.launchKernelEx = reinterpret_cast<decltype(l.table.launchKernelEx)>(
       dlsym(lib, ATTN_STR(cuLaunchKernelEx)));

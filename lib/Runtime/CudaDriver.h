@@ -50,6 +50,16 @@ struct CudaDriver {
   decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer;
   // Host calls refuse buffers the GPU cannot address (a host malloc).
   decltype(&::cuPointerGetAttribute) pointerGetAttribute;
+  // UploadFence (the pinned staging a plan's copies read) and the capture
+  // check before a plan's uploads.
+  decltype(&::cuEventCreate) eventCreate;
+  decltype(&::cuEventRecord) eventRecord;
+  decltype(&::cuEventSynchronize) eventSynchronize;
+  decltype(&::cuEventDestroy) eventDestroy;
+  decltype(&::cuStreamGetCtx) streamGetCtx;
+  decltype(&::cuCtxPushCurrent) ctxPushCurrent;
+  decltype(&::cuCtxPopCurrent) ctxPopCurrent;
+  decltype(&::cuStreamIsCapturing) streamIsCapturing;
   /// Optional (CUDA 12+ drivers): null when the driver lacks it; the
   /// launcher then launches plainly (no programmatic dependent launch).
   decltype(&::cuLaunchKernelEx) launchKernelEx;

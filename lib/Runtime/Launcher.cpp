@@ -401,6 +401,68 @@ Status copyToDevice(const void *host, size_t bytes, uint64_t device,
                            : cudaFailure(*d, "cuMemcpyHtoDAsync", r);
 }
 
+UploadFence::~UploadFence() {
+  if (!event_)
+    return;
+  if (const CudaDriver *d = cudaDriver(nullptr))
+    d->eventDestroy(static_cast<CUevent>(event_)); // fails only at driver teardown
+}
+
+Status UploadFence::record(uint64_t stream) {
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  CUstream st = reinterpret_cast<CUstream>(stream);
+  if (!event_) {
+    // In the stream's context, whichever is current: an event records only
+    // on streams of its own context.
+    CUcontext ctx = nullptr;
+    CUresult r = d->streamGetCtx(st, &ctx);
+    if (r != CUDA_SUCCESS)
+      return cudaFailure(*d, "cuStreamGetCtx", r);
+    if ((r = d->ctxPushCurrent(ctx)) != CUDA_SUCCESS)
+      return cudaFailure(*d, "cuCtxPushCurrent", r);
+    CUevent ev = nullptr;
+    r = d->eventCreate(&ev, CU_EVENT_DISABLE_TIMING);
+    CUcontext popped = nullptr;
+    d->ctxPopCurrent(&popped);
+    if (r != CUDA_SUCCESS)
+      return cudaFailure(*d, "cuEventCreate", r);
+    event_ = ev;
+  }
+  CUresult r = d->eventRecord(static_cast<CUevent>(event_), st);
+  if (r != CUDA_SUCCESS)
+    return cudaFailure(*d, "cuEventRecord", r);
+  recorded_ = true;
+  return Status::success();
+}
+
+Status UploadFence::wait() {
+  if (!recorded_)
+    return Status::success();
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  CUresult r = d->eventSynchronize(static_cast<CUevent>(event_));
+  return r == CUDA_SUCCESS ? Status::success()
+                           : cudaFailure(*d, "cuEventSynchronize", r);
+}
+
+Status streamIsCapturing(uint64_t stream, bool *capturing) {
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = d->streamIsCapturing(reinterpret_cast<CUstream>(stream), &status);
+  if (r != CUDA_SUCCESS)
+    return cudaFailure(*d, "cuStreamIsCapturing", r);
+  *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+  return Status::success();
+}
+
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream) {
   if (!plan.words || !deviceWorkspace)
     return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
@@ -644,6 +706,10 @@ Status Module::load(const void *, size_t, std::string_view, std::unique_ptr<Modu
 }
 Status uploadPlan(const PlanView &, uint64_t, uint64_t) { return noCuda(); }
 Status copyToDevice(const void *, size_t, uint64_t, uint64_t) { return noCuda(); }
+UploadFence::~UploadFence() = default;
+Status UploadFence::record(uint64_t) { return noCuda(); }
+Status UploadFence::wait() { return recorded_ ? noCuda() : Status::success(); }
+Status streamIsCapturing(uint64_t, bool *) { return noCuda(); }
 Status run(const Module &, std::string_view, std::string_view, const PlanView &,
            uint64_t, const KernelArg *, int32_t, uint64_t) {
   return noCuda();

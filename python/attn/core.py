@@ -358,18 +358,6 @@ def stream_handle(device):
     return raw(index)
 
 
-def current_stream(device, memo):
-    """``(torch.cuda.current_stream(device), its raw handle)``, the Stream
-    object reused from ``memo`` (a one-entry list the caller keeps) while
-    the raw handle is the same: plan() records an event on it every step,
-    and building a Stream object costs more than the query."""
-    h = stream_handle(device)
-    if memo and memo[0][1] == h:
-        return memo[0]
-    memo[:] = [(torch_module().cuda.current_stream(device), h)]
-    return memo[0]
-
-
 def num_sms(device):
     return torch_module().cuda.get_device_properties(device).multi_processor_count
 
@@ -731,7 +719,7 @@ class WrapperBase:
         self._kv_layout = kv_layout
         self._use_cuda_graph = bool(use_cuda_graph)
         self._host_ws = None
-        self._upload_event = None
+        self._fence = None          # orders reuse of the pinned plan buffers (_upload_fence)
         self._graph_config = None
         self._planned = None
         self._staging = None        # pinned int32 staging of the index arrays (see _upload_i32)
@@ -740,7 +728,6 @@ class WrapperBase:
         self._idx2 = None           # kv_indices * 2 for combined [pages, 2, ...] caches (paged.py)
         self._wants_x2 = False      # a run read such a cache: later plans double the indices up front
         self._memo = {}             # decode plan()'s fast path: scalar arguments -> what they decide
-        self._stream_memo = []      # the last current stream seen by plan() (core.current_stream)
         self._idx_dev = None        # its device kv_indptr and last_page_len (eager), reused by every plan
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
@@ -756,6 +743,14 @@ class WrapperBase:
         self._memo = {}
 
     # -- plan ---------------------------------------------------------------
+
+    def _upload_fence(self):
+        """The wrapper's UploadFence (made at the first plan): every plan
+        waits on it before refilling the pinned host workspace and staging,
+        and records it after queuing their copies."""
+        if self._fence is None:
+            self._fence = _native.native().UploadFence()
+        return self._fence
 
     def _check_not_capturing(self, what):
         torch = torch_module()
@@ -817,25 +812,21 @@ class WrapperBase:
         if ws_bytes < device_bytes:
             raise ValueError(workspace_too_small(ws_bytes, device_bytes, config, batch, total_q))
         plan_cfg = dict(config, max_partial_rows=cap) if cap else config
-        if self._upload_event is not None:
-            # The previous plan's uploads may still read the pinned buffers.
-            self._upload_event.synchronize()
+        fence = self._upload_fence()
+        fence.wait()  # the previous plan's uploads may still read the pinned buffers
         if self._host_ws is None or self._host_ws.numel() < host_bytes:
             self._host_ws = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
         summary = _native.native().plan(
             plan_cfg, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
             kv_lens=kv_lens, workspace_bytes=host_bytes)
-        stream, handle = current_stream(self._device, self._stream_memo)
+        handle = stream_handle(self._device)
         _native.native().upload_plan(self._host_ws.data_ptr(), summary["plan_bytes"],
                                      self._workspace.data_ptr(), handle,
                                      device_bytes=self._workspace.nbytes)
         try:
             dev = self._upload_i32(uploads)
         finally:
-            # One event, re-recorded after every plan's uploads (the next plan waits on it).
-            if self._upload_event is None:
-                self._upload_event = torch.cuda.Event()
-            self._upload_event.record(stream)
+            fence.record(handle)
         p = PlannedRun()
         candidate = summary["candidate"]
         p.module, p.spec, p.config, p.summary = info.module(candidate), spec, config, summary

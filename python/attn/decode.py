@@ -212,7 +212,6 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         batch, k = last.shape[0], m.k
         if indptr.shape[0] != batch + 1:
             return False
-        self._check_not_capturing("plan")
         core.raise_page_index_errors(self._device)
         graph = self._use_cuda_graph
         n_idx = indices.numel()
@@ -255,18 +254,17 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         if staging is None or staging.numel() < 2 * batch + 1:
             size = max(2 * batch + 1, 1024, 2 * (staging.numel() if staging is not None else 0))
             staging = self._staging = torch.empty(size, dtype=i32, pin_memory=True)
-        if self._upload_event is not None:
-            # The previous plan's uploads may still read the pinned buffers.
-            self._upload_event.synchronize()
         host = self._host_ws
-        stream, handle = core.current_stream(self._device, self._stream_memo)
+        handle = core.stream_handle(self._device)
+        fence = self._fence or self._upload_fence()
         ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         for _ in range(2):
+            # Refuses a capturing stream, waits on the fence, plans, queues the copies, records the fence.
             summary = m.planner.plan(
                 host.data_ptr() if host is not None else 0, host.numel() if host is not None else 0,
                 ws_ptr, ws_bytes, handle, batch, max_batch, max_q, max_kv,
                 qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr(), k, staging.data_ptr(),
-                4 * staging.numel(), kv_ptr, last_ptr)
+                4 * staging.numel(), kv_ptr, last_ptr, fence)
             if summary is not None:
                 break
             host_bytes, device_bytes = m.planner.sizes(max_batch, max_q, max_kv)
@@ -277,9 +275,6 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                                                dtype=torch.uint8, pin_memory=True)
         else:
             return False
-        if self._upload_event is None:
-            self._upload_event = torch.cuda.Event()
-        self._upload_event.record(stream)
         if graph and indices.data_ptr() != d_idx.data_ptr():
             d_idx[:n_idx].copy_(indices, non_blocking=True)
         p = core.PlannedRun.__new__(core.PlannedRun)

@@ -170,6 +170,37 @@ py::dict summaryDict(const attnRtPlanSummary &s) {
   return d;
 }
 
+/// attnRtFence_t: orders the reuse of a wrapper's pinned plan buffers
+/// (Planner.plan waits on it before writing them and records it after
+/// queuing their copies; the full plan path calls wait/record itself).
+class PyFence {
+public:
+  PyFence() { check(attnRtFenceCreate(&f_)); }
+  ~PyFence() { attnRtFenceDestroy(f_); }
+  PyFence(const PyFence &) = delete;
+  PyFence &operator=(const PyFence &) = delete;
+  void record(uint64_t stream) { check(attnRtFenceRecord(f_, stream)); }
+  void wait() {
+    py::gil_scoped_release release;
+    check(attnRtFenceWait(f_));
+  }
+  attnRtFence_t get() const { return f_; }
+
+private:
+  attnRtFence_t f_ = nullptr;
+};
+
+/// Refuses uploads queued while `stream` captures a CUDA graph: the graph
+/// would replay the copies of this step's plan in every later step.
+void checkNotCapturing(uint64_t stream) {
+  int32_t capturing = 0;
+  check(attnRtStreamIsCapturing(stream, &capturing));
+  if (capturing)
+    throw std::runtime_error(
+        "attn: plan() must be called outside CUDA-graph capture (plan on the "
+        "host, then replay the captured run())");
+}
+
 /// A PlanConfig converted once (the dict's conversion costs more than the
 /// planner at decode sizes), for plan() of every step: `plan` takes the
 /// host arrays as addresses (CPU tensors' data_ptr()) and the maxima of the
@@ -198,12 +229,17 @@ public:
   /// summary with "host_bytes", or None, having done nothing, when a
   /// workspace is smaller than the config needs or a request holds fewer
   /// than `min_kv_len` keys (the caller's full path then says which).
+  /// With a device workspace, a stream capturing a CUDA graph is refused
+  /// first; `fence` (optional) is waited on before the pinned buffers are
+  /// written and recorded after their copies are queued.
   py::object plan(uint64_t hostWs, size_t hostWsBytes, uint64_t deviceWs,
                   size_t deviceWsBytes, uint64_t stream, int32_t batch,
                   int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
                   uint64_t qo, uint64_t kv, uint64_t last, int32_t minKvLen,
                   uint64_t staging, size_t stagingBytes, uint64_t kvDst,
-                  uint64_t lastDst) {
+                  uint64_t lastDst, PyFence *fence) {
+    if (deviceWs)
+      checkNotCapturing(stream);
     if (batch < 0)
       throw py::value_error("batch must be non-negative");
     if (!qo || !kv || !last)
@@ -237,6 +273,9 @@ public:
     void *ws = reinterpret_cast<void *>(hostWs);
     {
       py::gil_scoped_release release;
+      // The last step's copies may still read the pinned buffers.
+      if (fence)
+        check(attnRtFenceWait(fence->get()));
       if (deviceWs) // sized: the runtime checks the plan against deviceWsBytes
         check(attnRtPlanAndUpload(&c_, &in, ws, hostWsBytes, deviceWs,
                                   deviceWsBytes, stream, &s));
@@ -255,6 +294,8 @@ public:
             check(attnRtCopyToDevice(st + kvBytes, lastBytes, lastDst, stream));
         }
       }
+      if (fence && deviceWs)
+        check(attnRtFenceRecord(fence->get(), stream));
     }
     py::dict d = summaryDict(s);
     d["host_bytes"] = host;
@@ -489,10 +530,26 @@ PYBIND11_MODULE(_attn, m) {
            py::arg("kv_last_len"), py::arg("min_kv_len") = 1,
            py::arg("staging") = 0, py::arg("staging_bytes") = 0,
            py::arg("kv_indptr_dst") = 0, py::arg("kv_last_len_dst") = 0,
+           py::arg("fence") = nullptr,
            "Plans and uploads one step; returns the plan summary (with "
            "host_bytes), or None when a workspace is too small or a request "
            "has fewer than min_kv_len keys (nothing done). Raises Error "
-           "naming the bad input (nothing uploaded then).");
+           "naming the bad input (nothing uploaded then), RuntimeError on a "
+           "stream capturing a CUDA graph. `fence` (an UploadFence) is waited "
+           "on before the pinned buffers are written, recorded after.");
+
+  py::class_<PyFence>(m, "UploadFence",
+                      "Orders the reuse of pinned host buffers that async "
+                      "copies read: record(stream) after queuing them, "
+                      "wait() before writing them again.")
+      .def(py::init<>())
+      .def("record", &PyFence::record, py::arg("stream"))
+      .def("wait", &PyFence::wait);
+
+  m.def(
+      "check_not_capturing", &checkNotCapturing, py::arg("stream"),
+      "RuntimeError when `stream` is capturing a CUDA graph (plan() must "
+      "run outside capture).");
 
   m.def(
       "copy_to_device",

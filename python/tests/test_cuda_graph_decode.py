@@ -150,3 +150,30 @@ def test_gpu_plan_must_keep_q_len_per_req():
     w.plan(table[0], table[1].cuda(), table[2], HQ, HKV, D, PAGE, q_data_type=torch.bfloat16, q_len_per_req=2)
     with pytest.raises(ValueError, match="CUDA-graph mode every plan"):
         w.plan(table[0], table[1].cuda(), table[2], HQ, HKV, D, PAGE, q_data_type=torch.bfloat16, q_len_per_req=1)
+
+
+@pytest.mark.gpu
+def test_gpu_plan_refuses_a_capturing_stream():
+    """plan() under capture would record this step's uploads into the graph:
+    refused, on the first plan of a configuration (the full path) and on a
+    memoized one (the binding's check), and the wrapper still plans after."""
+    import torch
+    gen = torch.Generator().manual_seed(31)
+    w = attn.BatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"))
+    table = random_plan(torch, 4, 1, gen, 256, max_len=300)
+    args = (table[0], table[1].cuda(), table[2], HQ, HKV, D, PAGE)
+    w.plan(*args, q_data_type=torch.bfloat16)
+    assert w._memo, "the first plan memoizes its configuration"
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    for kw in ({"q_data_type": torch.bfloat16}, {"q_data_type": torch.bfloat16, "sm_scale": 0.5}):
+        with torch.cuda.stream(s):
+            g = torch.cuda.CUDAGraph()
+            with pytest.raises(RuntimeError, match="outside CUDA-graph capture"):
+                with torch.cuda.graph(g, stream=s):
+                    w.plan(*args, **kw)
+    torch.cuda.synchronize()
+    w.plan(*args, q_data_type=torch.bfloat16)
+    kv = torch.randn(256, 2, PAGE, HKV, D, generator=gen).to(torch.bfloat16).cuda()
+    q = torch.randn(4, HQ, D, generator=gen).to(torch.bfloat16).cuda()
+    assert torch.isfinite(w.run(q, kv).float()).all()

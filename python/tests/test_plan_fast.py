@@ -33,12 +33,17 @@ class FakeStream:
     cuda_stream = 0
 
 
-class FakeEvent:
-    def record(self, stream=None):
-        pass
+class FakeFence:
+    """The binding's UploadFence, counting its uses."""
 
-    def synchronize(self):
-        pass
+    def __init__(self):
+        self.waits = self.records = 0
+
+    def record(self, stream):
+        self.records += 1
+
+    def wait(self):
+        self.waits += 1
 
 
 class FakeKernel:
@@ -57,14 +62,16 @@ class Planner:
         return self.real.sizes(*a)
 
     def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, staging,
-             staging_bytes, kv_dst, last_dst):
+             staging_bytes, kv_dst, last_dst, fence):
         self.calls += 1
+        fence.wait()  # as the binding: before the pinned buffers are written
         s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, 0, 0,
                            0, 0)
         if s is not None:
             ctypes.memmove(dev, host, s["plan_bytes"])
             ctypes.memmove(kv_dst, kv, 4 * (batch + 1))
             ctypes.memmove(last_dst, last, 4 * batch)
+            fence.record(stream)
         return s
 
 
@@ -77,6 +84,8 @@ class Native:
 
     def __getattr__(self, name):
         return getattr(self.real, name)
+
+    UploadFence = FakeFence
 
     def Planner(self, config):
         p = Planner(self.real.Planner(config))
@@ -92,7 +101,6 @@ class Native:
 def cpu(monkeypatch):
     """Stands in for CUDA; returns the fake native module (its planners)."""
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: FakeStream())
-    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, pin_memory=False, **k: empty(*a, **k))
@@ -113,10 +121,10 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     w = attn.BatchDecodeWithPagedKVCacheWrapper.__new__(attn.BatchDecodeWithPagedKVCacheWrapper)
     ws = torch.zeros(64 << 20, dtype=torch.uint8)
     w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
-    for name in ("_host_ws", "_upload_event", "_graph_config", "_planned", "_staging", "_idx2", "_idx_dev"):
+    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_staging", "_idx2", "_idx_dev"):
         setattr(w, name, None)
     w._ws_sizes, w._capture_ok, w._wants_x2, w._memo, w._op_handle = (None, None), False, False, {}, 0
-    w._fixed, w._stream_memo = {}, []
+    w._fixed = {}
     if graph:
         w._fixed = {"kv_indptr": torch.zeros(max_batch + 1, dtype=torch.int32),
                     "kv_indices": torch.zeros(max_pages, dtype=torch.int32),

@@ -128,3 +128,17 @@ TEST(CAPI, PlanAndUploadPlansAsPlanThenChecksTheDeviceWorkspace) {
   EXPECT_NE(std::string(attnRtLastError()).find("kv_indptr"), std::string::npos)
       << attnRtLastError();
 }
+
+TEST(CAPI, UploadFenceRefusesNullArguments) {
+  EXPECT_EQ(attnRtFenceCreate(nullptr), ATTN_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(attnRtFenceRecord(nullptr, 0), ATTN_RT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(attnRtLastError()).find("fence is null"), std::string::npos);
+  EXPECT_EQ(attnRtFenceWait(nullptr), ATTN_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(attnRtStreamIsCapturing(0, nullptr), ATTN_RT_INVALID_ARGUMENT);
+  attnRtFence_t f = nullptr;
+  ASSERT_EQ(attnRtFenceCreate(&f), ATTN_RT_OK); // no device needed until a record
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(attnRtFenceWait(f), ATTN_RT_OK);
+  attnRtFenceDestroy(f);
+  attnRtFenceDestroy(nullptr);
+}

@@ -116,3 +116,31 @@ TEST(LauncherNoDevice, EntryPointsFailCleanlyWithoutCuda) {
   PlanView v{words};
   EXPECT_EQ(uploadPlan(v, 0x1000, 0).code(), StatusCode::CudaUnavailable);
 }
+
+TEST(LauncherDevice, UploadFenceRecordsAndWaits) {
+  skipWithoutGpu();
+  if (IsSkipped())
+    return;
+  UploadFence fence;
+  ASSERT_TRUE(fence.wait().ok()); // nothing recorded yet: returns at once
+  Status s = fence.record(/*stream=*/0);
+  ASSERT_TRUE(s.ok()) << s.message();
+  s = fence.wait();
+  EXPECT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(fence.record(0).ok()); // the event is reused
+  EXPECT_TRUE(fence.wait().ok());
+  bool capturing = true;
+  s = streamIsCapturing(0, &capturing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(capturing);
+}
+
+TEST(LauncherNoDevice, UploadFenceWithoutCuda) {
+  if (launcherCompiledIn() && cudaAvailable().ok())
+    GTEST_SKIP() << "a GPU is present; this checks the CPU-only path";
+  UploadFence fence;
+  EXPECT_TRUE(fence.wait().ok()); // a fence never recorded holds nothing back
+  EXPECT_EQ(fence.record(0).code(), StatusCode::CudaUnavailable);
+  bool capturing = false;
+  EXPECT_EQ(streamIsCapturing(0, &capturing).code(), StatusCode::CudaUnavailable);
+}

@@ -127,6 +127,30 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
 /// The same without the size check (the caller vouches for the workspace).
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream);
 
+/// Orders the reuse of pinned host buffers that async copies read (a plan's
+/// host workspace and staging): record() marks the work `stream` has queued
+/// so far, wait() returns once that work has run (at once before the first
+/// record). The CUDA event is made at the first record, in the stream's
+/// context, so a fence needs no device until it is used.
+class UploadFence {
+public:
+  UploadFence() = default;
+  ~UploadFence();
+  UploadFence(const UploadFence &) = delete;
+  UploadFence &operator=(const UploadFence &) = delete;
+
+  Status record(uint64_t stream);
+  Status wait();
+
+private:
+  void *event_ = nullptr; ///< CUevent
+  bool recorded_ = false;
+};
+
+/// Whether `stream` is capturing a CUDA graph (work queued on it now is
+/// recorded into the graph, not run).
+Status streamIsCapturing(uint64_t stream, bool *capturing);
+
 /// Checks a device workspace of `deviceBytes` at `deviceWorkspace` can hold
 /// `plan` and the partial buffers the kernels write (plan.deviceBytes()):
 /// InvalidArgument for a null plan or workspace, WorkspaceTooSmall naming
