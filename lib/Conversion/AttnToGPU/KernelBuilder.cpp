@@ -102,6 +102,30 @@ Value KernelBuilder::shuffleXor(Value x, int32_t mask) {
   return shuffle.getShuffleResult();
 }
 
+/// Combines neighbours level by level: ((x0 x1) (x2 x3)) ((x4 x5) ...).
+static Value reduceTree(ArrayRef<Value> xs,
+                        llvm::function_ref<Value(Value, Value)> combine) {
+  assert(!xs.empty() && "a tree reduction of nothing");
+  SmallVector<Value> level(xs);
+  while (level.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2)
+      next.push_back(combine(level[i], level[i + 1]));
+    if (level.size() % 2)
+      next.push_back(level.back());
+    level = std::move(next);
+  }
+  return level.front();
+}
+
+Value KernelBuilder::treeMax(ArrayRef<Value> xs) {
+  return reduceTree(xs, [&](Value x, Value y) { return fmax(x, y); });
+}
+
+Value KernelBuilder::treeSum(ArrayRef<Value> xs) {
+  return reduceTree(xs, [&](Value x, Value y) { return fadd(x, y); });
+}
+
 Value KernelBuilder::quadMax(Value x) {
   x = fmax(x, shuffleXor(x, 1));
   return fmax(x, shuffleXor(x, 2));

@@ -73,6 +73,12 @@ public:
   mlir::Value exp2(mlir::Value x);
   mlir::Value log2(mlir::Value x);
 
+  /// Max / sum of `xs` (at least one) as a balanced tree: a dependence
+  /// depth of log2(n) instead of the n - 1 of a running accumulation, which
+  /// ptxas does not reassociate (the softmax's row max and row sum).
+  mlir::Value treeMax(llvm::ArrayRef<mlir::Value> xs);
+  mlir::Value treeSum(llvm::ArrayRef<mlir::Value> xs);
+
   /// Butterfly shuffle of an f32 across the warp (`gpu.shuffle xor`).
   mlir::Value shuffleXor(mlir::Value x, int32_t mask);
   /// Max / sum of an f32 over the 4 lanes of a quad (lanes 4g .. 4g+3), the

@@ -233,12 +233,14 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     // Online softmax, rows g (elements 0, 1) and g + 8 (elements 2, 3); the
     // accumulator is rescaled last, so that a P V still in flight has the
     // rest of the softmax to finish.
+    // Row max and row sum as trees: a running accumulation is a chain of
+    // 2 * NT dependent adds that ptxas keeps (fp math is not reassociated).
     Value alpha[2];
     for (int64_t r = 0; r < 2; ++r) {
-      Value rowMax = negInf;
+      SmallVector<Value> row;
       for (int64_t nt = 0; nt < NT; ++nt)
-        rowMax = kb.fmax(rowMax, kb.fmax(s[nt][2 * r], s[nt][2 * r + 1]));
-      rowMax = kb.quadMax(rowMax);
+        row.append({s[nt][2 * r], s[nt][2 * r + 1]});
+      Value rowMax = kb.quadMax(kb.treeMax(row));
       if (!transformed)
         rowMax = kb.fmul(rowMax, scaleLog2);
       Value mNew = kb.fmax(st.m[r], rowMax);
@@ -246,7 +248,7 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       Value mUse = kb.select(kb.foeq(mNew, negInf), zeroF, mNew);
       alpha[r] = kb.exp2(kb.fsub(st.m[r], mUse));
       Value negM = arith::NegFOp::create(b, mUse);
-      Value sum = zeroF;
+      SmallVector<Value> probs;
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t j = 0; j < 2; ++j) {
           Value &x = s[nt][2 * r + j];
@@ -254,9 +256,9 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
                           ? kb.fadd(x, negM)
                           : math::FmaOp::create(b, x, scaleLog2, negM).getResult();
           x = kb.exp2(arg);
-          sum = kb.fadd(sum, x);
+          probs.push_back(x);
         }
-      st.l[r] = kb.fadd(kb.fmul(st.l[r], alpha[r]), sum);
+      st.l[r] = kb.fadd(kb.fmul(st.l[r], alpha[r]), kb.treeSum(probs));
       st.m[r] = mNew;
     }
     if (std::optional<uint64_t> pending = op.getAwaitAcc(); pending && ctx.wgmma) {
