@@ -816,13 +816,12 @@ class WrapperBase:
         fence.wait()  # the previous plan's uploads may still read the pinned buffers
         if self._host_ws is None or self._host_ws.numel() < host_bytes:
             self._host_ws = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
+        handle = stream_handle(self._device)
+        # Plans and queues the plan's copy (the device workspace size checked).
         summary = _native.native().plan(
             plan_cfg, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
-            kv_lens=kv_lens, workspace_bytes=host_bytes)
-        handle = stream_handle(self._device)
-        _native.native().upload_plan(self._host_ws.data_ptr(), summary["plan_bytes"],
-                                     self._workspace.data_ptr(), handle,
-                                     device_bytes=self._workspace.nbytes)
+            kv_lens=kv_lens, workspace_bytes=host_bytes, device_workspace=self._workspace.data_ptr(),
+            device_bytes=ws_bytes, stream=handle)
         try:
             dev = self._upload_i32(uploads)
         finally:

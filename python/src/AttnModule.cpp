@@ -194,7 +194,10 @@ private:
 /// would replay the copies of this step's plan in every later step.
 void checkNotCapturing(uint64_t stream) {
   int32_t capturing = 0;
-  check(attnRtStreamIsCapturing(stream, &capturing));
+  attnRtStatus status = attnRtStreamIsCapturing(stream, &capturing);
+  if (status == ATTN_RT_CUDA_UNAVAILABLE)
+    return; // no driver, no capture (the copies that follow say so)
+  check(status);
   if (capturing)
     throw std::runtime_error(
         "attn: plan() must be called outside CUDA-graph capture (plan on the "
@@ -466,7 +469,8 @@ PYBIND11_MODULE(_attn, m) {
          const py::object &qo_indptr, const py::object &kv_indptr,
          const py::object &kv_last_len, const py::object &kv_lens,
          const py::object &kv_indices, int32_t num_cache_blocks,
-         size_t workspace_bytes) {
+         size_t workspace_bytes, uint64_t device_workspace,
+         size_t device_bytes, uint64_t stream) {
         attnRtPlanConfig c = toConfig(config);
         auto qo = toI32(qo_indptr, "qo_indptr");
         auto kv = toI32(kv_indptr, "kv_indptr");
@@ -502,9 +506,16 @@ PYBIND11_MODULE(_attn, m) {
         in.num_cache_blocks = num_cache_blocks;
         HostWorkspace w = toWorkspace(workspace, workspace_bytes);
         attnRtPlanSummary s;
+        if (device_workspace)
+          checkNotCapturing(stream);
         {
           py::gil_scoped_release release;
-          check(attnRtPlan(&c, &in, w.ptr, w.bytes, &s));
+          // The planner's own plan needs no second validation before its
+          // upload (attnRtPlanAndUpload); the device workspace is checked.
+          check(device_workspace
+                    ? attnRtPlanAndUpload(&c, &in, w.ptr, w.bytes, device_workspace,
+                                          device_bytes, stream, &s)
+                    : attnRtPlan(&c, &in, w.ptr, w.bytes, &s));
         }
         return summaryDict(s);
       },
@@ -512,8 +523,13 @@ PYBIND11_MODULE(_attn, m) {
       py::arg("kv_indptr"), py::arg("kv_last_len") = py::none(),
       py::arg("kv_lens") = py::none(), py::arg("kv_indices") = py::none(),
       py::arg("num_cache_blocks") = 0, py::arg("workspace_bytes") = 0,
+      py::arg("device_workspace") = 0, py::arg("device_bytes") = 0,
+      py::arg("stream") = 0,
       "Plans one batch step into `workspace` (an address or a writable "
-      "buffer); returns the plan summary. Raises Error naming the bad input.");
+      "buffer); returns the plan summary. With `device_workspace` (of "
+      "`device_bytes`) it also queues the plan's copy there on `stream` "
+      "(refused while the stream captures a CUDA graph). Raises Error naming "
+      "the bad input.");
 
   py::class_<PyPlanner>(m, "Planner",
                         "A plan config converted once; plan() plans and "

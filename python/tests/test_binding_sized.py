@@ -58,6 +58,17 @@ def test_upload_refuses_a_too_small_device_workspace(native):
         native.upload_plan(addr, s["plan_bytes"], FAKE_DEVICE, 0, device_bytes=need - 1)
 
 
+def test_plan_with_an_upload_checks_the_device_workspace_first(native):
+    """plan(..., device_workspace=) plans and queues the plan's copy without
+    validating the planner's own plan again; the device workspace's size is
+    still checked, before any copy."""
+    host, device = native.plan_workspace_size(CONFIG)
+    ws = bytearray(host)
+    with pytest.raises(native.Error, match=r"\[WorkspaceTooSmall\] device workspace has 256 bytes"):
+        native.plan(CONFIG, ws, i32(0, 1, 2, 3), i32(0, 3, 300, 301), kv_last_len=i32(5, 16, 1),
+                    device_workspace=FAKE_DEVICE, device_bytes=256)
+
+
 def test_sized_calls_check_the_plan_and_the_workspace_address(native):
     ws, addr, s, device = _plan(native)
     with pytest.raises(native.Error, match=r"InvalidArgument.*null"):

@@ -92,6 +92,13 @@ class Native:
         self.planners.append(p)
         return p
 
+    def plan(self, config, workspace, *args, device_workspace=0, device_bytes=0, stream=0, **kw):
+        """The full path's plan-and-upload: the plan, then its copy at the device address."""
+        s = self.real.plan(config, workspace, *args, **kw)
+        if device_workspace:
+            ctypes.memmove(device_workspace, workspace, s["plan_bytes"])
+        return s
+
     def upload_plan(self, host, nbytes, dev, stream, device_bytes=None):
         assert device_bytes is None or nbytes <= device_bytes  # the binding's Sized check, roughly
         ctypes.memmove(dev, host, nbytes)

@@ -50,7 +50,8 @@ class Planned(Exception):
 def cpu_plan(monkeypatch, tmp_path, native):
     fake = types.SimpleNamespace(
         int32="torch.int32", uint8="torch.uint8",
-        cuda=types.SimpleNamespace(is_current_stream_capturing=lambda: False),
+        cuda=types.SimpleNamespace(is_current_stream_capturing=lambda: False,
+                                   current_stream=lambda device=None: types.SimpleNamespace(cuda_stream=0)),
         arange=lambda n, dtype=None, device=None: FakeTensor(n, dtype, device),
         empty=lambda n, dtype=None, device=None, pin_memory=False: FakeTensor(n, dtype, device or "cpu"))
     for m in (core, decode, paged, prefill):
