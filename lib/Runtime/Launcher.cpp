@@ -415,6 +415,9 @@ Status UploadFence::record(uint64_t stream) {
     return s;
   CUstream st = reinterpret_cast<CUstream>(stream);
   if (!event_) {
+    // The default stream is the current context's: make sure there is one.
+    if (Status c = ensureContext(*d); !c.ok())
+      return c;
     // In the stream's context, whichever is current: an event records only
     // on streams of its own context.
     CUcontext ctx = nullptr;
@@ -455,6 +458,8 @@ Status streamIsCapturing(uint64_t stream, bool *capturing) {
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
+  if (Status c = ensureContext(*d); !c.ok())
+    return c;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = d->streamIsCapturing(reinterpret_cast<CUstream>(stream), &status);
   if (r != CUDA_SUCCESS)
