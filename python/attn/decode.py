@@ -256,7 +256,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             staging = self._staging = torch.empty(size, dtype=i32, pin_memory=True)
         host = self._host_ws
         handle = core.stream_handle(self._device)
-        fence = self._fence or self._upload_fence()
+        fence = self._upload_fence()
         ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         for _ in range(2):
             # Refuses a capturing stream, waits on the fence, plans, queues the copies, records the fence.

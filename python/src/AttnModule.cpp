@@ -191,7 +191,8 @@ private:
 };
 
 /// Refuses uploads queued while `stream` captures a CUDA graph: the graph
-/// would replay the copies of this step's plan in every later step.
+/// would replay the copies of this step's plan in every later step. The
+/// memoized decode plan's one check (the full plan path asks PyTorch first).
 void checkNotCapturing(uint64_t stream) {
   int32_t capturing = 0;
   attnRtStatus status = attnRtStreamIsCapturing(stream, &capturing);
@@ -506,8 +507,6 @@ PYBIND11_MODULE(_attn, m) {
         in.num_cache_blocks = num_cache_blocks;
         HostWorkspace w = toWorkspace(workspace, workspace_bytes);
         attnRtPlanSummary s;
-        if (device_workspace)
-          checkNotCapturing(stream);
         {
           py::gil_scoped_release release;
           // The planner's own plan needs no second validation before its
@@ -527,8 +526,8 @@ PYBIND11_MODULE(_attn, m) {
       py::arg("stream") = 0,
       "Plans one batch step into `workspace` (an address or a writable "
       "buffer); returns the plan summary. With `device_workspace` (of "
-      "`device_bytes`) it also queues the plan's copy there on `stream` "
-      "(refused while the stream captures a CUDA graph). Raises Error naming "
+      "`device_bytes`) it also queues the plan's copy there on `stream` (the "
+      "caller makes sure the stream is not capturing). Raises Error naming "
       "the bad input.");
 
   py::class_<PyPlanner>(m, "Planner",
@@ -561,11 +560,6 @@ PYBIND11_MODULE(_attn, m) {
       .def(py::init<>())
       .def("record", &PyFence::record, py::arg("stream"))
       .def("wait", &PyFence::wait);
-
-  m.def(
-      "check_not_capturing", &checkNotCapturing, py::arg("stream"),
-      "RuntimeError when `stream` is capturing a CUDA graph (plan() must "
-      "run outside capture).");
 
   m.def(
       "copy_to_device",
