@@ -94,7 +94,7 @@ typedef struct attnRtPlanInputs {
 typedef struct attnRtPlanSummary {
   int32_t num_ctas, num_items, num_merge_units, num_slots, candidate, tile_q,
       gqa_pack;
-  size_t plan_bytes; /* bytes attnRtUploadPlan copies */
+  size_t plan_bytes; /* bytes of the flat plan (attnRtUploadPlan copies the parts its counts cover) */
 } attnRtPlanSummary;
 
 /* One caller-bound kernel argument, matched by name against the manifest. */

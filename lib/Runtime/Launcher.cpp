@@ -475,10 +475,17 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t strea
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
-  CUresult r = d->memcpyHtoDAsync(CUdeviceptr(deviceWorkspace), plan.words,
-                                  plan.bytes(), reinterpret_cast<CUstream>(stream));
-  return r == CUDA_SUCCESS ? Status::success()
-                           : cudaFailure(*d, "cuMemcpyHtoDAsync", r);
+  PlanSpan spans[3];
+  int32_t n = planUploadSpans(plan, spans);
+  const char *host = reinterpret_cast<const char *>(plan.words);
+  for (int32_t i = 0; i < n; ++i) {
+    CUresult r = d->memcpyHtoDAsync(CUdeviceptr(deviceWorkspace + spans[i].offset),
+                                    host + spans[i].offset, spans[i].bytes,
+                                    reinterpret_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS)
+      return cudaFailure(*d, "cuMemcpyHtoDAsync", r);
+  }
+  return Status::success();
 }
 
 /// Fills `pb` for kernel `k` from the plan's device arrays and `args`.

@@ -1719,6 +1719,25 @@ size_t PlanView::deviceBytes() const {
          size_t(words[kHdrMaxSlots]) * size_t(words[kHdrSlotRows]) * 4;
 }
 
+int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[3]) {
+  const int32_t *w = plan.words;
+  int32_t units = plan.numMergeUnits();
+  PlanSpan parts[3] = {
+      {0, (size_t(w[kHdrOffItems]) + size_t(plan.numItems()) * kWorkItemWords) * 4},
+      {size_t(w[kHdrOffMergeIndptr]) * 4, (size_t(units) + 1) * 4},
+      {size_t(w[kHdrOffMergeUnits]) * 4, size_t(units) * kMergeUnitWords * 4}};
+  int32_t n = 0;
+  for (int32_t i = 0; i < (units > 0 ? 3 : 1); ++i) {
+    const PlanSpan &p = parts[i];
+    if (n > 0 && p.offset - (spans[n - 1].offset + spans[n - 1].bytes) <
+                     kPlanUploadGapBytes)
+      spans[n - 1].bytes = p.offset + p.bytes - spans[n - 1].offset;
+    else
+      spans[n++] = p;
+  }
+  return n;
+}
+
 /// "plan header: <what>" as the InvalidArgument viewPlan() returns.
 static Status badPlan(const std::string &what) {
   return invalid(StatusCode::InvalidArgument,
@@ -1839,9 +1858,13 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
   for (int32_t c = 0; c < numCtas; ++c)
     if (ci[c + 1] < ci[c])
       return badPlan("cta_indptr decreases at CTA " + std::to_string(c));
-  // The merge map lists every slot once, in order.
+  // The merge map lists every slot once, in order; without merge units
+  // there are no slots and nothing reads merge_indptr (nor uploads it).
   const int32_t *mi = w + offMi;
-  if (mi[0] != 0 || mi[numUnits] != numSlots)
+  if (numUnits == 0 && numSlots != 0)
+    return badPlan("num_slots = " + std::to_string(numSlots) +
+                   " without merge units");
+  if (numUnits > 0 && (mi[0] != 0 || mi[numUnits] != numSlots))
     return badPlan("merge_indptr must run from 0 to num_slots " +
                    std::to_string(numSlots) + " (it runs from " +
                    std::to_string(mi[0]) + " to " + std::to_string(mi[numUnits]) +

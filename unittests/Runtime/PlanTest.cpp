@@ -762,6 +762,52 @@ TEST(PlanGraphMode, GridAndLayoutFixedAcrossPlans) {
   EXPECT_EQ(va.partialOOffset(), vd.partialOOffset());
 }
 
+TEST(PlanUpload, TheSpansAloneMakeTheWholePlan) {
+  // Graph mode lays the plan out for its maxima (4096 requests here), so a
+  // batch uses a small part of it; a device image holding only the spans,
+  // garbage elsewhere, must be the same plan to every reader.
+  Batch one = makeBatch({{1, 300}}, 16, 1);
+  Batch skewed = makeBatch(skewedDecode(), 16, 2);
+  PlanConfig c = h200DecodeConfig(skewed);
+  c.graph_mode = 1;
+  c.max_batch = 4096;
+  c.max_total_q_rows = 4096;
+  for (const Batch *b : {&one, &skewed}) {
+    std::vector<int32_t> host;
+    ASSERT_TRUE(planInto(c, inputsOf(*b), &host).ok());
+    PlanView v{host.data()};
+    PlanSpan spans[3];
+    int32_t n = planUploadSpans(v, spans);
+    ASSERT_GE(n, 1);
+    ASSERT_LE(n, 3);
+    EXPECT_EQ(spans[0].offset, 0u);
+    size_t copied = 0, end = 0;
+    std::vector<int32_t> device(v.bytes() / 4, int32_t(0xABABABAB));
+    for (int32_t i = 0; i < n; ++i) {
+      EXPECT_GE(spans[i].offset, end);
+      EXPECT_EQ(spans[i].offset % 4, 0u);
+      end = spans[i].offset + spans[i].bytes;
+      ASSERT_LE(end, v.bytes());
+      if (i > 0)
+        EXPECT_GE(spans[i].offset - (spans[i - 1].offset + spans[i - 1].bytes),
+                  kPlanUploadGapBytes);
+      std::memcpy(device.data() + spans[i].offset / 4,
+                  host.data() + spans[i].offset / 4, spans[i].bytes);
+      copied += spans[i].bytes;
+    }
+    EXPECT_LT(copied * 4, v.bytes()) << "the maxima's layout is mostly unused";
+    PlanView d;
+    Status s = viewPlan(device.data(), device.size() * 4, &d);
+    ASSERT_TRUE(s.ok()) << s.message();
+    checkPlan(c, *b, d);
+    EXPECT_EQ(d.numMergeUnits(), v.numMergeUnits());
+    if (b == &skewed)
+      EXPECT_GT(v.numMergeUnits(), 0) << "the merge spans are tested";
+    else
+      EXPECT_EQ(n, 1);
+  }
+}
+
 TEST(PlanCandidates, TheTileFollowsTheAveragePackedQueryLength) {
   // GQA group 4, every candidate packing the whole group: decode (1 token x
   // 4 heads = 4 rows) fits the 16-row tile, speculative verification of 8

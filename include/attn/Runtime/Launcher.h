@@ -119,7 +119,9 @@ Status checkKernelMatchesPlan(const KernelManifest &kernel, const PlanConfig &co
                               int32_t candidate);
 
 /// Copies the flat plan (host workspace) to the start of the device workspace:
-/// one cuMemcpyHtoDAsync on `stream` (truly async when the host buffer is pinned).
+/// the parts its counts cover (planUploadSpans), a cuMemcpyHtoDAsync each on
+/// `stream` (truly async when the host buffer is pinned); what lies beyond
+/// them on the device is left as it was and never read.
 /// `deviceBytes` is the device workspace's size: WorkspaceTooSmall when it
 /// is below plan.deviceBytes().
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,

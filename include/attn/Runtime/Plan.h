@@ -114,7 +114,7 @@ enum PlanHeaderField : int32_t {
   kHdrOffItems = 15,
   kHdrOffMergeIndptr = 16,
   kHdrOffMergeUnits = 17,
-  kHdrTotalWords = 18,   ///< words of the flat plan (what the upload copies)
+  kHdrTotalWords = 18,   ///< words of the flat plan (the upload copies planUploadSpans)
   kHdrMaxSlots = 19,
   kHdrSlotRows = 20,     ///< row stride of a partial slot (max q_rows over candidates)
   kHdrHeadDim = 21,
@@ -314,12 +314,31 @@ struct PlanView {
   size_t deviceBytes() const;
 };
 
+/// A byte range of a flat plan: what one upload copy moves.
+struct PlanSpan {
+  size_t offset = 0, bytes = 0;
+};
+/// Gaps between the parts a plan uses shorter than this are copied rather
+/// than split into another copy: a copy call costs the host ~2 us, about what
+/// 32 KiB take over PCIe.
+constexpr size_t kPlanUploadGapBytes = 32 * 1024;
+/// The parts of a flat plan the kernels read, in order: the header,
+/// cta_indptr and the work items up to num_items, merge_indptr and the merge
+/// units up to num_merge_units (neither without merge units: nothing reads
+/// them then). The layout is laid
+/// out for the config's maxima (captured pointers never move), so a batch's
+/// plan is usually a small part of total_words; the upload copies these spans
+/// only. Spans closer than kPlanUploadGapBytes are joined. Returns how many
+/// of `spans` it filled (1 to 3).
+int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[3]);
+
 /// Checks that `bytes` of `workspace` hold a plan of this ABI version before
 /// anything reads it: magic and version; every count within its maximum and
 /// every maximum within the planner's limits; the arrays in order inside
 /// total_words (<= bytes / 4); the partial buffers aligned after the plan;
 /// cta_indptr from 0 to num_items and monotone; merge_indptr from 0 to
-/// num_slots and increasing; each merge unit's and work item's request, head
+/// num_slots and increasing (no slots and merge_indptr unread without merge
+/// units); each merge unit's and work item's request, head
 /// group and rows inside the header's batch, head groups and tile, its keys
 /// ordered, its slot below num_slots (or -1 for a direct item). A corrupt or
 /// foreign buffer gets InvalidArgument naming the first bad field.
