@@ -26,7 +26,7 @@ precompiled decode kernels: python -m attn.precompile --model llama3-8b).
 ``--breakdown``: where the eager plan() goes, step by step. Each step the
 memoized plan() takes (the page-index error word, the stream lookup, the
 native call, which checks for capture, waits on the upload fence, plans,
-queues the copies and records the fence, and the doubled page indices) is
+queues the copies and records the fence) is
 timed by a wrapper around it; "Python" is the rest. A wrapper costs ~0.2 us, so the steps' sum is slightly high.
 ``--profile``: cProfile of 2000 eager plans at 256 requests, the 25 costliest
 functions by their own time (the profiler's per-call cost inflates small
@@ -132,8 +132,7 @@ def breakdown(w, plan, calls):
     totals, per_step = {}, {}
     # The capture check and the upload fence's wait and record are inside the native call.
     timers = [_Timed(core, "raise_page_index_errors", "index error word", totals),
-              _Timed(core, "stream_handle", "stream lookup", totals),
-              _Timed(w, "_double_indices", "doubled indices", totals)]
+              _Timed(core, "stream_handle", "stream lookup", totals)]
     memo = list(w._memo.values())
     saved = [m.planner for m in memo]
     for m in memo:

@@ -69,7 +69,7 @@ class Arg(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int32), ("value", ArgValue)]
 
 
-ARG_PTR, ARG_I32, ARG_F32 = 0, 1, 3
+ARG_PTR, ARG_I32, ARG_I64, ARG_F32 = 0, 1, 2, 3
 
 
 class Runtime:
@@ -100,6 +100,8 @@ def make_args(named):
             arr[i].value.ptr = v
         elif kind == ARG_I32:
             arr[i].value.i32 = v
+        elif kind == ARG_I64:
+            arr[i].value.i64 = v
         else:
             arr[i].value.f32 = v
     return arr, keep
@@ -337,6 +339,7 @@ def kernel_args(pb, o, lse, sm_scale):
              ("kv_indptr", ARG_PTR, pb["d_kv_indptr"].data_ptr()),
              ("kv_indices", ARG_PTR, pb["d_indices"].data_ptr()),
              ("kv_last_len", ARG_PTR, pb["d_last"].data_ptr()),
+             ("page_stride", ARG_I64, pb["kc"].stride(0)),
              ("num_pages", ARG_I32, pb["kc"].shape[0]), ("index_error", ARG_PTR, index_error_word().data_ptr()),
              ("sm_scale", ARG_F32, sm_scale)]
     for name, (kind, v) in pb["params"].items():
@@ -438,7 +441,7 @@ def graph_check(rt, module, k, m, stream, log):
              ("v_cache", ARG_PTR, vc.data_ptr()), ("o", ARG_PTR, o.data_ptr()),
              ("lse", ARG_PTR, lse.data_ptr()), ("qo_indptr", ARG_PTR, d_qo.data_ptr()),
              ("kv_indptr", ARG_PTR, d_kvp.data_ptr()), ("kv_indices", ARG_PTR, d_idx.data_ptr()),
-             ("kv_last_len", ARG_PTR, d_last.data_ptr()),
+             ("kv_last_len", ARG_PTR, d_last.data_ptr()), ("page_stride", ARG_I64, kc.stride(0)),
              ("num_pages", ARG_I32, kc.shape[0]), ("index_error", ARG_PTR, index_error_word().data_ptr()),
              ("sm_scale", ARG_F32, 1.0 / math.sqrt(D))]
     args = make_args(named)

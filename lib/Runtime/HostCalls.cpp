@@ -645,6 +645,9 @@ Status hostAttention(EmbeddedModule *m, const HostAttentionCall &c) {
   if (paged) {
     args.push_back(KernelArg::pointer("kv_indices", c.kv_indices.ptr));
     args.push_back(KernelArg::pointer("kv_last_len", c.kv_last_len.ptr));
+    // Dense caches of whole pages: one page's elements apart.
+    args.push_back(KernelArg::int64(
+        "page_stride", int64_t(k.block_cols) * k.num_kv_heads * k.head_dim));
   }
   if (c.mask.ptr)
     args.push_back(KernelArg::pointer("custom_mask", c.mask.ptr));

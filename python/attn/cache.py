@@ -63,7 +63,8 @@ import warnings
 # Part of every key: raised when the kernels' launch contract changes, so that
 # an older entry (or pack) is never launched with arguments it does not take.
 # 3: paged attention kernels take num_pages and index_error.
-CACHE_FORMAT = 3
+# 4: paged attention kernels take page_stride.
+CACHE_FORMAT = 4
 PACK_FILE = "attn-pack.json"  # a kernel pack's digest list, at the cache directory's root
 PACK_FORMAT = 1
 # A list entry is ~300 bytes: this holds hundreds of thousands of entries.

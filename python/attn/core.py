@@ -664,6 +664,21 @@ class PlannedRun:
         self.sinks = None       # the plan's sinks tensor
 
 
+class PlanMemo:
+    """One configuration's entry of a wrapper's plan() memo: what plan()'s
+    scalar arguments decide (the kernels, a native Planner of the config, the
+    run's template attributes), so that a later plan() with the same
+    arguments reads its index arrays and plans, nothing else (decode's
+    ``_plan_memoized``, prefill's ``_plan_prefill_memoized``)."""
+
+    __slots__ = ("k", "info", "config", "workspace", "planner", "torch", "i32", "template", "qo_host")
+
+    def __init__(self, **kw):
+        self.k = self.qo_host = None
+        for n, v in kw.items():
+            setattr(self, n, v)
+
+
 _index_error_words = {}
 
 
@@ -725,10 +740,8 @@ class WrapperBase:
         self._staging = None        # pinned int32 staging of the index arrays (see _upload_i32)
         self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
         self._capture_ok = False    # a frozen plan (SinglePlans) may be captured without graph mode
-        self._idx2 = None           # kv_indices * 2 for combined [pages, 2, ...] caches (paged.py)
-        self._wants_x2 = False      # a run read such a cache: later plans double the indices up front
-        self._memo = {}             # decode plan()'s fast path: scalar arguments -> what they decide
-        self._idx_dev = None        # its device kv_indptr and last_page_len (eager), reused by every plan
+        self._memo = {}             # plan()'s fast path: scalar arguments -> what they decide (PlanMemo)
+        self._idx_dev = None        # its device index arrays (eager), reused by every plan
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
 
@@ -1019,18 +1032,8 @@ def _cache_page_stride(name, t, shape, strides, first_inner, page_elems, kv_layo
     return int(strides[0]) if int(shape[0]) > 1 else None
 
 
-def _check_page_stride(name, stride, page_elems):
-    if stride is not None and stride not in (page_elems, 2 * page_elems):
-        raise ValueError(
-            f"attn: {name}: pages are {stride} elements apart (stride(0)={stride}); the kernels read pages "
-            f"{page_elems} elements apart (a dense cache) or {2 * page_elems} (the K or V half of a "
-            "[num_pages, 2, ...] cache), through one page table: a cache with another page stride (for "
-            "example one layer of a [num_pages, num_layers, 2, ...] buffer) cannot be read in place, and "
-            "attn does not copy a KV cache")
-
-
 def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, head_dim, dtype, device):
-    """``(k, v, doubled, v_offset)`` from a paged KV cache, checked.
+    """``(k, v, page_stride, v_offset)`` from a paged KV cache, checked.
 
     Accepted forms (FlashInfer's): a ``[num_pages, 2, *page]`` tensor (K and V
     of page i at ``[i, 0]`` and ``[i, 1]``), a ``(k_cache, v_cache)`` tuple of
@@ -1040,15 +1043,15 @@ def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, hea
     num_kv_heads, head_dim]`` tensors or a ``[num_tokens, 2, num_kv_heads,
     head_dim]`` tensor (page size 1 makes NHD and HND the same bytes).
 
-    The kernels take a base pointer per K and V and no strides: each page must
-    be dense, and pages ``P = page_size * num_kv_heads * head_dim`` elements
-    apart or ``2P`` apart (then ``doubled``: the kernels get ``kv_indices * 2``,
-    computed at plan time). So the combined tensor, a contiguous tuple, the
-    tuple ``(kv[:, 0], kv[:, 1])`` of a combined cache and the halves of a
-    ``[2, num_pages, ...]`` cache permuted to ``[num_pages, 2, ...]`` are all read
-    in place; any other stride is a ValueError naming it (a KV cache is never
-    copied). ``v_offset``: the elements from ``k``'s data pointer to V's (the
-    combined form: its ``stride(1)``), None for a tuple (V at ``v.data_ptr()``).
+    The kernels take a base pointer per K and V and the distance between two
+    pages in elements (``page_stride``, one for both: they share a page
+    table); each page must be dense. So the combined tensor, a tuple, the
+    tuple ``(kv[:, 0], kv[:, 1])`` of a combined cache, the halves of a
+    ``[2, num_pages, ...]`` cache and one layer of a ``[num_pages,
+    num_layers, 2, ...]`` buffer are all read in place; a page that is not
+    dense is a ValueError naming its strides (a KV cache is never copied).
+    ``v_offset``: the elements from ``k``'s data pointer to V's (the combined
+    form: its ``stride(1)``), None for a tuple (V at ``v.data_ptr()``).
     """
     page = (("page_size", page_size), ("num_kv_heads", num_kv_heads)) if kv_layout == "NHD" else \
         (("num_kv_heads", num_kv_heads), ("page_size", page_size))
@@ -1073,14 +1076,11 @@ def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, hea
             strides.append(_cache_page_stride(n, t, shape, tensor_strides(t), 1, page_elems, kv_layout))
         if tuple(k.shape) != tuple(v.shape):
             raise ValueError(f"attn: k_cache {list(k.shape)} and v_cache {list(v.shape)} differ in shape")
-        for n, s in zip(("k_cache", "v_cache"), strides):
-            _check_page_stride(n, s, page_elems)
         known = {s for s in strides if s is not None}
         if len(known) > 1:
             raise ValueError(f"attn: k_cache pages are {strides[0]} elements apart but v_cache pages "
                              f"{strides[1]}: K and V share one page table, so they need one page stride")
-        stride = known.pop() if known else page_elems
-        return k, v, stride == 2 * page_elems, None
+        return k, v, known.pop() if known else page_elems, None
     t = paged_kv_cache
     dims = len(t.shape) if hasattr(t, "shape") else None
     if dims == 4 and page_size == 1:  # [num_tokens, 2, num_kv_heads, head_dim]: page size 1
@@ -1090,10 +1090,7 @@ def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, hea
     shape = check_tensor("paged_kv_cache", t, dtype=dtype, shape=want, device=device, contiguous=False)
     strides = tensor_strides(t)
     stride = _cache_page_stride("paged_kv_cache", t, shape, strides, 2, page_elems, kv_layout)
-    _check_page_stride("paged_kv_cache", stride, page_elems)
-    if stride is None:
-        stride = 2 * page_elems if strides[1] == page_elems else page_elems
-    return t, t, stride == 2 * page_elems, int(strides[1])
+    return t, t, stride if stride is not None else 2 * page_elems, int(strides[1])
 
 
 def dense_q(wrapper, q, max_rows=None):

@@ -128,8 +128,10 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                 m = self._memo.get(memo_key)
             except TypeError:  # an unhashable argument: the full path below says what is wrong with it
                 m = memo_key = None
-            if m is not None and self._plan_memoized(m, indptr, indices, last_page_len):
-                return
+            if m is not None:  # kept already: the full path below plans what the fast one does not take
+                if self._plan_memoized(m, indptr, indices, last_page_len):
+                    return
+                memo_key = None
         reject_unsupported("BatchDecodeWithPagedKVCacheWrapper.plan", block_tables=block_tables, seq_lens=seq_lens,
                            window_right=window_right)
         split = core.split_mode(fixed_split_size, disable_split_kv)
@@ -186,7 +188,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             self._memo.clear()
         torch = torch_module()
         ws = self._workspace
-        self._memo[key] = _Memo(
+        self._memo[key] = core.PlanMemo(
             k=k, info=core.kernel_info(p.spec, self._device), config=p.config,
             workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
             planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
@@ -288,12 +290,9 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                                                max_kv_tokens=max_kv)
         p.dev = None
         p.kv_pages = kv_pages
-        p.indices = d_idx
         p.keepalive = keep
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
-                  "kv_indices": d_idx.data_ptr(), "kv_indices_x2": None}
-        if self._wants_x2 or self._use_cuda_graph:
-            self._double_indices(p)
+                  "kv_indices": d_idx.data_ptr()}
         self._planned = p
         return True
 
@@ -348,18 +347,6 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
 
     def end_forward(self):
         """Nothing to release (FlashInfer compatibility)."""
-
-
-class _Memo:
-    """One configuration's entry of a decode wrapper's plan() memo (see
-    BatchDecodeWithPagedKVCacheWrapper._memoize)."""
-
-    __slots__ = ("k", "info", "config", "workspace", "planner", "torch", "i32", "template", "qo_host")
-
-    def __init__(self, **kw):
-        self.qo_host = None
-        for n, v in kw.items():
-            setattr(self, n, v)
 
 
 class CUDAGraphBatchDecodeWithPagedKVCacheWrapper(BatchDecodeWithPagedKVCacheWrapper):

@@ -95,17 +95,6 @@ def to_device_i32(name, x, device, fixed=None):
     return x.to(device=device, dtype=torch.int32).contiguous()
 
 
-def double_page_indices(torch, indices, out):
-    """``out = max(indices, -1) * 2`` in int32: the page indices of K (V is
-    one more) in a combined ``[pages, 2, ...]`` cache, whose kernels check
-    them against ``2 * pages``. A bad index stays bad: negatives become -2
-    (a plain doubling would wrap one below -2^30 into a valid page), and from
-    2^30 up the doubling wraps negative, which the unsigned check refuses."""
-    torch.clamp(indices, min=-1, out=out)
-    out.mul_(2)
-    return out
-
-
 class PagedWrapperBase(core.WrapperBase):
     """plan/run over a paged KV cache for any query length."""
 
@@ -159,11 +148,8 @@ class PagedWrapperBase(core.WrapperBase):
         d_kv, d_idx, d_last = p.dev["kv_indptr"], p.dev["kv_indices"], p.dev["last_page_len"]
         p.keepalive = [d_qo, d_kv, d_idx, d_last]
         p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
-                  "kv_indices": d_idx.data_ptr(), "kv_indices_x2": None}
-        p.indices = d_idx
+                  "kv_indices": d_idx.data_ptr()}
         p.kv_pages = kv_h[-1]
-        if self._wants_x2 or self._use_cuda_graph:
-            self._double_indices(p)
         if has_mask:
             kv_lens = [(kv_h[b + 1] - kv_h[b] - 1) * page_size + last_h[b] if kv_h[b + 1] > kv_h[b] else 0
                        for b in range(len(last_h))]
@@ -174,30 +160,6 @@ class PagedWrapperBase(core.WrapperBase):
         p.sinks = variant_kwargs.get("sinks")
         self._planned = p
         return p
-
-    def _double_indices(self, p):
-        """Writes ``max(kv_indices, -1) * 2`` (the page indices of K and V in a
-        combined ``[pages, 2, ...]`` cache) for plan ``p`` into the wrapper's
-        buffer.
-
-        Eager mode: made by the first run that reads such a cache after each
-        plan, and by every plan once a run has (``_wants_x2``), so a wrapper
-        over ``(k, v)`` tuples never pays for it. Graph mode: made by every
-        plan, so the buffer is never allocated under a capture (CUDA-graph
-        trees allocate their warm-up runs from the graph's pool and refuse a
-        buffer that outlives them). The buffer is the wrapper's; like the
-        other device index arrays it is rewritten on the current stream,
-        after the runs queued there."""
-        torch = torch_module()
-        d_idx = p.indices
-        n = int(d_idx.numel())
-        buf = self._idx2
-        if buf is None or buf.numel() < n:
-            buf = self._idx2 = torch.empty(max(n, 1), dtype=torch.int32, device=self._device)
-        double_page_indices(torch, d_idx, buf[:n])
-        p.keepalive.append(buf)
-        p.ptrs["kv_indices_x2"] = buf.data_ptr()
-        self._wants_x2 = True
 
     def _run_paged(self, q, paged_kv_cache, *, out, lse, return_lse, q_scale=None, k_scale=None, v_scale=None,
                    sinks=None):
@@ -210,29 +172,25 @@ class PagedWrapperBase(core.WrapperBase):
         if self._use_cuda_graph and not (p.total_q <= q.shape[0] <= p.config["max_total_q_rows"]):
             raise ValueError(f"attn: q has {q.shape[0]} rows; the plan has {p.total_q} and the graph "
                              f"maximum is {p.config['max_total_q_rows']}")
-        k, v, doubled, v_offset = core.split_paged_kv_cache(paged_kv_cache, self._kv_layout, p.page_size,
-                                                            s.num_kv_heads, s.head_dim, p.dtype, self._device)
+        k, v, page_stride, v_offset = core.split_paged_kv_cache(paged_kv_cache, self._kv_layout, p.page_size,
+                                                                s.num_kv_heads, s.head_dim, p.dtype, self._device)
         q = core.dense_q(self, q, p.config["max_total_q_rows"])  # a strided q: a q-sized copy
         out, lse = self._outputs(p, q, out, lse, return_lse)
         scale = p.sm_scale * (1.0 if q_scale is None else float(q_scale)) * (1.0 if k_scale is None else float(k_scale))
         k_ptr = k.data_ptr()
         v_ptr = k_ptr + v_offset * k.element_size() if v_offset is not None else v.data_ptr()
-        if doubled and p.ptrs["kv_indices_x2"] is None:
-            self._double_indices(p)
-        idx = p.ptrs["kv_indices_x2" if doubled else "kv_indices"]
-        # The kernels check every page index against the cache's pages (in
-        # the doubled index space of a combined cache) and set the device's
-        # index_error word on a bad one (attn.errors.PageIndexError).
-        num_pages = int(k.shape[0]) * (2 if doubled else 1)
+        # The kernels check every page index against the cache's pages and
+        # set the device's index_error word on a bad one (attn.errors.PageIndexError).
+        num_pages = int(k.shape[0])
         if num_pages >= 2 ** 31:
-            raise ValueError(f"attn: paged_kv_cache has {k.shape[0]} pages; at most {2 ** 31 - 1 >> int(doubled)} "
-                             "are supported")
+            raise ValueError(f"attn: paged_kv_cache has {num_pages} pages; at most {2 ** 31 - 1} are supported")
         if num_pages == 0 and p.kv_pages > 0:
             raise ValueError(f"attn: paged_kv_cache has no pages but the plan reads {p.kv_pages}")
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k_ptr), ("v_cache", "ptr", v_ptr),
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
                 ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
-                ("kv_indices", "ptr", idx), ("kv_last_len", "ptr", p.ptrs["kv_last_len"]),
+                ("kv_indices", "ptr", p.ptrs["kv_indices"]), ("page_stride", "i64", page_stride),
+                ("kv_last_len", "ptr", p.ptrs["kv_last_len"]),
                 ("num_pages", "i32", num_pages),
                 ("index_error", "ptr", core.index_error_word(self._device).data_ptr()),
                 ("sm_scale", "f32", scale)] + core.mask_args(p)

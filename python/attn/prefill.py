@@ -12,9 +12,10 @@ own keyword-only; multi-item scoring (``prefix_len_ptr``,
 NotImplementedError unless they have their "off" value.
 """
 
+import ctypes
 import functools
 
-from . import core, ops
+from . import _native, core, ops
 from .core import check_tensor, dtype_name, host_i32, reject_extra_args, reject_unsupported, torch_module
 from .errors import not_implemented
 from .paged import PagedWrapperBase, check_heads, make_spec, planned_keywords, q_kv_dtypes
@@ -26,7 +27,134 @@ def _check_head_dim_vo(head_dim_qk, head_dim_vo):
         raise ValueError(f"attn: head_dim_vo ({head_dim_vo}) must equal head_dim_qk ({head_dim_qk})")
 
 
-class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
+class _PrefillPlanMemo:
+    """plan()'s fast path for the prefill wrappers, as decode's: the first
+    plan() of a configuration (its scalar arguments, no custom mask, sinks
+    or variant) takes the full path and keeps what those arguments decide
+    (:class:`attn.core.PlanMemo`); later ones read the index arrays, plan
+    and queue the uploads in one native call. ``_MEMO_TEMPLATE`` names the
+    planned run's attributes that depend on the arguments alone."""
+
+    def _memo_entry(self, key):
+        """(the memo's entry for ``key`` or None, ``key`` or None when unhashable)."""
+        try:
+            return self._memo.get(key), key
+        except TypeError:  # an unhashable argument: the full path says what is wrong with it
+            return None, None
+
+    def _memoize_prefill(self, key):
+        p = self._planned
+        if len(self._memo) >= 8:
+            self._memo.clear()
+        torch = torch_module()
+        ws = self._workspace
+        self._memo[key] = core.PlanMemo(
+            info=core.kernel_info(p.spec, self._device), config=p.config,
+            workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
+            planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
+            template={n: getattr(p, n) for n in self._MEMO_TEMPLATE})
+
+    def _plan_prefill_memoized(self, m, qo, kv, indices=None, last=None):
+        """plan() of a configuration planned before (``m``): the same checks,
+        in fewer steps, for the common case only (``qo``, ``kv`` and ``last``
+        1-D contiguous int32 CPU tensors, ``indices`` (paged) a 1-D
+        contiguous int32 tensor on the device, buffers large enough). Returns
+        False, having done nothing, for anything else: the full path then
+        plans it or refuses it with its own message. The C++ planner checks
+        the index arrays (the full path's errors, raised before anything is
+        uploaded)."""
+        torch, i32 = m.torch, m.i32
+        T = torch.Tensor
+        paged = indices is not None
+        for t in (qo, kv, last) if paged else (qo, kv):
+            if not (type(t) is T and t.dtype is i32 and t.is_cpu and t.dim() == 1 and t.is_contiguous()):
+                return False
+        if paged and not (type(indices) is T and indices.dtype is i32 and indices.dim() == 1 and
+                          indices.is_contiguous() and indices.device == self._device):
+            return False
+        batch = qo.shape[0] - 1
+        if batch < 0 or kv.shape[0] != batch + 1 or (paged and last.shape[0] != batch):
+            return False
+        # The last entries, read from the buffers (indexing builds a 0-d tensor first).
+        total_q = ctypes.c_int32.from_address(qo.data_ptr() + 4 * batch).value
+        kv_end = ctypes.c_int32.from_address(kv.data_ptr() + 4 * batch).value
+        n_idx = indices.numel() if paged else 0
+        if paged and n_idx < kv_end:
+            return False  # the full path refuses it
+        core.raise_page_index_errors(self._device)
+        graph, config = self._use_cuda_graph, m.config
+        if graph:
+            f = self._fixed
+            d_qo, d_kv = f["qo"], f["kv_indptr"]
+            d_last, d_idx = (f["kv_last_len"], f["kv_indices"]) if paged else (None, None)
+            if d_qo.numel() <= batch or d_kv.numel() <= batch or \
+                    (paged and (d_last.numel() < batch or d_idx.numel() < n_idx)):
+                return False
+            max_batch, max_q = config["max_batch"], config["max_total_q_rows"]
+            qo_ptr, kv_ptr = d_qo.data_ptr(), d_kv.data_ptr()
+            last_ptr = d_last.data_ptr() if paged else 0
+            keep = [d_qo, d_kv] + ([d_last, d_idx] if paged else [])
+        else:
+            max_batch, max_q = max(1, batch), max(1, total_q)   # the full path's config (plan_config)
+            # qo_indptr, kv_indptr (and last_page_len), adjacent in one reused buffer: one upload.
+            words = (3 if paged else 2) * batch + 2
+            d = self._idx_dev
+            if d is None or d.numel() < words:
+                d = self._idx_dev = torch.empty(max(words, 1024, 2 * (d.numel() if d is not None else 0)),
+                                                dtype=i32, device=self._device)
+            qo_ptr = d.data_ptr()
+            kv_ptr = qo_ptr + 4 * (batch + 1)
+            last_ptr = kv_ptr + 4 * (batch + 1) if paged else 0
+            d_idx = indices
+            keep = [d] + ([indices] if paged else [])
+        staged = (3 if paged else 2) * batch + 2
+        staging = self._staging
+        if staging is None or staging.numel() < staged:
+            size = max(staged, 1024, 2 * (staging.numel() if staging is not None else 0))
+            staging = self._staging = torch.empty(size, dtype=i32, pin_memory=True)
+        host = self._host_ws
+        handle = core.stream_handle(self._device)
+        fence = self._upload_fence()
+        ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
+        for _ in range(2):
+            # Refuses a capturing stream, waits on the fence, plans, queues the copies, records the fence.
+            summary = m.planner.plan(
+                host.data_ptr() if host is not None else 0, host.numel() if host is not None else 0,
+                ws_ptr, ws_bytes, handle, batch, max_batch, max_q, 0, qo.data_ptr(), kv.data_ptr(),
+                last.data_ptr() if paged else 0, 1, staging.data_ptr(), 4 * staging.numel(), kv_ptr, last_ptr,
+                fence, qo_ptr)
+            if summary is not None:
+                break
+            host_bytes, device_bytes = m.planner.sizes(max_batch, max_q, 0)
+            if device_bytes > ws_bytes or (host is not None and host.numel() >= host_bytes):
+                return False  # the workspace is too small: the full path fits the split scratch or says so
+            # A larger batch: a pinned host workspace with room for growth.
+            host = self._host_ws = torch.empty(max(host_bytes, 2 * (host.numel() if host is not None else 0)),
+                                               dtype=torch.uint8, pin_memory=True)
+        else:
+            return False
+        if graph and paged and indices.data_ptr() != d_idx.data_ptr():
+            d_idx[:n_idx].copy_(indices, non_blocking=True)
+        p = core.PlannedRun.__new__(core.PlannedRun)
+        p.__dict__.update(m.template)
+        cand = summary["candidate"]
+        info = m.info
+        p.module, p.attention_kernel, p.merge_kernel = info.module(cand), info.attention[cand], info.merge[cand]
+        p.summary, p.host_bytes, p.total_q, p.batch = summary, summary["host_bytes"], total_q, batch
+        p.config = config if graph else dict(config, max_batch=max_batch, max_total_q_rows=max_q)
+        p.dev = None
+        p.keepalive = keep
+        p.ptrs = {"qo_indptr": qo_ptr, "kv_indptr": kv_ptr}
+        if paged:
+            p.ptrs.update(kv_last_len=last_ptr, kv_indices=d_idx.data_ptr())
+            p.kv_pages = kv_end
+        else:
+            p.total_kv = kv_end
+        self._planned = p
+        return True
+
+
+class BatchPrefillWithPagedKVCacheWrapper(_PrefillPlanMemo, PagedWrapperBase):
     """Prefill / append attention of ragged queries over a paged KV cache.
 
     FlashInfer's constructor, ``plan`` and ``run`` (layouts as in
@@ -91,6 +219,23 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
         ``logits_scale``, ``pos_encoding_mode="ROPE_LLAMA31"``,
         ``variant``/``variant_params``.
         """
+        memo_key = None
+        if custom_mask is None and packed_custom_mask is None and sinks is None and variant is None and \
+                variant_params is None and prefix_len_ptr is None and token_pos_in_items_ptr is None and \
+                max_item_len_ptr is None and seq_lens is None and seq_lens_q is None and block_tables is None \
+                and max_token_per_sequence is None and max_sequence_kv is None and fixed_split_size is None \
+                and disable_split_kv is False:
+            # Their types are part of the key, so that True is not taken for 1 nor 1.0 for 1.
+            memo_key = (num_qo_heads, num_kv_heads, head_dim_qk, page_size, head_dim_vo, causal, pos_encoding_mode,
+                        use_fp16_qk_reduction, sm_scale, window_left, logits_soft_cap, rope_scale, rope_theta,
+                        q_data_type, kv_data_type, o_data_type, non_blocking, token_pos_in_items_len, logits_scale)
+            memo_key += tuple(map(type, memo_key))
+            m, memo_key = self._memo_entry(memo_key)
+            if m is not None:  # kept already: the full path below plans what the fast one does not take
+                if self._plan_prefill_memoized(m, qo_indptr, paged_kv_indptr, paged_kv_indices,
+                                               paged_kv_last_page_len):
+                    return
+                memo_key = None
         reject_unsupported("BatchPrefillWithPagedKVCacheWrapper.plan", prefix_len_ptr=prefix_len_ptr,
                            token_pos_in_items_ptr=token_pos_in_items_ptr,
                            token_pos_in_items_len=token_pos_in_items_len, max_item_len_ptr=max_item_len_ptr,
@@ -114,8 +259,13 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
                          rope_scale=rope_scale, rope_theta=rope_theta, sinks=sinks, variant=variant,
                          variant_params=variant_params, logits_scale=logits_scale, custom_mask=custom_mask,
                          packed_custom_mask=packed_custom_mask, qo_host=qo_h)
+        if memo_key is not None:
+            self._memoize_prefill(memo_key)
 
     begin_forward = plan
+
+    _MEMO_TEMPLATE = ("spec", "args", "keywords", "sm_scale", "dtype", "page_size", "window_left", "sinks",
+                      "mask_ptrs")
 
     def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
             return_lse=False, enable_pdl=None, window_left=None, sinks=None, kv_cache_sf=None,
@@ -167,7 +317,7 @@ class BatchPrefillWithPagedKVCacheWrapper(PagedWrapperBase):
         """Nothing to release (FlashInfer compatibility)."""
 
 
-class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
+class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
     """Prefill attention with ragged (contiguous per request) K/V.
 
     ``k``/``v`` are ``[nnz_kv, num_kv_heads, head_dim]`` (NHD) or
@@ -212,6 +362,21 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
         """Plans a ragged prefill step (outside CUDA-graph capture); FlashInfer's
         arguments in FlashInfer's order, attn's extras keyword-only; custom
         masks, ``sinks`` and ``logits_scale`` as for paged."""
+        memo_key = None
+        if custom_mask is None and packed_custom_mask is None and sinks is None and variant is None and \
+                variant_params is None and prefix_len_ptr is None and token_pos_in_items_ptr is None and \
+                max_item_len_ptr is None and seq_lens is None and seq_lens_q is None and \
+                max_token_per_sequence is None and max_sequence_kv is None and v_indptr is None and \
+                o_indptr is None and fixed_split_size is None and disable_split_kv is False:
+            memo_key = (num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo, causal, pos_encoding_mode,
+                        use_fp16_qk_reduction, window_left, logits_soft_cap, sm_scale, rope_scale, rope_theta,
+                        q_data_type, kv_data_type, o_data_type, non_blocking, token_pos_in_items_len, logits_scale)
+            memo_key += tuple(map(type, memo_key))
+            m, memo_key = self._memo_entry(memo_key)
+            if m is not None:  # kept already: the full path below plans what the fast one does not take
+                if self._plan_prefill_memoized(m, qo_indptr, kv_indptr):
+                    return
+                memo_key = None
         reject_unsupported("BatchPrefillWithRaggedKVCacheWrapper.plan", prefix_len_ptr=prefix_len_ptr,
                            token_pos_in_items_ptr=token_pos_in_items_ptr,
                            token_pos_in_items_len=token_pos_in_items_len, max_item_len_ptr=max_item_len_ptr,
@@ -257,8 +422,12 @@ class BatchPrefillWithRaggedKVCacheWrapper(core.WrapperBase):
                                            rope_scale=rope_scale, rope_theta=rope_theta))
         p.sinks = sinks
         self._planned = p
+        if memo_key is not None:
+            self._memoize_prefill(memo_key)
 
     begin_forward = plan
+
+    _MEMO_TEMPLATE = ("spec", "args", "keywords", "sm_scale", "dtype", "sinks", "mask_ptrs")
 
     def run(self, q, k, v, *args, q_scale=None, k_scale=None, v_scale=None, o_scale=None, out=None, lse=None,
             return_lse=False, enable_pdl=None, kv_cache_sf=None):

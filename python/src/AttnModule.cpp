@@ -224,12 +224,13 @@ public:
   }
 
   /// Plans `batch` requests from host int32 arrays at `qo`, `kv` (batch + 1
-  /// entries) and `last` (batch) under the given maxima into the host
-  /// workspace, copies the plan to `device_ws` on `stream`, and, when
-  /// `staging` is given, kv_indptr then last into `staging` (pinned,
-  /// `staging_bytes`) and from there to `kv_dst` and `last_dst` (device
-  /// addresses; 0 skips one; one copy when they are adjacent; `device_ws`
-  /// and `staging` 0: no upload, for tests and CPU measurements). Returns the
+  /// entries) and `last` (batch; 0 for ragged KV) under the given maxima
+  /// into the host workspace, copies the plan to `device_ws` on `stream`,
+  /// and, when `staging` is given, qo_indptr, kv_indptr and last into
+  /// `staging` (pinned, `staging_bytes`) and from there to `qo_dst`,
+  /// `kv_dst` and `last_dst` (device addresses; 0 skips one; arrays whose
+  /// destinations are adjacent go up in one copy; `device_ws` and `staging`
+  /// 0: no upload, for tests and CPU measurements). Returns the
   /// summary with "host_bytes", or None, having done nothing, when a
   /// workspace is smaller than the config needs or a request holds fewer
   /// than `min_kv_len` keys (the caller's full path then says which).
@@ -241,18 +242,29 @@ public:
                   int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
                   uint64_t qo, uint64_t kv, uint64_t last, int32_t minKvLen,
                   uint64_t staging, size_t stagingBytes, uint64_t kvDst,
-                  uint64_t lastDst, PyFence *fence) {
+                  uint64_t lastDst, PyFence *fence, uint64_t qoDst) {
     if (deviceWs)
       checkNotCapturing(stream);
     if (batch < 0)
       throw py::value_error("batch must be non-negative");
-    if (!qo || !kv || !last)
-      throw py::value_error("qo_indptr, kv_indptr and kv_last_len are required");
-    const size_t kvBytes = 4 * (size_t(batch) + 1), lastBytes = 4 * size_t(batch);
-    if (staging && kvBytes + lastBytes > stagingBytes)
+    const bool paged = c_.indexing == ATTN_RT_KV_PAGED;
+    if (!qo || !kv || (paged && !last))
+      throw py::value_error(paged ? "qo_indptr, kv_indptr and kv_last_len are required"
+                                  : "qo_indptr and kv_indptr are required");
+    if (!paged && (last || lastDst))
+      throw py::value_error("kv_last_len is for paged KV; this config is ragged");
+    // The index arrays the staging buffer takes, in order, with their destinations.
+    const size_t n = size_t(batch) + 1;
+    const struct {
+      uint64_t src, dst;
+      size_t bytes;
+    } arrays[3] = {{qo, qoDst, 4 * n}, {kv, kvDst, 4 * n}, {last, lastDst, 4 * (n - 1)}};
+    size_t staged = 0;
+    for (const auto &a : arrays)
+      staged += a.dst ? a.bytes : 0;
+    if (staging && staged > stagingBytes)
       throw py::value_error("staging buffer has " + std::to_string(stagingBytes) +
-                            " bytes, the index arrays need " +
-                            std::to_string(kvBytes + lastBytes));
+                            " bytes, the index arrays need " + std::to_string(staged));
     setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
     size_t host = 0, device = 0;
     check(attnRtPlanWorkspaceSize(&c_, &host, &device));
@@ -266,9 +278,10 @@ public:
     in.kv_last_len = reinterpret_cast<const int32_t *>(last);
     if (minKvLen > 1) {
       for (int32_t b = 0; b < batch; ++b) {
-        const int64_t pages = int64_t(in.kv_indptr[b + 1]) - in.kv_indptr[b];
-        const int64_t len =
-            pages > 0 ? (pages - 1) * c_.block_size + in.kv_last_len[b] : 0;
+        const int64_t span = int64_t(in.kv_indptr[b + 1]) - in.kv_indptr[b];
+        const int64_t len = !paged   ? span
+                            : span > 0 ? (span - 1) * c_.block_size + in.kv_last_len[b]
+                                       : 0;
         if (len < minKvLen)
           return py::none();
       }
@@ -286,17 +299,27 @@ public:
       else // plan only (CPU tests and measurements)
         check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
       if (staging) {
+        // Stage the arrays back to back; one copy per run of adjacent destinations.
         char *st = reinterpret_cast<char *>(staging);
-        std::memcpy(st, in.kv_indptr, kvBytes);
-        std::memcpy(st + kvBytes, in.kv_last_len, lastBytes);
-        if (kvDst && lastDst == kvDst + kvBytes) {
-          check(attnRtCopyToDevice(st, kvBytes + lastBytes, kvDst, stream));
-        } else {
-          if (kvDst)
-            check(attnRtCopyToDevice(st, kvBytes, kvDst, stream));
-          if (lastDst)
-            check(attnRtCopyToDevice(st + kvBytes, lastBytes, lastDst, stream));
+        size_t off = 0, runStart = 0, runBytes = 0;
+        uint64_t runDst = 0;
+        for (const auto &a : arrays) {
+          if (!a.dst)
+            continue;
+          std::memcpy(st + off, reinterpret_cast<const void *>(a.src), a.bytes);
+          if (runBytes && a.dst != runDst + runBytes) {
+            check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
+            runBytes = 0;
+          }
+          if (!runBytes) {
+            runStart = off;
+            runDst = a.dst;
+          }
+          runBytes += a.bytes;
+          off += a.bytes;
         }
+        if (runBytes)
+          check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
       }
       if (fence && deviceWs)
         check(attnRtFenceRecord(fence->get(), stream));
@@ -545,7 +568,7 @@ PYBIND11_MODULE(_attn, m) {
            py::arg("kv_last_len"), py::arg("min_kv_len") = 1,
            py::arg("staging") = 0, py::arg("staging_bytes") = 0,
            py::arg("kv_indptr_dst") = 0, py::arg("kv_last_len_dst") = 0,
-           py::arg("fence") = nullptr,
+           py::arg("fence") = nullptr, py::arg("qo_indptr_dst") = 0,
            "Plans and uploads one step; returns the plan summary (with "
            "host_bytes), or None when a workspace is too small or a request "
            "has fewer than min_kv_len keys (nothing done). Raises Error "

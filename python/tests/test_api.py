@@ -40,11 +40,11 @@ def test_check_tensor_names_the_problem():
 
 def test_paged_kv_cache_shapes():
     ok = FakeTensor((10, 2, 16, 8, 128))
-    assert core.split_paged_kv_cache(ok, "NHD", 16, 8, 128, "bf16", "cuda:0")[2] is True
+    assert core.split_paged_kv_cache(ok, "NHD", 16, 8, 128, "bf16", "cuda:0")[2] == 2 * 16 * 8 * 128  # page stride
     with pytest.raises(ValueError, match=r"paged_kv_cache: expected shape \[num_pages, 2=2, num_kv_heads=8, page_size=16"):
         core.split_paged_kv_cache(ok, "HND", 16, 8, 128, "bf16", "cuda:0")
     k, v = FakeTensor((10, 16, 8, 128)), FakeTensor((10, 16, 8, 128))
-    assert core.split_paged_kv_cache((k, v), "NHD", 16, 8, 128, "bf16", "cuda:0")[2] is False
+    assert core.split_paged_kv_cache((k, v), "NHD", 16, 8, 128, "bf16", "cuda:0")[2] == 16 * 8 * 128
     with pytest.raises(ValueError, match="v_cache: expected shape"):
         core.split_paged_kv_cache((k, FakeTensor((10, 16, 4, 128))), "NHD", 16, 8, 128, "bf16", "cuda:0")
 

@@ -49,8 +49,21 @@ def random_batch(torch, batch, page, hkv, d, dtype, gen, max_len=3000):
     return indptr, indices, last, kv
 
 
+def cache_view(kv, form):
+    """``kv`` [pages, 2, ...] as the kernels may read it: itself, a contiguous
+    (k, v) tuple, or layer 1 of a [pages, 3 layers, 2, ...] buffer (pages six
+    pages apart, read in place at that stride)."""
+    if form == "combined":
+        return kv
+    if form == "tuple":
+        return kv[:, 0].contiguous(), kv[:, 1].contiguous()
+    layers = kv.new_zeros((kv.shape[0], 3) + tuple(kv.shape[1:]))
+    layers[:, 1] = kv
+    return layers[:, 1]
+
+
 @pytest.mark.parametrize("batch,page,hq,hkv", [(7, 16, 32, 8), (33, 16, 32, 4), (3, 16, 8, 8), (64, 16, 64, 8)])
-@pytest.mark.parametrize("cache_form", ["combined", "tuple"])
+@pytest.mark.parametrize("cache_form", ["combined", "tuple", "layer"])
 def test_decode_matches_reference(batch, page, hq, hkv, cache_form):
     import torch
     gen = torch.Generator().manual_seed(batch * 100 + hq)
@@ -61,7 +74,7 @@ def test_decode_matches_reference(batch, page, hq, hkv, cache_form):
     ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     w = attn.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
     w.plan(indptr, indices.cuda(), last, hq, hkv, d, page, q_data_type=dtype)
-    cache = kv if cache_form == "combined" else (kv[:, 0].contiguous(), kv[:, 1].contiguous())
+    cache = cache_view(kv, cache_form)
     out = torch.full_like(q, float("nan"))
     o, lse = w.run(q, cache, out=out, return_lse=True)
     ro, rl = reference(q, kv[:, 0], kv[:, 1], indptr, indices.cuda(), last, 1 / math.sqrt(d))

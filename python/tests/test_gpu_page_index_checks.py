@@ -39,9 +39,9 @@ def _check_decode(torch, w, q, kv, case):
     torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
 
 
-# A combined [pages, 2, ...] cache is read through max(kv_indices, -1) * 2
-# (int32), so no bad index doubles into a valid page, -2^31 and -2^30 - 1
-# included; separate K and V tensors take the indices as they are.
+# Every index is compared with the cache's pages, whatever the page stride:
+# a combined [pages, 2, ...] cache (pages twice a page apart) and separate K
+# and V tensors alike, the int32 extremes included.
 @pytest.mark.parametrize("bad,cache_form", [
     ("num_pages", "combined"), ("-1", "combined"), ("2^30", "combined"), ("-2^31", "combined"),
     ("-2^30-1", "combined"), ("num_pages", "separate"), ("-1", "separate"), ("2^30", "separate"),

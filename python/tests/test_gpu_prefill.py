@@ -32,7 +32,15 @@ def test_ragged_prefill_matches_reference():
     torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
 
 
-def test_paged_prefill_appends_to_a_cache():
+def _layer_view(kv):
+    """Layer 1 of a [pages, 3 layers, 2, ...] buffer holding ``kv``: pages six pages apart."""
+    layers = kv.new_zeros((kv.shape[0], 3) + tuple(kv.shape[1:]))
+    layers[:, 1] = kv
+    return layers[:, 1]
+
+
+@pytest.mark.parametrize("cache_form", ["combined", "tuple", "layer"])
+def test_paged_prefill_appends_to_a_cache(cache_form):
     import torch
     gen = torch.Generator().manual_seed(12)
     hq, hkv, d, page, dtype = 32, 8, 128, 16, torch.bfloat16
@@ -47,7 +55,9 @@ def test_paged_prefill_appends_to_a_cache():
     q = torch.randn(sum(qo_lens), hq, d, generator=gen).to(dtype).cuda()
     w = attn.BatchPrefillWithPagedKVCacheWrapper(torch.empty(256 << 20, dtype=torch.uint8, device="cuda"))
     w.plan(qo_indptr, kv_indptr, perm.cuda(), last, hq, hkv, d, page, causal=True, q_data_type=dtype)
-    o = w.run(q, kv)
+    cache = {"combined": kv, "tuple": (kv[:, 0].contiguous(), kv[:, 1].contiguous()),
+             "layer": _layer_view(kv) if cache_form == "layer" else None}[cache_form]
+    o = w.run(q, cache)
     ks, vs = [], []
     for b, n in enumerate(kv_lens):
         pages = perm[kv_indptr[b]:kv_indptr[b + 1]].long().cuda()
@@ -79,4 +89,55 @@ def test_a_small_workspace_splits_less_and_stays_right():
         outs.append(w.run(q, k, v))
     ro, _ = attention(q, k, v, qo_lens, kv_lens, causal=True)
     for o in outs:
+        torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("paged", [True, False], ids=["paged", "ragged"])
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+def test_memoized_prefill_plans_run_right(paged, graph):
+    """A wrapper's later plan()s of the same configuration take the memoized
+    path (index arrays through the binding's staging into reused buffers):
+    each step's batch, a different shape every time, runs right."""
+    import torch
+    gen = torch.Generator().manual_seed(21)
+    hq, hkv, d, page, dtype = 32, 8, 128, 16, torch.bfloat16
+    ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    i32 = dict(dtype=torch.int32, device="cuda")
+    if paged:
+        bufs = dict(qo_indptr_buf=torch.empty(9, **i32), paged_kv_indptr_buf=torch.empty(9, **i32),
+                    paged_kv_indices_buf=torch.empty(4096, **i32), paged_kv_last_page_len_buf=torch.empty(8, **i32))
+        w = attn.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", use_cuda_graph=graph, max_total_q_rows=4096,
+                                                     **(bufs if graph else {}))
+    else:
+        bufs = dict(qo_indptr_buf=torch.empty(9, **i32), kv_indptr_buf=torch.empty(9, **i32))
+        w = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD", use_cuda_graph=graph, max_total_q_rows=4096,
+                                                      **(bufs if graph else {}))
+    steps = [([5, 64, 1, 200], [40, 64, 900, 333]), ([300, 7], [300, 1000]), ([1] * 8, [17] * 8),
+             ([128, 512, 33], [2000, 512, 33])]
+    for qo_lens, kv_lens in steps:
+        qo_indptr = torch.tensor([0] + list(torch.tensor(qo_lens).cumsum(0)), dtype=torch.int32)
+        q = torch.randn(sum(qo_lens), hq, d, generator=gen).to(dtype).cuda()
+        if paged:
+            npages = [(n + page - 1) // page for n in kv_lens]
+            pool = sum(npages) + 3
+            perm = torch.randperm(pool, generator=gen)[:sum(npages)].int()
+            kv = torch.randn(pool, 2, page, hkv, d, generator=gen).to(dtype).cuda()
+            kv_indptr = torch.tensor([0] + list(torch.tensor(npages).cumsum(0)), dtype=torch.int32)
+            last = torch.tensor([n - (p - 1) * page for n, p in zip(kv_lens, npages)], dtype=torch.int32)
+            w.plan(qo_indptr, kv_indptr, perm.cuda(), last, hq, hkv, d, page, causal=True, q_data_type=dtype)
+            o = w.run(q, kv)
+            ks, vs = [], []
+            for b, n in enumerate(kv_lens):
+                pages = perm[kv_indptr[b]:kv_indptr[b + 1]].long().cuda()
+                ks.append(kv[pages, 0].reshape(-1, hkv, d)[:n])
+                vs.append(kv[pages, 1].reshape(-1, hkv, d)[:n])
+            k, v = torch.cat(ks), torch.cat(vs)
+        else:
+            kv_indptr = torch.tensor([0] + list(torch.tensor(kv_lens).cumsum(0)), dtype=torch.int32)
+            k = torch.randn(sum(kv_lens), hkv, d, generator=gen).to(dtype).cuda()
+            v = torch.randn(sum(kv_lens), hkv, d, generator=gen).to(dtype).cuda()
+            w.plan(qo_indptr, kv_indptr, hq, hkv, d, causal=True, q_data_type=dtype)
+            o = w.run(q, k, v)
+        assert len(w._memo) == 1
+        ro, _ = attention(q, k, v, qo_lens, kv_lens, causal=True)
         torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)

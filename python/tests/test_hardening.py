@@ -164,25 +164,6 @@ def test_mask_packers_check_their_other_arguments():
         packbits(5)
 
 
-# -- page indices of a combined [pages, 2, ...] cache ------------------------
-
-def test_doubled_page_indices_keep_every_bad_index_out_of_range():
-    """The kernels compare max(kv_indices, -1) * 2 (int32), unsigned, with
-    2 * pages: good indices map to 2i, and no bad one (negative, pages and
-    up, the int32 extremes) lands in [0, 2 * pages)."""
-    torch = pytest.importorskip("torch")
-    from attn.paged import double_page_indices
-    pages = 1000
-    good = [0, 1, pages - 1]
-    bad = [-1, -2, -(1 << 30), -(1 << 30) - 1, -(1 << 31), pages, 1 << 30, (1 << 30) + 1, (1 << 31) - 1]
-    idx = torch.tensor(good + bad, dtype=torch.int32)
-    out = double_page_indices(torch, idx, torch.empty_like(idx))
-    unsigned = [v & 0xFFFFFFFF for v in out.tolist()]
-    assert unsigned[:len(good)] == [2 * i for i in good]
-    for value, u in zip(bad, unsigned[len(good):]):
-        assert u >= 2 * pages, f"bad index {value} doubles to page {u}"
-
-
 def test_mask_packers_default_to_flashinfers_big_endian_order():
     import inspect
     for f in (packbits, segment_packbits):

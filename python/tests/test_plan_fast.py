@@ -1,5 +1,6 @@
-"""CPU checks of the decode wrapper's memoized plan() (issue #13, "a cheap
-plan()") and of its batch-invariant split arguments.
+"""CPU checks of the wrappers' memoized plan() (issue #13, "a cheap plan()":
+decode's, and the paged and ragged prefill wrappers') and of decode's
+batch-invariant split arguments.
 
 The CUDA pieces plan() touches (streams, events, pinned memory, the H2D
 copies) are stood in for on the CPU: "device" tensors are CPU tensors and
@@ -62,15 +63,16 @@ class Planner:
         return self.real.sizes(*a)
 
     def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, staging,
-             staging_bytes, kv_dst, last_dst, fence):
+             staging_bytes, kv_dst, last_dst, fence, qo_dst=0):
         self.calls += 1
         fence.wait()  # as the binding: before the pinned buffers are written
         s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, 0, 0,
                            0, 0)
         if s is not None:
             ctypes.memmove(dev, host, s["plan_bytes"])
-            ctypes.memmove(kv_dst, kv, 4 * (batch + 1))
-            ctypes.memmove(last_dst, last, 4 * batch)
+            for src, dst, n in ((qo, qo_dst, batch + 1), (kv, kv_dst, batch + 1), (last, last_dst, batch)):
+                if dst:
+                    ctypes.memmove(dst, src, 4 * n)
             fence.record(stream)
         return s
 
@@ -81,6 +83,7 @@ class Native:
     def __init__(self):
         self.real = _native.native()
         self.planners = []
+        self.full_plans = 0   # plans of the full path
 
     def __getattr__(self, name):
         return getattr(self.real, name)
@@ -94,6 +97,7 @@ class Native:
 
     def plan(self, config, workspace, *args, device_workspace=0, device_bytes=0, stream=0, **kw):
         """The full path's plan-and-upload: the plan, then its copy at the device address."""
+        self.full_plans += 1
         s = self.real.plan(config, workspace, *args, **kw)
         if device_workspace:
             ctypes.memmove(device_workspace, workspace, s["plan_bytes"])
@@ -128,9 +132,9 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     w = attn.BatchDecodeWithPagedKVCacheWrapper.__new__(attn.BatchDecodeWithPagedKVCacheWrapper)
     ws = torch.zeros(64 << 20, dtype=torch.uint8)
     w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
-    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_staging", "_idx2", "_idx_dev"):
+    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_staging", "_idx_dev"):
         setattr(w, name, None)
-    w._ws_sizes, w._capture_ok, w._wants_x2, w._memo, w._op_handle = (None, None), False, False, {}, 0
+    w._ws_sizes, w._capture_ok, w._memo, w._op_handle = (None, None), False, {}, 0
     w._fixed = {}
     if graph:
         w._fixed = {"kv_indptr": torch.zeros(max_batch + 1, dtype=torch.int32),
@@ -352,3 +356,132 @@ def test_fixed_split_with_several_row_tiles_per_request(cpu):
         for lens in ([5000] * 8, [3000] * 16):
             p = plan(w, batch(lens), q_len_per_req=8, fixed_split_size=1024)
             assert p.summary["num_merge_units"] > 0
+
+
+# -- the prefill wrappers' memoized plan() -------------------------------------
+
+def prefill_wrapper(paged, graph=False, max_batch=16, max_pages=4096, max_q=4096):
+    """A paged or ragged prefill wrapper over CPU memory."""
+    from attn.prefill import BatchPrefillWithPagedKVCacheWrapper as Paged
+    from attn.prefill import BatchPrefillWithRaggedKVCacheWrapper as Ragged
+    cls = Paged if paged else Ragged
+    w = wrapper(graph=False)
+    w.__class__ = cls
+    w._use_cuda_graph = graph
+    w._max_total_q_rows = max_q if graph else None
+    if graph:
+        w._fixed = {"qo": torch.zeros(max_batch + 1, dtype=torch.int32),
+                    "kv_indptr": torch.zeros(max_batch + 1, dtype=torch.int32)}
+        if paged:
+            w._fixed.update(kv_indices=torch.zeros(max_pages, dtype=torch.int32),
+                            kv_last_len=torch.zeros(max_batch, dtype=torch.int32))
+        w._max_batch = max_batch
+    return w
+
+
+def prefill_batch(qo_lens, kv_lens, seed=0):
+    """(qo_indptr, kv_indptr, kv_indices, last_page_len) of paged prefill requests."""
+    qo = torch.tensor([0] + list(torch.tensor(qo_lens).cumsum(0)), dtype=torch.int32)
+    indptr, indices, last = batch(kv_lens, seed)
+    return qo, indptr, indices, last
+
+
+def prefill_plan(w, b, **kw):
+    qo, indptr, indices, last = b[:4]
+    kw.setdefault("q_data_type", torch.bfloat16)
+    kw.setdefault("causal", True)
+    if isinstance(w, attn.BatchPrefillWithPagedKVCacheWrapper):
+        w.plan(qo, indptr, indices, last, HQ, HKV, D, PAGE, **kw)
+    else:  # ragged: kv_indptr counts tokens
+        kv = torch.tensor([0] + [int(x) for x in torch.tensor(b[4]).cumsum(0)], dtype=torch.int32) \
+            if len(b) > 4 else qo
+        w.plan(qo, kv, HQ, HKV, D, **kw)
+    return w._planned
+
+
+def device_arrays(w, p):
+    """What the kernels read of plan ``p``: the plan's used words and the index arrays at its pointers."""
+    n = p.summary["plan_bytes"] // 4
+    words = w._workspace[:4 * n].view(torch.int32).clone()
+    ctas, n_items, units = (int(words[i]) for i in (2, 3, 4))
+    cta, it, mi, mu = (int(words[i]) for i in (14, 15, 16, 17))
+    out = [torch.cat([words[:32], words[cta:cta + ctas + 1], words[it:it + 8 * n_items],
+                      words[mi:mi + units + 1], words[mu:mu + 4 * units]])]
+    b = p.batch
+    for name, count in (("qo_indptr", b + 1), ("kv_indptr", b + 1), ("kv_last_len", b), ("kv_indices", None)):
+        ptr = p.ptrs.get(name)
+        if ptr is None:
+            continue
+        count = count if count is not None else p.kv_pages
+        t = torch.empty(count, dtype=torch.int32)
+        ctypes.memmove(t.data_ptr(), ptr, 4 * count)
+        out.append(t)
+    return out
+
+
+QO_A, KV_A = [100, 37, 512], [300, 37, 1024]
+QO_B, KV_B = [64, 900, 1, 250, 17], [64, 2000, 700, 250, 4000]
+
+
+@pytest.mark.parametrize("paged", [True, False], ids=["paged", "ragged"])
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+def test_memoized_prefill_plan_equals_the_full_plan(cpu, paged, graph):
+    w = prefill_wrapper(paged, graph)
+    prefill_plan(w, prefill_batch(QO_A, KV_A) + ((KV_A,) if not paged else ()))   # the full path, memoized
+    assert len(w._memo) == 1
+    planner = cpu.planners[-1]
+    b = prefill_batch(QO_B, KV_B, seed=1) + ((KV_B,) if not paged else ())
+    p = prefill_plan(w, b)                                                         # the memoized path
+    assert cpu.full_plans == 1 and planner.calls >= 1 and len(w._memo) == 1 and len(cpu.planners) == 1
+    fresh = prefill_wrapper(paged, graph)
+    q = prefill_plan(fresh, b)                                                     # the full path of it
+    got, want = device_arrays(w, p), device_arrays(fresh, q)
+    assert len(got) == len(want) == (5 if paged else 3)
+    for x, y in zip(got, want):
+        assert torch.equal(x, y)
+    assert torch.equal(got[1], b[0])
+    for name in ("candidate", "num_items", "num_merge_units", "num_ctas", "plan_bytes"):
+        assert p.summary[name] == q.summary[name], name
+    assert p.config == q.config and p.host_bytes == q.host_bytes
+    assert (p.total_q, p.batch, p.keywords, p.sm_scale, p.dtype, p.sinks, p.mask_ptrs) == \
+        (q.total_q, q.batch, q.keywords, q.sm_scale, q.dtype, q.sinks, q.mask_ptrs)
+    assert p.attention_kernel == q.attention_kernel and p.merge_kernel == q.merge_kernel
+    if paged:
+        assert (p.kv_pages, p.page_size, p.window_left) == (q.kv_pages, q.page_size, q.window_left)
+    else:
+        assert p.total_kv == q.total_kv == sum(KV_B)
+    if graph:  # the fixed buffers hold the batch
+        assert p.ptrs["qo_indptr"] == w._fixed["qo"].data_ptr()
+        assert torch.equal(w._fixed["qo"][:len(QO_B) + 1], b[0])
+
+
+@pytest.mark.parametrize("paged", [True, False], ids=["paged", "ragged"])
+def test_memoized_prefill_plan_still_rejects_bad_input(cpu, paged):
+    w = prefill_wrapper(paged)
+    extra = (KV_A,) if not paged else ()
+    good = prefill_batch(QO_A, KV_A) + extra
+    prefill_plan(w, good)
+    qo = good[0]
+    down = qo.clone()
+    down[1] = down[2] + 1
+    with pytest.raises(RuntimeError, match=r"\[NonMonotoneIndptr\] qo_indptr is not monotone at request 1"):
+        prefill_plan(w, (down,) + good[1:])
+    if paged:
+        indptr, indices, last = good[1:4]
+        with pytest.raises(ValueError, match="kv_indptr\\[-1\\] is .* but kv_indices has only 3 entries"):
+            prefill_plan(w, (qo, indptr, indices[:3], last))
+        bad = last.clone()
+        bad[2] = PAGE + 1
+        with pytest.raises(RuntimeError, match=r"\[LastBlockLenOutOfRange\] kv_last_len\[2\] = 17"):
+            prefill_plan(w, (qo, indptr, indices, bad))
+    with pytest.raises(ValueError, match=r"num_qo_heads \(30\) must be a multiple of num_kv_heads \(8\)"):
+        w.plan(*(good[:4] if paged else (good[0], good[0])), 30, HKV, D, *((PAGE,) if paged else ()),
+               causal=True, q_data_type=torch.bfloat16)
+    # Other forms of the index arrays take the full path, plan the same and keep the one memo entry.
+    planners, full = len(cpu.planners), cpu.full_plans
+    p = prefill_plan(w, (qo.long(),) + good[1:])
+    assert cpu.full_plans == full + 1
+    q = prefill_plan(w, good)
+    assert cpu.full_plans == full + 1
+    assert all(p.summary[n] == q.summary[n] for n in p.summary)
+    assert len(w._memo) == 1 and len(cpu.planners) == planners

@@ -39,36 +39,42 @@ def split(cache, page=16, layout="NHD"):
 
 def test_contiguous_forms_are_unchanged():
     P = 16 * H * D
-    _, _, doubled, v_offset = split(Strided((10, 2, 16, H, D)))
-    assert doubled and v_offset == P                       # combined: V right after K, indices x 2
-    _, _, doubled, v_offset = split((Strided((10, 16, H, D)), Strided((10, 16, H, D))))
-    assert not doubled and v_offset is None                # a contiguous tuple
+    _, _, stride, v_offset = split(Strided((10, 2, 16, H, D)))
+    assert stride == 2 * P and v_offset == P               # combined: V right after K, pages 2P apart
+    _, _, stride, v_offset = split((Strided((10, 16, H, D)), Strided((10, 16, H, D))))
+    assert stride == P and v_offset is None                # a contiguous tuple
 
 
 def test_halves_of_a_combined_cache_are_read_in_place():
     P = 16 * H * D
     combined = core.row_major((10, 2, 16, H, D))
     half = Strided((10, 16, H, D), (combined[0],) + combined[2:])   # kv[:, 0] and kv[:, 1]
-    _, _, doubled, v_offset = split((half, half))
-    assert doubled and v_offset is None and half.stride()[0] == 2 * P
+    _, _, stride, v_offset = split((half, half))
+    assert stride == 2 * P and v_offset is None and half.stride()[0] == 2 * P
 
 
 def test_a_permuted_two_by_pages_cache_is_read_in_place():
     # [2, pages, page, H, D] permuted to [pages, 2, ...]: pages P apart, V pages * P after K.
     P = 16 * H * D
     s = core.row_major((2, 10, 16, H, D))
-    _, _, doubled, v_offset = split(Strided((10, 2, 16, H, D), (s[1], s[0]) + s[2:]))
-    assert not doubled and v_offset == 10 * P
+    _, _, stride, v_offset = split(Strided((10, 2, 16, H, D), (s[1], s[0]) + s[2:]))
+    assert stride == P and v_offset == 10 * P
 
 
-def test_other_page_strides_raise_naming_the_stride():
+def test_any_page_stride_is_read_in_place():
     P = 16 * H * D
     layers = core.row_major((10, 3, 2, 16, H, D))           # one layer of [pages, layers, 2, ...]
-    with pytest.raises(ValueError, match=rf"paged_kv_cache: pages are {6 * P} elements apart \(stride\(0\)={6 * P}\)"):
-        split(Strided((10, 2, 16, H, D), (layers[0],) + layers[2:]))
+    _, _, stride, v_offset = split(Strided((10, 2, 16, H, D), (layers[0],) + layers[2:]))
+    assert stride == 6 * P and v_offset == P
     half = Strided((10, 16, H, D), (layers[0],) + layers[3:])
-    with pytest.raises(ValueError, match=rf"k_cache: pages are {6 * P} elements apart.*does not copy a KV cache"):
-        split((half, half))
+    _, _, stride, v_offset = split((half, half))
+    assert stride == 6 * P and v_offset is None
+    _, _, stride, _ = split((Strided((1, 16, H, D), (7,) + layers[3:]),) * 2)   # one page: any stride
+    assert stride == P
+
+
+def test_k_and_v_with_different_page_strides_raise():
+    P = 16 * H * D
     combined = core.row_major((10, 2, 16, H, D))
     with pytest.raises(ValueError, match=f"k_cache pages are {2 * P} elements apart but v_cache pages {P}"):
         split((Strided((10, 16, H, D), (combined[0],) + combined[2:]), Strided((10, 16, H, D))))
@@ -96,10 +102,10 @@ def test_a_stand_in_without_strides_must_be_contiguous():
 def test_sglang_three_d_buffers_are_page_size_one():
     k = Strided((100, H, D))
     for layout in ("NHD", "HND"):
-        got_k, got_v, doubled, v_offset = split((k, k), page=1, layout=layout)
-        assert got_k is k and not doubled and v_offset is None
-    _, _, doubled, v_offset = split(Strided((100, 2, H, D)), page=1)    # [num_tokens, 2, H, D]
-    assert doubled and v_offset == H * D
+        got_k, got_v, stride, v_offset = split((k, k), page=1, layout=layout)
+        assert got_k is k and stride == H * D and v_offset is None
+    _, _, stride, v_offset = split(Strided((100, 2, H, D)), page=1)    # [num_tokens, 2, H, D]
+    assert stride == 2 * H * D and v_offset == H * D
     with pytest.raises(ValueError, match=r"k_cache: a 3-D cache \[100, 8, 128\] is \[num_tokens, num_kv_heads, "
                                          r"head_dim\], a page-size-1 cache, but plan\(\) was given page_size=16"):
         split((k, k), page=16)

@@ -58,7 +58,7 @@ public:
   mlir::Value sgt(mlir::Value x, mlir::Value y);
   mlir::Value eq(mlir::Value x, mlir::Value y);
   mlir::Value select(mlir::Value c, mlir::Value t, mlir::Value f);
-  /// i32 -> index (sign-extending) and index -> i32.
+  /// An integer -> index (sign-extending) and index -> i32.
   mlir::Value toIndex(mlir::Value i32Value);
   mlir::Value toI32(mlir::Value indexValue);
 

@@ -94,24 +94,24 @@ func.func @f(%item: !attn.item, %q: memref<?xbf16>) attributes {attn.launch = #a
 // -----
 
 func.func @f(%r: !attn.kv_range<16>, %item: !attn.item, %k: memref<?xbf16>) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 96, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 16, kv = 16, warps = 3>, format = #attn.bsr<block_cols = 16>>} {
-  // expected-error @+1 {{a paged format gathers through kv_indices: pages(...) is required}}
+  // expected-error @+1 {{a paged format gathers through kv_indices at a page stride: pages(..., stride ...) is required}}
   %p = attn.tile.kv_prologue %r, %item, %k, %k : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<16> -> !attn.kv_pipe<16x128xbf16>
   return
 }
 
 // -----
 
-func.func @f(%r: !attn.kv_range<16>, %item: !attn.item, %k: memref<?xbf16>, %i: memref<?xi32>) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 96, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 16, kv = 16, warps = 3>, format = #attn.bsr<block_cols = 16>>} {
+func.func @f(%r: !attn.kv_range<16>, %item: !attn.item, %k: memref<?xbf16>, %i: memref<?xi32>, %s: i64) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 96, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 16, kv = 16, warps = 3>, format = #attn.bsr<block_cols = 16>>} {
   // expected-error @+1 {{a paged format checks its page indices: bounds(num_pages, index_error) is required}}
-  %p = attn.tile.kv_prologue %r, %item, %k, %k pages(%i : memref<?xi32>) : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<16> -> !attn.kv_pipe<16x128xbf16>
+  %p = attn.tile.kv_prologue %r, %item, %k, %k pages(%i : memref<?xi32>, stride %s) : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<16> -> !attn.kv_pipe<16x128xbf16>
   return
 }
 
 // -----
 
-func.func @f(%r: !attn.kv_range<16>, %item: !attn.item, %k: memref<?xbf16>, %i: memref<?xi32>, %n: i32) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 96, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 16, kv = 16, warps = 3>, format = #attn.bsr<block_cols = 16>>} {
+func.func @f(%r: !attn.kv_range<16>, %item: !attn.item, %k: memref<?xbf16>, %i: memref<?xi32>, %n: i32, %s: i64) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 96, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 16, kv = 16, warps = 3>, format = #attn.bsr<block_cols = 16>>} {
   // expected-error @+1 {{the pipeline's tile is 64 x 128 but the kernel's tile is 16 x 128}}
-  %p = attn.tile.kv_prologue %r, %item, %k, %k pages(%i : memref<?xi32>) bounds(%n, %i : memref<?xi32>) : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<16> -> !attn.kv_pipe<64x128xbf16>
+  %p = attn.tile.kv_prologue %r, %item, %k, %k pages(%i : memref<?xi32>, stride %s) bounds(%n, %i : memref<?xi32>) : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<16> -> !attn.kv_pipe<64x128xbf16>
   return
 }
 

@@ -63,9 +63,10 @@ using mlir::attn::detail::syncWarp;
 namespace {
 
 /// The K/V operands of a pipeline op, unpacked: paged formats also carry
-/// the cache's page count and the word a bad page index raises.
+/// the elements between pages (index), the cache's page count and the word
+/// a bad page index raises.
 struct Caches {
-  Value k, v, kvIndices, numPages, indexError;
+  Value k, v, kvIndices, pageStride, numPages, indexError;
 };
 
 /// Where copy `i` of this thread lands in a tile: its row (key within the
@@ -202,7 +203,9 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
                                  item.kvBegin));
     else
       valid = kb.andi(inRange, valid);
-    Value headRow;
+    // headRow: the (token, head) row within the request's rows (ragged) or
+    // within its dense page, which starts pageStart elements in (paged).
+    Value headRow, pageStart;
     if (!ctx.paged) {
       // Zero-filled copies still name an address: a decode warp keeps it
       // inside the request's rows.
@@ -215,16 +218,14 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
                    : getPagesPerTile(ctx)
                        ? i * (ctx.copyThreads() / ctx.chunks()) / ctx.PS
                        : i;
-      Value page = kb.toIndex(ids[id]);
+      pageStart = kb.mul(kb.toIndex(ids[id]), caches.pageStride);
       Value offset = kb.remu(pos, ctx.PS);
-      if (ctx.nhd)
-        headRow = kb.add(kb.mul(kb.add(kb.mul(page, ctx.PS), offset), Hkv),
-                         item.kvHead);
-      else
-        headRow = kb.add(kb.mul(kb.add(kb.mul(page, Hkv), item.kvHead), ctx.PS),
-                         offset);
+      headRow = ctx.nhd ? kb.add(kb.mul(offset, Hkv), item.kvHead)
+                        : kb.add(kb.mul(item.kvHead, ctx.PS), offset);
     }
     Value src = kb.add(kb.mul(headRow, ctx.D), kb.mul(slot.chunk, 8));
+    if (pageStart)
+      src = kb.add(pageStart, src);
     Value count = kb.select(valid, eight, zero);
     auto copy = [&] {
       for (auto [row0, cache] :
@@ -246,11 +247,14 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
   }
 }
 
-Caches getCaches(ValueRange k, ValueRange v, ValueRange kvIndices,
+Caches getCaches(KernelBuilder &kb, ValueRange k, ValueRange v,
+                 ValueRange kvIndices, ValueRange pageStride,
                  ValueRange numPages, ValueRange indexError) {
   auto first = [](ValueRange r) { return r.empty() ? Value() : r.front(); };
-  return {k.front(), v.front(), first(kvIndices), first(numPages),
-          first(indexError)};
+  Value stride = first(pageStride);
+  return {k.front(),        v.front(),
+          first(kvIndices), stride ? kb.toIndex(stride) : Value(),
+          first(numPages),  first(indexError)};
 }
 
 //===----------------------------------------------------------------------===//
@@ -406,9 +410,9 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
     KernelBuilder kb(b);
     ItemValues item = ItemValues::unflatten(adaptor.getItem());
     RangeValues range = RangeValues::unflatten(adaptor.getRange());
-    Caches caches = getCaches(adaptor.getKeyCache(), adaptor.getValueCache(),
-                              adaptor.getKvIndices(), adaptor.getNumPages(),
-                              adaptor.getIndexError());
+    Caches caches = getCaches(kb, adaptor.getKeyCache(), adaptor.getValueCache(),
+                              adaptor.getKvIndices(), adaptor.getPageStride(),
+                              adaptor.getNumPages(), adaptor.getIndexError());
     if (ctx.specialized && !isProducerOp(op)) {
       // Consumers copy nothing; their pipe carries no page indices.
       if (takesTurns(ctx))
@@ -451,9 +455,9 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
     KernelBuilder kb(b);
     ItemValues item = ItemValues::unflatten(adaptor.getItem());
     PipeValues pipe = PipeValues::unflatten(adaptor.getPipe());
-    Caches caches = getCaches(adaptor.getKeyCache(), adaptor.getValueCache(),
-                              adaptor.getKvIndices(), adaptor.getNumPages(),
-                              adaptor.getIndexError());
+    Caches caches = getCaches(kb, adaptor.getKeyCache(), adaptor.getValueCache(),
+                              adaptor.getKvIndices(), adaptor.getPageStride(),
+                              adaptor.getNumPages(), adaptor.getIndexError());
     const RangeValues &range = pipe.range;
     Value j = adaptor.getIteration().front();
     const int64_t S = ctx.S;

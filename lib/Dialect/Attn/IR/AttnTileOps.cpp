@@ -229,15 +229,17 @@ static LogicalResult checkKVType(Operation *op, StringRef what, int64_t keys,
   return success();
 }
 
-/// A paged format gathers through kv_indices and checks every index it
-/// reads against the cache's page count (bounds); a ragged one has neither.
+/// A paged format gathers through kv_indices at a page stride and checks
+/// every index it reads against the cache's page count (bounds); a ragged
+/// one has neither.
 static LogicalResult verifyPages(Operation *op, LaunchAttr launch,
-                                 Value kvIndices, Value numPages,
-                                 Value indexError) {
+                                 Value kvIndices, Value pageStride,
+                                 Value numPages, Value indexError) {
   const bool paged = launch.getFormat().isPaged();
-  if (paged != bool(kvIndices))
+  if (paged != bool(kvIndices) || bool(kvIndices) != bool(pageStride))
     return op->emitOpError() << (paged ? "a paged format gathers through "
-                                         "kv_indices: pages(...) is required"
+                                         "kv_indices at a page stride: "
+                                         "pages(..., stride ...) is required"
                                        : "a ragged format has no pages");
   if (paged != bool(numPages) || bool(numPages) != bool(indexError))
     return op->emitOpError()
@@ -251,8 +253,8 @@ LogicalResult TileKVPrologueOp::verify() {
   FailureOr<LaunchAttr> launch = getLaunchOrFail(*this);
   if (failed(launch))
     return failure();
-  if (failed(verifyPages(*this, *launch, getKvIndices(), getNumPages(),
-                         getIndexError())))
+  if (failed(verifyPages(*this, *launch, getKvIndices(), getPageStride(),
+                         getNumPages(), getIndexError())))
     return failure();
   KVPipeType pipe = getPipe().getType();
   return checkKVType(*this, "the pipeline's tile", pipe.getKeys(),
@@ -265,8 +267,8 @@ LogicalResult TileKVNextOp::verify() {
     return failure();
   if (getPipe().getType() != getNext().getType())
     return emitOpError() << "the pipeline keeps its type";
-  if (failed(verifyPages(*this, *launch, getKvIndices(), getNumPages(),
-                         getIndexError())))
+  if (failed(verifyPages(*this, *launch, getKvIndices(), getPageStride(),
+                         getNumPages(), getIndexError())))
     return failure();
   KVTileType tile = getTile().getType();
   if (failed(checkKVType(*this, "the K/V tile", tile.getKeys(), tile.getDim(),

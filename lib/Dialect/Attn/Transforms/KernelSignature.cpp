@@ -69,6 +69,9 @@ mlir::attn::getAttentionKernelArguments(Type dtype, bool paged,
   };
   if (paged) {
     args.push_back({"kv_indices", buf(i32), {}});
+    // Elements from one page to the next: K and V in separate caches, in
+    // one interleaved cache, or views of a larger buffer (AttnTileOps.td).
+    args.push_back({"page_stride", IntegerType::get(ctx, 64), {}});
     args.push_back({"kv_last_len", buf(i32), {}});
     // Every page index read is checked against the cache's page count; a
     // bad one sets index_error[0] instead of faulting (AttnTileOps.td).

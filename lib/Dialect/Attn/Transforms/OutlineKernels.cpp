@@ -202,6 +202,7 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
                      {info.headDim, info.numQoHeads, info.numKVHeads});
   auto arg = [&](StringRef name) { return getKernelArgument(func, name); };
   Value kvIndices = info.paged() ? arg("kv_indices") : Value();
+  Value pageStride = info.paged() ? arg("page_stride") : Value();
   Value kvLastLen = info.paged() ? arg("kv_last_len") : Value();
   Value numPages = info.paged() ? arg("num_pages") : Value();
   Value indexError = info.paged() ? arg("index_error") : Value();
@@ -250,7 +251,8 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
   Value pipe = TileKVPrologueOp::create(b, loc, pipeType, range, item,
                                         arg("k_cache"), arg("v_cache"),
-                                        kvIndices, numPages, indexError);
+                                        kvIndices, pageStride, numPages,
+                                        indexError);
   auto query = TileLoadQueryOp::create(b, loc, queryType, item, arg("q"));
   hooks.fill(b, loc, query.getTransform(), HookKind::query_transform);
   Value mask = info.customMask ? arg("custom_mask") : Value();
@@ -260,7 +262,7 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   auto nextTile = [&](Value inFlight, Value j) {
     auto next = TileKVNextOp::create(b, loc, kvType, pipeType, inFlight, j, item,
                                      arg("k_cache"), arg("v_cache"), kvIndices,
-                                     numPages, indexError);
+                                     pageStride, numPages, indexError);
     hooks.fill(b, loc, next.getKeyTransform(), HookKind::key_transform);
     return next;
   };

@@ -170,6 +170,14 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     positive; `kv_next` then yields the tiles in order and `kv_drain` ends
     it.
 
+    Paged formats name the distance between two pages of a cache in
+    elements, `stride %page_stride` (i64): page `p` of K starts at element
+    `p * page_stride` of `%k`, and V's at the same offset of `%v`, the page
+    itself dense in the format's layout. `page_size * heads * dim` for
+    separate K and V caches; twice that for one cache interleaving each
+    page's K and V (`%v` then starts one page in), or whatever a strided
+    view of a larger buffer has.
+
     Paged formats also take `bounds(%num_pages, %index_error)`: a page
     index outside `[0, num_pages)` (the caller's page table is wrong) is
     never dereferenced. Page 0 is read in its place and a nonzero word is
@@ -177,7 +185,8 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     fault (docs/Kernels.md, "Page-index checks").
 
     ```mlir
-    %pipe = attn.tile.kv_prologue %range, %item, %k, %v pages(%kv_indices : memref<...>)
+    %pipe = attn.tile.kv_prologue %range, %item, %k, %v
+        pages(%kv_indices : memref<...>, stride %page_stride)
         bounds(%num_pages, %index_error : memref<...>)
         : memref<...>, memref<...>, !attn.kv_range<16> -> !attn.kv_pipe<16x128xbf16>
     ```
@@ -188,13 +197,14 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     Attn_Buffer:$key_cache,
     Attn_Buffer:$value_cache,
     Optional<Attn_I32Buffer>:$kv_indices,
+    Optional<I64>:$page_stride,
     Optional<I32>:$num_pages,
     Optional<Attn_I32Buffer>:$index_error
   );
   let results = (outs Attn_KVPipeType:$pipe);
   let assemblyFormat = [{
     $range `,` $item `,` $key_cache `,` $value_cache
-    (`pages` `(` $kv_indices^ `:` type($kv_indices) `)`)?
+    (`pages` `(` $kv_indices^ `:` type($kv_indices) `,` `stride` $page_stride `)`)?
     (`bounds` `(` $num_pages^ `,` $index_error `:` type($index_error) `)`)?
     attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($range))
     `->` qualified(type($pipe))
@@ -209,11 +219,12 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
     Step `iteration` of the KV loop: returns the tile that step computes on,
     once it has landed (with the `key_transform` region, the composition of
     the variants' key transforms, applied to its keys at their positions),
-    and refills the pipeline. Paged formats check their page indices as
-    `kv_prologue` does (`bounds`).
+    and refills the pipeline. Paged formats find and check their pages as
+    `kv_prologue` does (`pages`, `bounds`).
 
     ```mlir
-    %kv, %next = attn.tile.kv_next %pipe, %j, %item, %k, %v pages(%kv_indices : memref<...>)
+    %kv, %next = attn.tile.kv_next %pipe, %j, %item, %k, %v
+        pages(%kv_indices : memref<...>, stride %page_stride)
         bounds(%num_pages, %index_error : memref<...>)
         : memref<...>, memref<...>, !attn.kv_pipe<16x128xbf16> -> !attn.kv_tile<16x128xbf16>
     ```
@@ -225,6 +236,7 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
     Attn_Buffer:$key_cache,
     Attn_Buffer:$value_cache,
     Optional<Attn_I32Buffer>:$kv_indices,
+    Optional<I64>:$page_stride,
     Optional<I32>:$num_pages,
     Optional<Attn_I32Buffer>:$index_error
   );
@@ -232,7 +244,7 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
   let regions = (region AnyRegion:$key_transform);
   let assemblyFormat = [{
     $pipe `,` $iteration `,` $item `,` $key_cache `,` $value_cache
-    (`pages` `(` $kv_indices^ `:` type($kv_indices) `)`)?
+    (`pages` `(` $kv_indices^ `:` type($kv_indices) `,` `stride` $page_stride `)`)?
     (`bounds` `(` $num_pages^ `,` $index_error `:` type($index_error) `)`)?
     attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($pipe))
     `->` qualified(type($tile)) (`key_transform` $key_transform^)?

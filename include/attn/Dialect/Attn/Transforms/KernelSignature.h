@@ -65,8 +65,8 @@ MemRefType getKernelBufferType(Type elementType);
 
 /// The arguments of an attention kernel: the plan's work list and partial
 /// slots, then q, k_cache, v_cache, o, lse, qo_indptr, kv_indptr,
-/// [kv_indices, kv_last_len (paged)], [custom_mask, mask_indptr], sm_scale
-/// and the variants' parameters.
+/// [kv_indices, page_stride, kv_last_len, num_pages, index_error (paged)],
+/// [custom_mask, mask_indptr], sm_scale and the variants' parameters.
 SmallVector<KernelArgument>
 getAttentionKernelArguments(Type dtype, bool paged, bool customMask,
                             ArrayRef<VariantParamArg> params);
