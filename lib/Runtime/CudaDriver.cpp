@@ -117,6 +117,18 @@ const CudaDriver *cudaDriver(Status *status) {
   return &loaded.table;
 }
 
+const CudaDriver *cudaDriverInContext(Status *status) {
+  const CudaDriver *d = cudaDriver(status);
+  if (!d)
+    return nullptr;
+  if (Status c = ensureContext(*d); !c.ok()) {
+    if (status)
+      *status = c;
+    return nullptr;
+  }
+  return d;
+}
+
 Status cudaFailure(const CudaDriver &d, const char *call, CUresult r) {
   const char *msg = nullptr;
   d.getErrorString(r, &msg);

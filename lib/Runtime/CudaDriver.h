@@ -75,6 +75,11 @@ const CudaDriver *cudaDriver(Status *status);
 /// Makes sure a context is current (device 0's primary context if none).
 Status ensureContext(const CudaDriver &d);
 
+/// cudaDriver() with a context current (ensureContext): what every entry
+/// that touches device memory, streams or events starts with. nullptr with
+/// the reason in `status` when either fails.
+const CudaDriver *cudaDriverInContext(Status *status);
+
 /// "cuFoo failed: CUDA_ERROR_X (message)" as a CudaError status.
 Status cudaFailure(const CudaDriver &d, const char *call, CUresult r);
 

@@ -547,11 +547,9 @@ Status deviceAllocManaged(size_t bytes, uint64_t *ptr) {
     return invalid("deviceAllocManaged: null result pointer");
   *ptr = 0;
   Status s;
-  const CudaDriver *d = cudaDriver(&s);
+  const CudaDriver *d = cudaDriverInContext(&s);
   if (!d)
     return s;
-  if (Status c = ensureContext(*d); !c.ok())
-    return c;
   CUdeviceptr p = 0;
   if (CUresult r = d->memAllocManaged(&p, bytes ? bytes : 1,
                                       CU_MEM_ATTACH_GLOBAL))
@@ -574,11 +572,9 @@ Status deviceFree(uint64_t ptr) {
 
 Status streamSynchronize(uint64_t stream) {
   Status s;
-  const CudaDriver *d = cudaDriver(&s);
+  const CudaDriver *d = cudaDriverInContext(&s);
   if (!d)
     return s;
-  if (Status c = ensureContext(*d); !c.ok())
-    return c;
   if (CUresult r = d->streamSynchronize(reinterpret_cast<CUstream>(stream)))
     return cudaFailure(*d, "cuStreamSynchronize", r);
   return Status::success();

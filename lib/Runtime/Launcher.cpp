@@ -260,11 +260,9 @@ Status cudaAvailable() {
 
 Status currentDevice(DeviceInfo *info) {
   Status s;
-  const CudaDriver *d = cudaDriver(&s);
+  const CudaDriver *d = cudaDriverInContext(&s);
   if (!d)
     return s;
-  if (Status c = ensureContext(*d); !c.ok())
-    return c;
   CUdevice dev;
   if (CUresult r = d->ctxGetDevice(&dev); r != CUDA_SUCCESS)
     return cudaFailure(*d, "cuCtxGetDevice", r);
@@ -338,11 +336,9 @@ Status Module::load(const void *image, size_t bytes, std::string_view manifestJs
   if (Status s = parseManifest(manifestJson, &m->manifest_); !s.ok())
     return s;
   Status s;
-  const CudaDriver *d = cudaDriver(&s);
+  const CudaDriver *d = cudaDriverInContext(&s);
   if (!d)
     return s;
-  if (Status c = ensureContext(*d); !c.ok())
-    return c;
   DeviceInfo dev;
   if (Status c = currentDevice(&dev); !c.ok())
     return c;
@@ -455,11 +451,9 @@ Status UploadFence::wait() {
 
 Status streamIsCapturing(uint64_t stream, bool *capturing) {
   Status s;
-  const CudaDriver *d = cudaDriver(&s);
+  const CudaDriver *d = cudaDriverInContext(&s);
   if (!d)
     return s;
-  if (Status c = ensureContext(*d); !c.ok())
-    return c;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = d->streamIsCapturing(reinterpret_cast<CUstream>(stream), &status);
   if (r != CUDA_SUCCESS)
