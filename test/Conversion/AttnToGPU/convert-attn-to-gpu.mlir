@@ -292,10 +292,15 @@ module attributes {gpu.container_module} {
 // CHECK: %[[STRIDE_IDX:.*]] = arith.index_cast %[[STRIDE]] : i64 to index
 // CHECK: %[[ID:.*]] = memref.load %[[INDICES]]
 // CHECK-NEXT: %[[OK:.*]] = arith.cmpi ult, %[[ID]], %[[PAGES]] : i32
-// CHECK: scf.if
-// CHECK: memref.store %{{.*}}, %[[ERR]][%{{.*}}]
 // CHECK: arith.select %[[OK]], %[[ID]], %{{.*}} : i32
+// CHECK-NOT: memref.store
 // CHECK-COUNT-5: memref.load %[[INDICES]]
+// One branch, taken on the bad path only, raises the flag for all six.
+// CHECK-NOT: memref.store
+// CHECK-COUNT-5: arith.ori
+// CHECK-NEXT: scf.if %{{.*}} {
+// CHECK: memref.store %{{.*}}, %[[ERR]][%{{.*}}]
+// CHECK-NEXT: }
 // CHECK: memref.view {{.*}} to memref<192x104xbf16, #gpu.address_space<workgroup>>
 // CHECK: arith.muli %{{.*}}, %[[STRIDE_IDX]] : index
 // CHECK-COUNT-12: nvgpu.device_async_copy

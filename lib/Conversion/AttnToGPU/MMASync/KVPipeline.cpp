@@ -104,24 +104,38 @@ Value getTileStart(KernelBuilder &kb, const RangeValues &range, Value j) {
   return kb.add(range.firstTile, kb.mul(j, range.stride));
 }
 
-/// Page index `id` (i32, read from kv_indices) if it names a page of the
-/// cache, else page 0 with index_error[0] set: a wrong page table costs a
-/// wrong result the caller is told of, never a read outside the cache.
-/// One unsigned compare per index (negative ones included) and a store
-/// only on the bad path.
-Value checkPageId(KernelBuilder &kb, const Caches &caches, Value id) {
+/// A page index read from kv_indices, checked: `id` (i32) if it names a page
+/// of the cache, else page 0, and whether it was bad. A wrong page table
+/// costs a wrong result the caller is told of (raiseBadPageIds), never a
+/// read outside the cache. One unsigned compare per index (negative ones
+/// included) and a select.
+struct CheckedPageId {
+  Value id, bad;
+};
+
+CheckedPageId checkPageId(KernelBuilder &kb, const Caches &caches, Value id) {
   ImplicitLocOpBuilder &b = kb.builder();
   Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, id,
                                    caches.numPages);
   Value bad = kb.xori(ok, arith::ConstantIntOp::create(b, 1, 1));
-  auto ifOp = scf::IfOp::create(b, bad, /*withElseRegion=*/false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    memref::StoreOp::create(b, kb.i32(1), caches.indexError,
-                            ValueRange{kb.idx(0)});
-  }
-  return kb.select(ok, id, kb.i32(0));
+  return {kb.select(ok, id, kb.i32(0)), bad};
+}
+
+/// Stores a nonzero word to index_error[0] when any of `bad` is set: one
+/// branch for all the indices of a tile, taken only on the bad path.
+void raiseBadPageIds(KernelBuilder &kb, const Caches &caches,
+                     ArrayRef<Value> bad) {
+  if (bad.empty())
+    return;
+  ImplicitLocOpBuilder &b = kb.builder();
+  Value any = bad.front();
+  for (Value v : bad.drop_front())
+    any = kb.ori(any, v);
+  auto ifOp = scf::IfOp::create(b, any, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  memref::StoreOp::create(b, kb.i32(1), caches.indexError,
+                          ValueRange{kb.idx(0)});
 }
 
 /// The page indices the copies of the tile starting at key `start` read
@@ -138,6 +152,7 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
   ThreadCoords tc(kb);
   Value start = getTileStart(kb, range, tile);
   const bool onePage = count == 1;
+  SmallVector<Value> bad;
   if (ctx.splitKeys) {
     // Tiles past the end read the last page's index; their copies are
     // zero-filled and their keys masked.
@@ -146,11 +161,14 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
       Value token =
           onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
       Value page = kb.mins(kb.divu(token, ctx.PS), lastPage);
-      ids.push_back(checkPageId(
+      CheckedPageId c = checkPageId(
           kb, caches,
           memref::LoadOp::create(b, caches.kvIndices,
-                                 ValueRange{kb.add(item.kvBase, page)})));
+                                 ValueRange{kb.add(item.kvBase, page)}));
+      ids.push_back(c.id);
+      bad.push_back(c.bad);
     }
+    raiseBadPageIds(kb, caches, bad);
     return ids;
   }
   Value inRange = kb.slt(tile, range.count);
@@ -161,19 +179,21 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
         : perPage ? kb.add(start, kb.idx(i * ctx.PS))
                   : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
     Value valid = kb.andi(inRange, kb.slt(token, item.kvEnd));
-    auto ifOp = scf::IfOp::create(b, b.getI32Type(), valid,
-                                  /*withElseRegion=*/true);
+    auto ifOp = scf::IfOp::create(b, TypeRange{b.getI32Type(), b.getI1Type()},
+                                  valid, /*withElseRegion=*/true);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     Value idx = kb.add(item.kvBase, kb.divu(token, ctx.PS));
-    scf::YieldOp::create(
-        b, ValueRange{checkPageId(kb, caches,
-                                  memref::LoadOp::create(b, caches.kvIndices,
-                                                         ValueRange{idx}))});
+    CheckedPageId c = checkPageId(
+        kb, caches, memref::LoadOp::create(b, caches.kvIndices, ValueRange{idx}));
+    scf::YieldOp::create(b, ValueRange{c.id, c.bad});
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    scf::YieldOp::create(b, ValueRange{kb.i32(0)});
+    scf::YieldOp::create(
+        b, ValueRange{kb.i32(0), arith::ConstantIntOp::create(b, 0, 1)});
     b.setInsertionPointAfter(ifOp);
     ids.push_back(ifOp.getResult(0));
+    bad.push_back(ifOp.getResult(1));
   }
+  raiseBadPageIds(kb, caches, bad);
   return ids;
 }
 
