@@ -183,6 +183,10 @@ ATTN_RT_EXPORT attnRtStatus attnRtUploadPlan(const void *host_workspace,
  * plan check. */
 ATTN_RT_EXPORT attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes,
                                                uint64_t device, uint64_t stream);
+/* One async device-to-device copy of `bytes` on `stream` (a page table into
+ * the fixed buffer a CUDA graph captured): cuMemcpyDtoDAsync. */
+ATTN_RT_EXPORT attnRtStatus attnRtCopyOnDevice(uint64_t src, size_t bytes,
+                                               uint64_t dst, uint64_t stream);
 /* A fence over pinned host buffers that async copies read (a plan's host
  * workspace and staging, refilled every step): attnRtFenceRecord marks the
  * work queued on `stream` so far, attnRtFenceWait blocks until that work has

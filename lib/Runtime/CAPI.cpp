@@ -21,10 +21,12 @@
 using namespace attnrt;
 
 namespace attnrt {
-/// Launcher.cpp: one cuMemcpyHtoDAsync (CudaUnavailable without the CUDA
-/// headers). Only the C API exports it, so it is declared here.
+/// Launcher.cpp: one cuMemcpyHtoDAsync / cuMemcpyDtoDAsync (CudaUnavailable
+/// without the CUDA headers). Only the C API exports them, so they are
+/// declared here.
 Status copyToDevice(const void *host, size_t bytes, uint64_t device,
                     uint64_t stream);
+Status copyOnDevice(uint64_t src, size_t bytes, uint64_t dst, uint64_t stream);
 } // namespace attnrt
 
 static_assert(sizeof(attnRtTileCandidate) == sizeof(TileCandidate));
@@ -341,6 +343,17 @@ attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes, uint64_t device,
     if (!host || !device)
       return invalidArg("attnRtCopyToDevice: host or device pointer is null");
     return report(copyToDevice(host, bytes, device, stream));
+  });
+}
+
+attnRtStatus attnRtCopyOnDevice(uint64_t src, size_t bytes, uint64_t dst,
+                                uint64_t stream) {
+  return guarded([&] {
+    if (bytes == 0)
+      return report(Status::success());
+    if (!src || !dst)
+      return invalidArg("attnRtCopyOnDevice: source or destination is null");
+    return report(copyOnDevice(src, bytes, dst, stream));
   });
 }
 

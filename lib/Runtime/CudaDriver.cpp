@@ -71,6 +71,7 @@ static Loaded load() {
   ATTN_RESOLVE(funcSetAttribute, cuFuncSetAttribute)
   ATTN_RESOLVE(launchKernel, cuLaunchKernel)
   ATTN_RESOLVE(memcpyHtoDAsync, cuMemcpyHtoDAsync)
+  ATTN_RESOLVE(memcpyDtoDAsync, cuMemcpyDtoDAsync)
   ATTN_RESOLVE(eventCreate, cuEventCreate)
   ATTN_RESOLVE(eventRecord, cuEventRecord)
   ATTN_RESOLVE(eventSynchronize, cuEventSynchronize)

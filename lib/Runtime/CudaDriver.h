@@ -38,6 +38,7 @@ struct CudaDriver {
   decltype(&::cuFuncSetAttribute) funcSetAttribute;
   decltype(&::cuLaunchKernel) launchKernel;
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync;
+  decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync; // graph mode's page table into its fixed buffer
   // Host-lowered programs (HostCalls.cpp): index arrays back to the host,
   // the per-image workspace, managed buffers.
   decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync;

@@ -397,6 +397,17 @@ Status copyToDevice(const void *host, size_t bytes, uint64_t device,
                            : cudaFailure(*d, "cuMemcpyHtoDAsync", r);
 }
 
+Status copyOnDevice(uint64_t src, size_t bytes, uint64_t dst, uint64_t stream) {
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  CUresult r = d->memcpyDtoDAsync(CUdeviceptr(dst), CUdeviceptr(src), bytes,
+                                  reinterpret_cast<CUstream>(stream));
+  return r == CUDA_SUCCESS ? Status::success()
+                           : cudaFailure(*d, "cuMemcpyDtoDAsync", r);
+}
+
 UploadFence::~UploadFence() {
   if (!event_)
     return;
@@ -712,6 +723,7 @@ Status Module::load(const void *, size_t, std::string_view, std::unique_ptr<Modu
 }
 Status uploadPlan(const PlanView &, uint64_t, uint64_t) { return noCuda(); }
 Status copyToDevice(const void *, size_t, uint64_t, uint64_t) { return noCuda(); }
+Status copyOnDevice(uint64_t, size_t, uint64_t, uint64_t) { return noCuda(); }
 UploadFence::~UploadFence() = default;
 Status UploadFence::record(uint64_t) { return noCuda(); }
 Status UploadFence::wait() { return recorded_ ? noCuda() : Status::success(); }

@@ -260,13 +260,15 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         handle = core.stream_handle(self._device)
         fence = self._upload_fence()
         ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
+        # Graph mode: the page table goes into the fixed buffer in the same call (device to device).
+        idx_src, idx_dst = (indices.data_ptr(), d_idx.data_ptr()) if graph else (0, 0)
         for _ in range(2):
             # Refuses a capturing stream, waits on the fence, plans, queues the copies, records the fence.
             summary = m.planner.plan(
                 host.data_ptr() if host is not None else 0, host.numel() if host is not None else 0,
                 ws_ptr, ws_bytes, handle, batch, max_batch, max_q, max_kv,
                 qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr(), k, staging.data_ptr(),
-                4 * staging.numel(), kv_ptr, last_ptr, fence)
+                4 * staging.numel(), kv_ptr, last_ptr, fence, 0, idx_src, idx_dst, 4 * n_idx)
             if summary is not None:
                 break
             host_bytes, device_bytes = m.planner.sizes(max_batch, max_q, max_kv)
@@ -277,8 +279,6 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                                                dtype=torch.uint8, pin_memory=True)
         else:
             return False
-        if graph and indices.data_ptr() != d_idx.data_ptr():
-            d_idx[:n_idx].copy_(indices, non_blocking=True)
         p = core.PlannedRun.__new__(core.PlannedRun)
         p.__dict__.update(m.template)
         cand = summary["candidate"]

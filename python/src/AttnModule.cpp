@@ -230,7 +230,9 @@ public:
   /// `staging` (pinned, `staging_bytes`) and from there to `qo_dst`,
   /// `kv_dst` and `last_dst` (device addresses; 0 skips one; arrays whose
   /// destinations are adjacent go up in one copy; `device_ws` and `staging`
-  /// 0: no upload, for tests and CPU measurements). Returns the
+  /// 0: no upload, for tests and CPU measurements), and `kv_indices_bytes`
+  /// of the device array `kv_indices` to `kv_indices_dst` (graph mode's
+  /// fixed page table; skipped when 0 or the same). Returns the
   /// summary with "host_bytes", or None, having done nothing, when a
   /// workspace is smaller than the config needs or a request holds fewer
   /// than `min_kv_len` keys (the caller's full path then says which).
@@ -242,7 +244,9 @@ public:
                   int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
                   uint64_t qo, uint64_t kv, uint64_t last, int32_t minKvLen,
                   uint64_t staging, size_t stagingBytes, uint64_t kvDst,
-                  uint64_t lastDst, PyFence *fence, uint64_t qoDst) {
+                  uint64_t lastDst, PyFence *fence, uint64_t qoDst,
+                  uint64_t kvIndices, uint64_t kvIndicesDst,
+                  size_t kvIndicesBytes) {
     if (deviceWs)
       checkNotCapturing(stream);
     if (batch < 0)
@@ -321,6 +325,9 @@ public:
         if (runBytes)
           check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
       }
+      // Graph mode: the page table into the fixed buffer the graph captured.
+      if (deviceWs && kvIndicesDst && kvIndicesDst != kvIndices)
+        check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst, stream));
       if (fence && deviceWs)
         check(attnRtFenceRecord(fence->get(), stream));
     }
@@ -569,6 +576,8 @@ PYBIND11_MODULE(_attn, m) {
            py::arg("staging") = 0, py::arg("staging_bytes") = 0,
            py::arg("kv_indptr_dst") = 0, py::arg("kv_last_len_dst") = 0,
            py::arg("fence") = nullptr, py::arg("qo_indptr_dst") = 0,
+           py::arg("kv_indices") = 0, py::arg("kv_indices_dst") = 0,
+           py::arg("kv_indices_bytes") = 0,
            "Plans and uploads one step; returns the plan summary (with "
            "host_bytes), or None when a workspace is too small or a request "
            "has fewer than min_kv_len keys (nothing done). Raises Error "

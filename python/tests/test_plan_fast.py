@@ -63,7 +63,7 @@ class Planner:
         return self.real.sizes(*a)
 
     def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, staging,
-             staging_bytes, kv_dst, last_dst, fence, qo_dst=0):
+             staging_bytes, kv_dst, last_dst, fence, qo_dst=0, idx=0, idx_dst=0, idx_bytes=0):
         self.calls += 1
         fence.wait()  # as the binding: before the pinned buffers are written
         s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, 0, 0,
@@ -73,6 +73,8 @@ class Planner:
             for src, dst, n in ((qo, qo_dst, batch + 1), (kv, kv_dst, batch + 1), (last, last_dst, batch)):
                 if dst:
                     ctypes.memmove(dst, src, 4 * n)
+            if idx_dst and idx_dst != idx:
+                ctypes.memmove(idx_dst, idx, idx_bytes)
             fence.record(stream)
         return s
 

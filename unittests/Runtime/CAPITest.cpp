@@ -142,3 +142,14 @@ TEST(CAPI, UploadFenceRefusesNullArguments) {
   attnRtFenceDestroy(f);
   attnRtFenceDestroy(nullptr);
 }
+
+TEST(CAPI, CopiesRefuseNullPointersAndSkipEmptyOnes) {
+  EXPECT_EQ(attnRtCopyOnDevice(0, 64, 256, 0), ATTN_RT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(attnRtLastError()).find("source or destination is null"),
+            std::string::npos);
+  EXPECT_EQ(attnRtCopyOnDevice(256, 64, 0, 0), ATTN_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(attnRtCopyToDevice(nullptr, 64, 256, 0), ATTN_RT_INVALID_ARGUMENT);
+  // Nothing to copy: no device needed.
+  EXPECT_EQ(attnRtCopyOnDevice(0, 0, 0, 0), ATTN_RT_OK);
+  EXPECT_EQ(attnRtCopyToDevice(nullptr, 0, 0, 0), ATTN_RT_OK);
+}
