@@ -141,3 +141,79 @@ def test_memoized_prefill_plans_run_right(paged, graph):
         assert len(w._memo) == 1
         ro, _ = attention(q, k, v, qo_lens, kv_lens, causal=True)
         torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("paged", [True, False], ids=["paged", "ragged"])
+def test_memoized_prefill_plans_replay_in_a_cuda_graph(paged):
+    """A graph-mode prefill wrapper captured once, then planned on the
+    memoized path (the page table copied into its fixed buffer by the
+    binding's call) and replayed for batches of other shapes: each replay
+    equals an eager wrapper's run of the same batch."""
+    import torch
+    gen = torch.Generator().manual_seed(31)
+    hq, hkv, d, page, dtype = 32, 8, 128, 16, torch.bfloat16
+    max_batch, max_q, pool = 6, 1024, 512
+    i32 = dict(dtype=torch.int32, device="cuda")
+    ws = lambda: torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # noqa: E731
+    kv = torch.randn(pool, 2, page, hkv, d, generator=gen).to(dtype).cuda()
+    k_rows = torch.randn(pool * page, hkv, d, generator=gen).to(dtype).cuda()
+    v_rows = torch.randn(pool * page, hkv, d, generator=gen).to(dtype).cuda()
+    if paged:
+        bufs = dict(qo_indptr_buf=torch.zeros(max_batch + 1, **i32),
+                    paged_kv_indptr_buf=torch.zeros(max_batch + 1, **i32),
+                    paged_kv_indices_buf=torch.zeros(pool, **i32),
+                    paged_kv_last_page_len_buf=torch.zeros(max_batch, **i32))
+        w = attn.BatchPrefillWithPagedKVCacheWrapper(ws(), "NHD", use_cuda_graph=True, max_total_q_rows=max_q,
+                                                     **bufs)
+        eager = attn.BatchPrefillWithPagedKVCacheWrapper(ws(), "NHD")
+    else:
+        bufs = dict(qo_indptr_buf=torch.zeros(max_batch + 1, **i32), kv_indptr_buf=torch.zeros(max_batch + 1, **i32))
+        w = attn.BatchPrefillWithRaggedKVCacheWrapper(ws(), "NHD", use_cuda_graph=True, max_total_q_rows=max_q,
+                                                      **bufs)
+        eager = attn.BatchPrefillWithRaggedKVCacheWrapper(ws(), "NHD")
+    q = torch.zeros(max_q, hq, d, dtype=dtype, device="cuda")
+    out = torch.zeros_like(q)
+
+    def batch(qo_lens, kv_lens):
+        qo_indptr = torch.tensor([0] + list(torch.tensor(qo_lens).cumsum(0)), dtype=torch.int32)
+        if not paged:
+            kv_indptr = torch.tensor([0] + list(torch.tensor(kv_lens).cumsum(0)), dtype=torch.int32)
+            return (qo_indptr, kv_indptr)
+        npages = [(n + page - 1) // page for n in kv_lens]
+        perm = torch.randperm(pool, generator=gen)[:sum(npages)].int().cuda()
+        kv_indptr = torch.tensor([0] + list(torch.tensor(npages).cumsum(0)), dtype=torch.int32)
+        last = torch.tensor([n - (p - 1) * page for n, p in zip(kv_lens, npages)], dtype=torch.int32)
+        return (qo_indptr, kv_indptr, perm, last)
+
+    def plan(wrapper, b):
+        if paged:
+            wrapper.plan(*b, hq, hkv, d, page, causal=True, q_data_type=dtype)
+        else:
+            wrapper.plan(*b, hq, hkv, d, causal=True, q_data_type=dtype)
+
+    def run(wrapper, qq, o=None):
+        return wrapper.run(qq, kv, out=o) if paged else wrapper.run(qq, k_rows, v_rows, out=o)
+
+    plan(w, batch([100, 300, 7], [400, 300, 900]))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        run(w, q, out)  # warm-up outside capture
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            run(w, q, out)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    for qo_lens, kv_lens in (([512, 1, 33], [512, 2000, 40]), ([64] * 6, [64, 128, 256, 512, 1024, 2048]),
+                             ([1000], [1000]), ([5, 9], [1500, 9])):
+        b = batch(qo_lens, kv_lens)
+        plan(w, b)   # outside the graph, memoized: the fixed buffers and the workspace
+        assert len(w._memo) == 1
+        total = sum(qo_lens)
+        q.copy_(torch.randn(max_q, hq, d, generator=gen).to(dtype))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        plan(eager, b)
+        want = run(eager, q[:total])
+        torch.testing.assert_close(out[:total].float(), want.float(), atol=1e-3, rtol=1e-3)
