@@ -765,6 +765,91 @@ class WrapperBase:
             self._fence = _native.native().UploadFence()
         return self._fence
 
+    # -- plan()'s fast path (decode.py's _plan_memoized, prefill.py's _plan_prefill_memoized)
+
+    def _memo_entry(self, key):
+        """(the memo's entry for ``key`` or None, ``key`` or None when unhashable)."""
+        try:
+            return self._memo.get(key), key
+        except TypeError:  # an unhashable argument: the full path says what is wrong with it
+            return None, None
+
+    def _memoize(self, key, template, **extra):
+        """Keeps what the plan just made depends on only through plan()'s
+        scalar arguments (the kernels, the planner's config converted once,
+        the planned run's attributes named in ``template``), so that the next
+        plan() with the same arguments reads its index arrays and plans,
+        nothing else. A few configurations per wrapper;
+        reset_workspace_buffer() clears them."""
+        p = self._planned
+        if len(self._memo) >= 8:
+            self._memo.clear()
+        torch = torch_module()
+        ws = self._workspace
+        self._memo[key] = PlanMemo(
+            info=kernel_info(p.spec, self._device), config=p.config,
+            workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
+            planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
+            template={n: getattr(p, n) for n in template}, **extra)
+
+    def _index_buffer(self, m, words):
+        """The eager fast path's device buffer of ``words`` int32 index words
+        (reused by every plan; the kernels of the last plan read it in stream
+        order before the next plan's copies overwrite it)."""
+        d = self._idx_dev
+        if d is None or d.numel() < words:
+            d = self._idx_dev = m.torch.empty(max(words, 1024, 2 * (d.numel() if d is not None else 0)),
+                                              dtype=m.i32, device=self._device)
+        return d
+
+    def _plan_natively(self, m, batch, maxima, host, dst, staged, min_kv_len=1, page_table=(0, 0, 0)):
+        """The fast path's one native call: plans ``batch`` requests under
+        ``maxima`` (max_batch, max_total_q_rows, max_kv_tokens) from the host
+        arrays at the addresses ``host`` (qo_indptr, kv_indptr, last_page_len;
+        0: none) and queues the plan's copy, the arrays' (through the pinned
+        staging buffer, sized here for ``staged`` int32 words) to the device
+        addresses ``dst`` (0 skips one) and graph mode's ``page_table`` (src,
+        dst, bytes); the call refuses a capturing stream and waits on, then
+        records, the upload fence. Grows the pinned host workspace once when
+        the batch needs more. Returns the summary, or None (nothing done) when
+        the device workspace is too small or a request holds fewer than
+        ``min_kv_len`` keys: the full path then fits or says which."""
+        staging = self._staging
+        if staging is None or staging.numel() < staged:
+            size = max(staged, 1024, 2 * (staging.numel() if staging is not None else 0))
+            staging = self._staging = m.torch.empty(size, dtype=m.i32, pin_memory=True)
+        host_ws = self._host_ws
+        handle = stream_handle(self._device)
+        fence = self._upload_fence()
+        ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
+        for _ in range(2):
+            summary = m.planner.plan(
+                host_ws.data_ptr() if host_ws is not None else 0, host_ws.numel() if host_ws is not None else 0,
+                ws_ptr, ws_bytes, handle, batch, *maxima, *host, min_kv_len, staging.data_ptr(),
+                4 * staging.numel(), dst[1], dst[2], fence, dst[0], *page_table)
+            if summary is not None:
+                return summary
+            host_bytes, device_bytes = m.planner.sizes(*maxima)
+            if device_bytes > ws_bytes or (host_ws is not None and host_ws.numel() >= host_bytes):
+                return None
+            # A larger batch: a pinned host workspace with room for growth.
+            host_ws = self._host_ws = m.torch.empty(
+                max(host_bytes, 2 * (host_ws.numel() if host_ws is not None else 0)), dtype=m.torch.uint8,
+                pin_memory=True)
+        return None
+
+    def _memoized_run(self, m, summary, *, batch, total_q, config, keepalive, ptrs):
+        """The fast path's PlannedRun: the memo's template, the summary's kernels."""
+        p = PlannedRun.__new__(PlannedRun)
+        p.__dict__.update(m.template)
+        cand = summary["candidate"]
+        info = m.info
+        p.module, p.attention_kernel, p.merge_kernel = info.module(cand), info.attention[cand], info.merge[cand]
+        p.summary, p.host_bytes, p.total_q, p.batch = summary, summary["host_bytes"], total_q, batch
+        p.config, p.dev, p.keepalive, p.ptrs = config, None, keepalive, ptrs
+        self._planned = p
+        return p
+
     def _check_not_capturing(self, what):
         torch = torch_module()
         if torch.cuda.is_current_stream_capturing():

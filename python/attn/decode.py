@@ -10,7 +10,7 @@ import array
 import ctypes
 import functools
 
-from . import _native, core, mla, ops
+from . import core, mla, ops
 from .core import (SIZING_KEYWORDS, check_run_matches_plan, check_tensor, dtype_name, reject_extra_args,
                    reject_unsupported, torch_module)
 from .errors import not_implemented
@@ -124,10 +124,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                         logits_soft_cap, q_data_type, kv_data_type, o_data_type, data_type, sm_scale, rope_scale,
                         rope_theta, fixed_split_size, disable_split_kv, q_len_per_req, window_right, logits_scale)
             memo_key += tuple(map(type, memo_key))
-            try:
-                m = self._memo.get(memo_key)
-            except TypeError:  # an unhashable argument: the full path below says what is wrong with it
-                m = memo_key = None
+            m, memo_key = self._memo_entry(memo_key)
             if m is not None:  # kept already: the full path below plans what the fast one does not take
                 if self._plan_memoized(m, indptr, indices, last_page_len):
                     return
@@ -172,28 +169,10 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                          split=split if split != (0, False) else None)
         self._planned.q_len_per_req = k
         if memo_key is not None:
-            self._memoize(memo_key, k)
+            self._memoize(memo_key, ("spec", "args", "keywords", "sm_scale", "dtype", "page_size", "window_left",
+                                     "sinks", "mask_ptrs"), k=k)
 
     begin_forward = plan
-
-    def _memoize(self, key, k):
-        """Keeps what the plan just made depends on only through plan()'s
-        scalar arguments (the kernels, the planner's config converted once,
-        the variant's kernel arguments, the run keywords), so that the next
-        plan() with the same arguments (_plan_memoized) reads the page table
-        and plans, nothing else. A few configurations per wrapper;
-        reset_workspace_buffer() clears them."""
-        p = self._planned
-        if len(self._memo) >= 8:
-            self._memo.clear()
-        torch = torch_module()
-        ws = self._workspace
-        self._memo[key] = core.PlanMemo(
-            k=k, info=core.kernel_info(p.spec, self._device), config=p.config,
-            workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
-            planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
-            template={n: getattr(p, n) for n in ("spec", "args", "keywords", "sm_scale", "dtype", "page_size",
-                                                  "window_left", "sinks", "mask_ptrs")})
 
     def _plan_memoized(self, m, indptr, indices, last):
         """plan() of a configuration planned before (``m``, see _memoize):
@@ -242,58 +221,26 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             max_kv = split_kv_bound(m.info, kv_pages, m.template["page_size"], k) \
                 if m.config["fixed_split_tokens"] else 0
             # kv_indptr then last_page_len, adjacent in one buffer: one upload.
-            d = self._idx_dev
-            if d is None or d.numel() < 2 * batch + 1:
-                d = self._idx_dev = torch.empty(max(2 * batch + 1, 1024, 2 * (d.numel() if d is not None else 0)),
-                                                dtype=i32, device=self._device)
+            d = self._index_buffer(m, 2 * batch + 1)
             kv_ptr = d.data_ptr()
             last_ptr = kv_ptr + 4 * (batch + 1)
             keep = [d_qo, d, d_idx]
         qo = m.qo_host
         if qo is None or len(qo) < batch + 1:
             qo = m.qo_host = array.array("i", range(0, k * (2 * batch + 2), k))
-        staging = self._staging
-        if staging is None or staging.numel() < 2 * batch + 1:
-            size = max(2 * batch + 1, 1024, 2 * (staging.numel() if staging is not None else 0))
-            staging = self._staging = torch.empty(size, dtype=i32, pin_memory=True)
-        host = self._host_ws
-        handle = core.stream_handle(self._device)
-        fence = self._upload_fence()
-        ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         # Graph mode: the page table goes into the fixed buffer in the same call (device to device).
-        idx_src, idx_dst = (indices.data_ptr(), d_idx.data_ptr()) if graph else (0, 0)
-        for _ in range(2):
-            # Refuses a capturing stream, waits on the fence, plans, queues the copies, records the fence.
-            summary = m.planner.plan(
-                host.data_ptr() if host is not None else 0, host.numel() if host is not None else 0,
-                ws_ptr, ws_bytes, handle, batch, max_batch, max_q, max_kv,
-                qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr(), k, staging.data_ptr(),
-                4 * staging.numel(), kv_ptr, last_ptr, fence, 0, idx_src, idx_dst, 4 * n_idx)
-            if summary is not None:
-                break
-            host_bytes, device_bytes = m.planner.sizes(max_batch, max_q, max_kv)
-            if device_bytes > ws_bytes or (host is not None and host.numel() >= host_bytes):
-                return False  # the workspace is too small, or a request is too short: the full path says so
-            # A larger batch: a pinned host workspace with room for growth.
-            host = self._host_ws = torch.empty(max(host_bytes, 2 * (host.numel() if host is not None else 0)),
-                                               dtype=torch.uint8, pin_memory=True)
-        else:
-            return False
-        p = core.PlannedRun.__new__(core.PlannedRun)
-        p.__dict__.update(m.template)
-        cand = summary["candidate"]
-        info = m.info
-        p.module, p.attention_kernel, p.merge_kernel = info.module(cand), info.attention[cand], info.merge[cand]
-        p.summary, p.host_bytes, p.total_q, p.batch, p.q_len_per_req = summary, summary["host_bytes"], batch * k, \
-            batch, k
-        p.config = m.config if graph else dict(m.config, max_batch=max_batch, max_total_q_rows=max_q,
-                                               max_kv_tokens=max_kv)
-        p.dev = None
-        p.kv_pages = kv_pages
-        p.keepalive = keep
-        p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
-                  "kv_indices": d_idx.data_ptr()}
-        self._planned = p
+        table = (indices.data_ptr(), d_idx.data_ptr(), 4 * n_idx) if graph else (0, 0, 0)
+        summary = self._plan_natively(m, batch, (max_batch, max_q, max_kv),
+                                      (qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr()),
+                                      (0, kv_ptr, last_ptr), 2 * batch + 1, min_kv_len=k, page_table=table)
+        if summary is None:
+            return False  # the workspace is too small, or a request is too short: the full path says so
+        config = m.config if graph else dict(m.config, max_batch=max_batch, max_total_q_rows=max_q,
+                                             max_kv_tokens=max_kv)
+        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=keep,
+                               ptrs={"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
+                                     "kv_indices": d_idx.data_ptr()})
+        p.q_len_per_req, p.kv_pages = k, kv_pages
         return True
 
     def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,

@@ -15,7 +15,7 @@ NotImplementedError unless they have their "off" value.
 import ctypes
 import functools
 
-from . import _native, core, ops
+from . import core, ops
 from .core import check_tensor, dtype_name, host_i32, reject_extra_args, reject_unsupported, torch_module
 from .errors import not_implemented
 from .paged import PagedWrapperBase, check_heads, make_spec, planned_keywords, q_kv_dtypes
@@ -34,25 +34,6 @@ class _PrefillPlanMemo:
     (:class:`attn.core.PlanMemo`); later ones read the index arrays, plan
     and queue the uploads in one native call. ``_MEMO_TEMPLATE`` names the
     planned run's attributes that depend on the arguments alone."""
-
-    def _memo_entry(self, key):
-        """(the memo's entry for ``key`` or None, ``key`` or None when unhashable)."""
-        try:
-            return self._memo.get(key), key
-        except TypeError:  # an unhashable argument: the full path says what is wrong with it
-            return None, None
-
-    def _memoize_prefill(self, key):
-        p = self._planned
-        if len(self._memo) >= 8:
-            self._memo.clear()
-        torch = torch_module()
-        ws = self._workspace
-        self._memo[key] = core.PlanMemo(
-            info=core.kernel_info(p.spec, self._device), config=p.config,
-            workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
-            planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
-            template={n: getattr(p, n) for n in self._MEMO_TEMPLATE})
 
     def _plan_prefill_memoized(self, m, qo, kv, indices=None, last=None):
         """plan() of a configuration planned before (``m``): the same checks,
@@ -97,60 +78,28 @@ class _PrefillPlanMemo:
         else:
             max_batch, max_q = max(1, batch), max(1, total_q)   # the full path's config (plan_config)
             # qo_indptr, kv_indptr (and last_page_len), adjacent in one reused buffer: one upload.
-            words = (3 if paged else 2) * batch + 2
-            d = self._idx_dev
-            if d is None or d.numel() < words:
-                d = self._idx_dev = torch.empty(max(words, 1024, 2 * (d.numel() if d is not None else 0)),
-                                                dtype=i32, device=self._device)
+            d = self._index_buffer(m, (3 if paged else 2) * batch + 2)
             qo_ptr = d.data_ptr()
             kv_ptr = qo_ptr + 4 * (batch + 1)
             last_ptr = kv_ptr + 4 * (batch + 1) if paged else 0
             d_idx = indices
             keep = [d] + ([indices] if paged else [])
-        staged = (3 if paged else 2) * batch + 2
-        staging = self._staging
-        if staging is None or staging.numel() < staged:
-            size = max(staged, 1024, 2 * (staging.numel() if staging is not None else 0))
-            staging = self._staging = torch.empty(size, dtype=i32, pin_memory=True)
-        host = self._host_ws
-        handle = core.stream_handle(self._device)
-        fence = self._upload_fence()
-        ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         # Graph mode: the page table goes into the fixed buffer in the same call (device to device).
-        idx_src, idx_dst = (indices.data_ptr(), d_idx.data_ptr()) if graph and paged else (0, 0)
-        for _ in range(2):
-            # Refuses a capturing stream, waits on the fence, plans, queues the copies, records the fence.
-            summary = m.planner.plan(
-                host.data_ptr() if host is not None else 0, host.numel() if host is not None else 0,
-                ws_ptr, ws_bytes, handle, batch, max_batch, max_q, 0, qo.data_ptr(), kv.data_ptr(),
-                last.data_ptr() if paged else 0, 1, staging.data_ptr(), 4 * staging.numel(), kv_ptr, last_ptr,
-                fence, qo_ptr, idx_src, idx_dst, 4 * n_idx)
-            if summary is not None:
-                break
-            host_bytes, device_bytes = m.planner.sizes(max_batch, max_q, 0)
-            if device_bytes > ws_bytes or (host is not None and host.numel() >= host_bytes):
-                return False  # the workspace is too small: the full path fits the split scratch or says so
-            # A larger batch: a pinned host workspace with room for growth.
-            host = self._host_ws = torch.empty(max(host_bytes, 2 * (host.numel() if host is not None else 0)),
-                                               dtype=torch.uint8, pin_memory=True)
-        else:
-            return False
-        p = core.PlannedRun.__new__(core.PlannedRun)
-        p.__dict__.update(m.template)
-        cand = summary["candidate"]
-        info = m.info
-        p.module, p.attention_kernel, p.merge_kernel = info.module(cand), info.attention[cand], info.merge[cand]
-        p.summary, p.host_bytes, p.total_q, p.batch = summary, summary["host_bytes"], total_q, batch
-        p.config = config if graph else dict(config, max_batch=max_batch, max_total_q_rows=max_q)
-        p.dev = None
-        p.keepalive = keep
-        p.ptrs = {"qo_indptr": qo_ptr, "kv_indptr": kv_ptr}
+        table = (indices.data_ptr(), d_idx.data_ptr(), 4 * n_idx) if graph and paged else (0, 0, 0)
+        summary = self._plan_natively(m, batch, (max_batch, max_q, 0),
+                                      (qo.data_ptr(), kv.data_ptr(), last.data_ptr() if paged else 0),
+                                      (qo_ptr, kv_ptr, last_ptr), (3 if paged else 2) * batch + 2, page_table=table)
+        if summary is None:
+            return False  # the workspace is too small: the full path fits the split scratch or says so
+        config = config if graph else dict(config, max_batch=max_batch, max_total_q_rows=max_q)
+        ptrs = {"qo_indptr": qo_ptr, "kv_indptr": kv_ptr}
         if paged:
-            p.ptrs.update(kv_last_len=last_ptr, kv_indices=d_idx.data_ptr())
+            ptrs.update(kv_last_len=last_ptr, kv_indices=d_idx.data_ptr())
+        p = self._memoized_run(m, summary, batch=batch, total_q=total_q, config=config, keepalive=keep, ptrs=ptrs)
+        if paged:
             p.kv_pages = kv_end
         else:
             p.total_kv = kv_end
-        self._planned = p
         return True
 
 
@@ -260,7 +209,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillPlanMemo, PagedWrapperBase):
                          variant_params=variant_params, logits_scale=logits_scale, custom_mask=custom_mask,
                          packed_custom_mask=packed_custom_mask, qo_host=qo_h)
         if memo_key is not None:
-            self._memoize_prefill(memo_key)
+            self._memoize(memo_key, self._MEMO_TEMPLATE)
 
     begin_forward = plan
 
@@ -423,7 +372,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
         p.sinks = sinks
         self._planned = p
         if memo_key is not None:
-            self._memoize_prefill(memo_key)
+            self._memoize(memo_key, self._MEMO_TEMPLATE)
 
     begin_forward = plan
 

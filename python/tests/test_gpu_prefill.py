@@ -8,7 +8,7 @@ build the kernels come from ATTN_CACHE_DIR (python -m attn.precompile
 import pytest
 
 import attn
-from gpu_reference import attention
+from gpu_reference import attention, paged_batch
 
 pytestmark = pytest.mark.gpu
 
@@ -118,20 +118,10 @@ def test_memoized_prefill_plans_run_right(paged, graph):
         qo_indptr = torch.tensor([0] + list(torch.tensor(qo_lens).cumsum(0)), dtype=torch.int32)
         q = torch.randn(sum(qo_lens), hq, d, generator=gen).to(dtype).cuda()
         if paged:
-            npages = [(n + page - 1) // page for n in kv_lens]
-            pool = sum(npages) + 3
-            perm = torch.randperm(pool, generator=gen)[:sum(npages)].int()
-            kv = torch.randn(pool, 2, page, hkv, d, generator=gen).to(dtype).cuda()
-            kv_indptr = torch.tensor([0] + list(torch.tensor(npages).cumsum(0)), dtype=torch.int32)
-            last = torch.tensor([n - (p - 1) * page for n, p in zip(kv_lens, npages)], dtype=torch.int32)
+            kv, kv_indptr, perm, last, k, v = paged_batch(torch, kv_lens, page, hkv, d, dtype, gen)
             w.plan(qo_indptr, kv_indptr, perm.cuda(), last, hq, hkv, d, page, causal=True, q_data_type=dtype)
-            o = w.run(q, kv)
-            ks, vs = [], []
-            for b, n in enumerate(kv_lens):
-                pages = perm[kv_indptr[b]:kv_indptr[b + 1]].long().cuda()
-                ks.append(kv[pages, 0].reshape(-1, hkv, d)[:n])
-                vs.append(kv[pages, 1].reshape(-1, hkv, d)[:n])
-            k, v = torch.cat(ks), torch.cat(vs)
+            o = w.run(q, kv.cuda())
+            k, v = k.cuda(), v.cuda()
         else:
             kv_indptr = torch.tensor([0] + list(torch.tensor(kv_lens).cumsum(0)), dtype=torch.int32)
             k = torch.randn(sum(kv_lens), hkv, d, generator=gen).to(dtype).cuda()
