@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn-c/Runtime.h"
+#include "attn/Runtime/Plan.h" // requestKVLength: the one definition of a request's keys
 #ifdef ATTN_PY_HAVE_COMPILER
 #include "attn-c/Compiler.h"
 #endif
@@ -281,14 +282,10 @@ public:
     in.kv_indptr = reinterpret_cast<const int32_t *>(kv);
     in.kv_last_len = reinterpret_cast<const int32_t *>(last);
     if (minKvLen > 1) {
-      for (int32_t b = 0; b < batch; ++b) {
-        const int64_t span = int64_t(in.kv_indptr[b + 1]) - in.kv_indptr[b];
-        const int64_t len = !paged   ? span
-                            : span > 0 ? (span - 1) * c_.block_size + in.kv_last_len[b]
-                                       : 0;
-        if (len < minKvLen)
+      for (int32_t b = 0; b < batch; ++b)
+        if (attnrt::requestKVLength(attnrt::KVIndexing(c_.indexing), c_.block_size,
+                                    in.kv_indptr, in.kv_last_len, b) < minKvLen)
           return py::none();
-      }
     }
     attnRtPlanSummary s;
     void *ws = reinterpret_cast<void *>(hostWs);
