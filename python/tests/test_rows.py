@@ -31,7 +31,9 @@ def test_spec_compiles_to_one_row_kernel(tmp_path, spec, name, role, arch):
     k = get_kernel(spec, arch, cache=KernelCache(str(tmp_path)))
     kernels = json.loads(k.manifest)["kernels"]
     assert [(x["name"], x["role"]) for x in kernels] == [(name, role)]
-    assert kernels[0]["rows_per_cta"] == 256 // (spec.head_dim // 8)
+    # A CTA step: two rows per thread, head_dim / 8 threads a row (a grid
+    # sized for fewer rows per CTA would leave CTAs without a row).
+    assert kernels[0]["rows_per_cta"] == 2 * (256 // (spec.head_dim // 8))
     assert kernels[0]["resources"]["spill_store_bytes"] == 0
     assert len(k.image) > 0
     # The runtime parses the manifest (no device needed to parse).

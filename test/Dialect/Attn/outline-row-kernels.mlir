@@ -8,7 +8,7 @@
 // CHECK-LABEL: func.func @merge_two
 // CHECK: attn.merge_states {{.*}}attn.kernels = [@attn_kernels::@attn_merge_states_bf16_d128_n2]
 // CHECK: gpu.func @attn_merge_states_bf16_d128_n2(%{{.*}}: i32 {attn.name = "num_rows"}, %{{.*}}: i32 {attn.name = "heads"}, {{.*}}{attn.name = "v0"}, {{.*}}{attn.name = "v1"}, %{{.*}}: i64 {attn.name = "v_stride"}, {{.*}}{attn.name = "s0"}, {{.*}}{attn.name = "s1"}, %{{.*}}: i64 {attn.name = "s_stride"}, {{.*}}{attn.name = "o"}, %{{.*}}: i64 {attn.name = "o_stride"}, {{.*}}{attn.name = "lse"}, %{{.*}}: i64 {attn.name = "lse_stride"})
-// CHECK-SAME: attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, ctas_per_sm = 32, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 16>
+// CHECK-SAME: attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, ctas_per_sm = 32, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 32>
 // CHECK: attn.tile.merge_states %{{.*}}, %{{.*}} states(%{{.*}}, %{{.*}} : {{.*}}) stride %{{.*}} lses(%{{.*}}, %{{.*}} : {{.*}}) stride %{{.*}} into %{{.*}} : {{.*}} stride %{{.*}}, %{{.*}} : {{.*}} stride %{{.*}}
 // CHECK-NOT: mask
 // CHECK: gpu.return
@@ -27,7 +27,7 @@ func.func @merge_two(%v0: tensor<?x32x128xbf16>, %v1: tensor<?x32x128xbf16>, %s0
 // CHECK-LABEL: func.func @merge_masked
 // CHECK-COUNT-2: attn.kernels = [@attn_kernels::@attn_merge_states_f32_d64_n3_masked]
 // CHECK: gpu.func @attn_merge_states_f32_d64_n3_masked({{.*}}{attn.name = "v2"}{{.*}}{attn.name = "s2"}{{.*}}, %{{.*}}: memref<1099511627776xi8, #gpu.address_space<global>> {attn.name = "mask"})
-// CHECK-SAME: role = merge_states, {{.*}}dtype = f32, head_dim = 64, {{.*}}merge_rows = 32>
+// CHECK-SAME: role = merge_states, {{.*}}dtype = f32, head_dim = 64, {{.*}}merge_rows = 64>
 // CHECK: attn.tile.merge_states {{.*}} mask(%{{.*}} : memref<1099511627776xi8, #gpu.address_space<global>>)
 // CHECK-NOT: gpu.func
 func.func @merge_masked(%v: tensor<?x4x64xf32>, %s: tensor<?x4xf32>, %m: tensor<?xi8>)
@@ -47,7 +47,7 @@ func.func @merge_masked(%v: tensor<?x4x64xf32>, %s: tensor<?x4xf32>, %m: tensor<
 // CHECK-LABEL: func.func @append
 // CHECK: attn.append_kv {{.*}}attn.kernels = [@attn_kernels::@attn_append_kv_f16_d96_p3]
 // CHECK: gpu.func @attn_append_kv_f16_d96_p3(%{{.*}}: i32 {attn.name = "num_rows"}, %{{.*}}: i32 {attn.name = "heads"}, %{{.*}}: i32 {attn.name = "batch"}, %{{.*}}: i32 {attn.name = "num_pages"}, {{.*}}{attn.name = "key"}, {{.*}}{attn.name = "value"}, %{{.*}}: i64 {attn.name = "key_stride"}, %{{.*}}: i64 {attn.name = "value_stride"}, {{.*}}{attn.name = "batch_indices"}, {{.*}}{attn.name = "positions"}, {{.*}}{attn.name = "kv_indptr"}, {{.*}}{attn.name = "kv_indices"}, {{.*}}{attn.name = "k_cache"}, {{.*}}{attn.name = "v_cache"}, %{{.*}}: i64 {attn.name = "page_stride"}, %{{.*}}: i64 {attn.name = "slot_stride"}, %{{.*}}: i64 {attn.name = "head_stride"}, %{{.*}}: memref<1099511627776xi32, #gpu.address_space<global>> {attn.name = "dropped"})
-// CHECK-SAME: attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, ctas_per_sm = 32, dtype = f16, head_dim = 96, num_qo_heads = 0, num_kv_heads = 0, format = <block_cols = 3, layout = HND>, merge_rows = 21>
+// CHECK-SAME: attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, ctas_per_sm = 32, dtype = f16, head_dim = 96, num_qo_heads = 0, num_kv_heads = 0, format = <block_cols = 3, layout = HND>, merge_rows = 42>
 // CHECK: attn.tile.append_kv {{.*}} tokens({{.*}}) stride({{.*}}) at({{.*}}) into({{.*}}) stride({{.*}}) dropped
 func.func @append(%k: tensor<?x2x96xf16>, %v: tensor<?x2x96xf16>, %kc: tensor<?x2x3x96xf16>, %vc: tensor<?x2x3x96xf16>,
                   %b: tensor<?xi32>, %p: tensor<?xi32>, %ip: tensor<?xi32>, %ix: tensor<?xi32>)

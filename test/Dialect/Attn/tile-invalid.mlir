@@ -170,8 +170,8 @@ func.func private @f() attributes {attn.launch = #attn.launch<role = merge_state
 
 // -----
 
-// expected-error @+1 {{a row kernel spreads a row's 128 elements over head_dim / 8 threads: merge_rows (8) must be threads / (head_dim / 8) = 16}}
-func.func private @f() attributes {attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 8>}
+// expected-error @+1 {{a row kernel spreads a row's 128 elements over head_dim / 8 threads: merge_rows (24, the rows of a CTA step) must be a positive multiple of threads / (head_dim / 8) = 16}}
+func.func private @f() attributes {attn.launch = #attn.launch<role = merge_states, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 24>}
 
 // -----
 

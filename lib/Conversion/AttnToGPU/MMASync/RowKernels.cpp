@@ -8,9 +8,10 @@
 // once, so they are plain vector loads and stores, the same on every chip
 // (this set serves sm_80 to sm_120). A row (one token's head, head_dim
 // elements) is spread over head_dim / 8 threads, 8 elements (16 bytes at
-// 2-byte types) each; a CTA of T threads takes R = T / (head_dim / 8) rows
-// at a time (the contract's merge_rows; threads past R whole rows idle),
-// two such groups per loop step, and the grid strides over the groups.
+// 2-byte types) each; a CTA of T threads holds R = T / (head_dim / 8) rows
+// at a time (threads past R whole rows idle), and a loop step takes the
+// contract's merge_rows, merge_rows / R such groups (each thread's loads of
+// all of them in flight at once); the grid strides over the steps.
 //
 // merge_states: each thread loads its 8 elements and the LSE of every
 // state, kGroup states' loads in flight at once, merged online across
@@ -44,11 +45,6 @@ namespace {
 /// States whose loads a thread issues together.
 constexpr int64_t kGroup = 4;
 
-/// Rows a thread takes per loop step: their loads are issued together, so
-/// twice the bytes are in flight per thread (H200, M1: one row per step
-/// 109 us, two 106 us, four 110 us, each with the grid of 32 CTAs per SM).
-constexpr int64_t kRowsPerStep = 2;
-
 /// One of the rows a thread holds a part of in a loop step.
 struct RowPlace {
   Value exists; ///< i1: the row is one of the num_rows (else clamped, unused)
@@ -58,8 +54,9 @@ struct RowPlace {
   Value offset; ///< chunk * 8
 };
 
-/// The grid-strided loop of a row kernel. Each step, CTA c takes
-/// kRowsPerStep consecutive row groups; for each of the thread's rows
+/// The grid-strided loop of a row kernel. Each step, CTA c takes the
+/// merge_rows / R consecutive row groups of its step; for each of the
+/// thread's rows
 /// `load` runs first (every row's, so their loads overlap; it may load at
 /// the clamped row of a row that does not exist), then `finish` inside the
 /// row's existence test, with what its `load` returned.
@@ -68,7 +65,8 @@ void buildRowLoop(ImplicitLocOpBuilder &b, KernelBuilder &kb,
                   LaunchAttr launch, Value numRows, Value heads, Load load,
                   Finish finish) {
   const int64_t chunks = launch.getHeadDim() / 8;
-  const int64_t R = launch.getMergeRows();
+  const int64_t R = launch.getThreads() / chunks;
+  const int64_t rowsPerStep = launch.getMergeRows() / R; // verified whole
   const bool idle = R * chunks != launch.getThreads();
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
@@ -79,13 +77,13 @@ void buildRowLoop(ImplicitLocOpBuilder &b, KernelBuilder &kb,
   Value headCount = kb.toIndex(heads);
   Value groups = kb.divu(kb.add(rows, kb.idx(R - 1)), kb.idx(R));
   Value lastRow = kb.sub(rows, kb.idx(1));
-  auto loop = scf::ForOp::create(b, kb.mul(cta, kRowsPerStep), groups,
-                                 kb.mul(grid, kRowsPerStep));
+  auto loop = scf::ForOp::create(b, kb.mul(cta, rowsPerStep), groups,
+                                 kb.mul(grid, rowsPerStep));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   SmallVector<RowPlace> places;
   SmallVector<SmallVector<Value>> loaded;
-  for (int64_t u = 0; u < kRowsPerStep; ++u) {
+  for (int64_t u = 0; u < rowsPerStep; ++u) {
     Value row = kb.add(kb.mul(kb.add(loop.getInductionVar(), u), R), part);
     Value exists = kb.slt(row, rows);
     if (idle)

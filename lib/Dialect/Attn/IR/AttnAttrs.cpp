@@ -275,11 +275,14 @@ LogicalResult LaunchAttr::verify(
     if (numQoHeads != 0 || numKVHeads != 0)
       return emitError() << "a row kernel's head counts are arguments: "
                             "num_qo_heads and num_kv_heads must be 0";
-    if (headDim / 8 > threads || mergeRows != threads / (headDim / 8))
+    const int64_t threadRows = threads / (headDim / 8);
+    if (threadRows < 1 || mergeRows < 1 || mergeRows % threadRows)
       return emitError() << "a row kernel spreads a row's " << headDim
                          << " elements over head_dim / 8 threads: merge_rows ("
-                         << mergeRows << ") must be threads / (head_dim / 8) = "
-                         << threads / (headDim / 8);
+                         << mergeRows
+                         << ", the rows of a CTA step) must be a positive "
+                            "multiple of threads / (head_dim / 8) = "
+                         << threadRows;
     if (role == KernelRole::append_kv && (!format || !format.isPaged()))
       return emitError() << "an append_kv kernel's contract needs its paged "
                             "format";
