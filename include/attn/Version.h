@@ -14,6 +14,6 @@
 #ifndef ATTN_VERSION_H
 #define ATTN_VERSION_H
 
-#define ATTN_VERSION_STRING "0.1.4"
+#define ATTN_VERSION_STRING "0.1.5"
 
 #endif // ATTN_VERSION_H

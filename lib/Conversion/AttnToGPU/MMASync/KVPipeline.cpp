@@ -172,12 +172,42 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
     return ids;
   }
   Value inRange = kb.slt(tile, range.count);
-  const bool perPage = getPagesPerTile(ctx) > 0;
+  if (getPagesPerTile(ctx)) {
+    // Whole pages: the tile's pages start / PS + i, clamped to the
+    // request's last (a page past the keys has its copies zero-filled and
+    // needs only an index in bounds), looked up under one branch a tile.
+    auto ifOp = scf::IfOp::create(
+        b, SmallVector<Type>(count + 1, b.getI32Type()), inRange,
+        /*withElseRegion=*/true);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value firstPage = kb.divu(start, ctx.PS);
+    Value lastPage = kb.sub(item.numBlocks, kb.idx(1));
+    Value anyBad;
+    SmallVector<Value> found;
+    for (int64_t i = 0; i < count; ++i) {
+      Value page = kb.mins(kb.add(firstPage, kb.idx(i)), lastPage);
+      CheckedPageId c = checkPageId(
+          kb, caches,
+          memref::LoadOp::create(b, caches.kvIndices,
+                                 ValueRange{kb.add(item.kvBase, page)}));
+      found.push_back(c.id);
+      anyBad = anyBad ? kb.ori(anyBad, c.bad) : c.bad;
+    }
+    found.push_back(arith::ExtUIOp::create(b, b.getI32Type(), anyBad));
+    scf::YieldOp::create(b, found);
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, SmallVector<Value>(count + 1, kb.i32(0)));
+    b.setInsertionPointAfter(ifOp);
+    for (Value id : ifOp.getResults().drop_back())
+      ids.push_back(id);
+    raiseBadPageIds(kb, caches,
+                    {arith::TruncIOp::create(b, b.getI1Type(),
+                                             ifOp.getResults().back())});
+    return ids;
+  }
   for (int64_t i = 0; i < count; ++i) {
     Value token =
-        onePage   ? start
-        : perPage ? kb.add(start, kb.idx(i * ctx.PS))
-                  : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
+        onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
     Value valid = kb.andi(inRange, kb.slt(token, item.kvEnd));
     auto ifOp = scf::IfOp::create(b, TypeRange{b.getI32Type(), b.getI1Type()},
                                   valid, /*withElseRegion=*/true);
@@ -209,43 +239,82 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
   Value start = getTileStart(kb, range, tile);
   Value kRow = getKRow(kb, ctx, tc, stage), vRow = getVRow(kb, ctx, kRow);
   // Taller tiles' loop issues past the range; decode tiles past it are
-  // zero-filled by the key test.
-  Value inRange = ctx.splitKeys ? Value() : kb.slt(tile, range.count);
+  // zero-filled by the key test. Taller tiles test each copy's row against
+  // the keys left from the tile's start (0 past the range), in 32 bits.
   Value eight = kb.idx(8), zero = kb.idx(0);
+  Value keysLeft;
+  if (!ctx.splitKeys) {
+    Value left = kb.maxs(kb.mins(kb.sub(item.kvEnd, start), kb.idx(ctx.N)), zero);
+    keysLeft = kb.toI32(kb.select(kb.slt(tile, range.count), left, zero));
+  }
   const int64_t Hkv = ctx.Hkv;
+  // Whole pages (getPagesPerTile): copy i reads row (row0 + i x rowStep) %
+  // PS = row0 + (i x rowStep) % PS of the tile's page i x rowStep / PS,
+  // where row0 < rowStep is the thread's first row: one offset a thread and
+  // per-copy constants the back end folds into the addresses.
+  const int64_t pagesPerTile = ctx.paged ? getPagesPerTile(ctx) : 0;
+  const int64_t rowStep = ctx.copyThreads() / ctx.chunks();
+  // The producer's copy i is rowStep rows below copy i - 1 (getCopySlot).
+  const bool rowsStride =
+      ctx.specialized && ctx.copyThreads() % ctx.chunks() == 0;
+  Value inPage, row0;
+  if (rowsStride)
+    row0 = kb.toI32(getCopySlot(kb, ctx, tc, 0).row);
+  if (pagesPerTile) {
+    CopySlot first = getCopySlot(kb, ctx, tc, 0);
+    Value headRow = ctx.nhd ? kb.add(kb.mul(first.row, Hkv), item.kvHead)
+                            : kb.add(kb.mul(item.kvHead, ctx.PS), first.row);
+    inPage = kb.add(kb.mul(headRow, ctx.D), kb.mul(first.chunk, 8));
+  }
   for (int64_t i = 0, e = getCopiesPerThread(ctx); i < e; ++i) {
     CopySlot slot = getCopySlot(kb, ctx, tc, i);
     Value pos = kb.add(start, slot.row);
-    Value valid = kb.slt(pos, item.kvEnd);
+    Value valid;
     if (ctx.splitKeys)
-      valid = kb.andi(valid, arith::CmpIOp::create(
-                                 b, arith::CmpIPredicate::sge, pos,
-                                 item.kvBegin));
+      valid = kb.andi(kb.slt(pos, item.kvEnd),
+                      arith::CmpIOp::create(b, arith::CmpIPredicate::sge, pos,
+                                            item.kvBegin));
+    else if (rowsStride)
+      // row0 + i x rowStep < keys left, as row0 < keys left - i x rowStep:
+      // one register (row0) for every copy, not a row each.
+      valid = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::slt, row0,
+          arith::SubIOp::create(b, keysLeft, kb.i32(i * rowStep)));
     else
-      valid = kb.andi(inRange, valid);
-    // headRow: the (token, head) row within the request's rows (ragged) or
-    // within its dense page, which starts pageStart elements in (paged).
-    Value headRow, pageStart;
-    if (!ctx.paged) {
-      // Zero-filled copies still name an address: a decode warp keeps it
-      // inside the request's rows.
-      Value token = pos;
-      if (ctx.splitKeys)
-        token = kb.maxs(kb.mins(pos, kb.sub(item.kvLen, kb.idx(1))), zero);
-      headRow = kb.add(kb.mul(kb.add(item.kvBase, token), Hkv), item.kvHead);
+      valid = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                    kb.toI32(slot.row), keysLeft);
+    Value src;
+    if (pagesPerTile) {
+      const int64_t rowInPage = (i * rowStep) % ctx.PS;
+      Value id = arith::ExtUIOp::create(b, b.getI64Type(), ids[i * rowStep / ctx.PS]);
+      Value pageStart = kb.add(
+          kb.mul(arith::IndexCastOp::create(b, b.getIndexType(), id), caches.pageStride),
+          inPage);
+      src = kb.add(pageStart,
+                   kb.idx(rowInPage * (ctx.nhd ? Hkv * ctx.D : ctx.D)));
     } else {
-      int64_t id = ids.size() == 1 ? 0
-                   : getPagesPerTile(ctx)
-                       ? i * (ctx.copyThreads() / ctx.chunks()) / ctx.PS
-                       : i;
-      pageStart = kb.mul(kb.toIndex(ids[id]), caches.pageStride);
-      Value offset = kb.remu(pos, ctx.PS);
-      headRow = ctx.nhd ? kb.add(kb.mul(offset, Hkv), item.kvHead)
-                        : kb.add(kb.mul(item.kvHead, ctx.PS), offset);
+      // headRow: the (token, head) row within the request's rows (ragged)
+      // or within its dense page, which starts pageStart elements in.
+      Value headRow, pageStart;
+      if (!ctx.paged) {
+        // Zero-filled copies still name an address: a decode warp keeps it
+        // inside the request's rows.
+        Value token = pos;
+        if (ctx.splitKeys)
+          token = kb.maxs(kb.mins(pos, kb.sub(item.kvLen, kb.idx(1))), zero);
+        headRow =
+            kb.add(kb.mul(kb.add(item.kvBase, token), Hkv), item.kvHead);
+      } else {
+        int64_t id = ids.size() == 1 ? 0 : i;
+        pageStart = kb.mul(kb.toIndex(ids[id]), caches.pageStride);
+        Value offset = kb.remu(pos, ctx.PS);
+        headRow = ctx.nhd ? kb.add(kb.mul(offset, Hkv), item.kvHead)
+                          : kb.add(kb.mul(item.kvHead, ctx.PS), offset);
+      }
+      src = kb.add(kb.mul(headRow, ctx.D), kb.mul(slot.chunk, 8));
+      if (pageStart)
+        src = kb.add(pageStart, src);
     }
-    Value src = kb.add(kb.mul(headRow, ctx.D), kb.mul(slot.chunk, 8));
-    if (pageStart)
-      src = kb.add(pageStart, src);
     Value count = kb.select(valid, eight, zero);
     auto copy = [&] {
       for (auto [row0, cache] :
