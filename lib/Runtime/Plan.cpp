@@ -1069,7 +1069,8 @@ struct Assigner {
 /// Longest processing time first (step 3 when the tiles differ in cost and
 /// none needs splitting): the query tiles in order of falling cost, the
 /// head groups of each onto the CTAs with the least cost so far (ties: the
-/// lower index), then each CTA's tiles written together, longest first.
+/// lower index), then each CTA's tiles written together, head group by head
+/// group and longest first in each (see orderByHeadGroup).
 /// (Giving a query tile's head groups to distinct CTAs at once, not one by
 /// one to the least loaded, is what makes it a merge of sorted runs rather
 /// than a heap step per tile: P2 115 us rather than 336 on the development
@@ -1134,7 +1135,7 @@ public:
         const int64_t m = std::min<int64_t>(groups - g, C);
         for (int64_t k = 0; k < m; ++k, ++g) {
           const int32_t c = int32_t(order[k] & mask);
-          owner[i * groups + g] = c;
+          owner[g * n + i] = c; // head group major, as written below
           ++ctaIndptr[c + 1];
           raised[k] = order[k] + cost;
         }
@@ -1148,15 +1149,15 @@ public:
       ctaIndptr[c + 1] += ctaIndptr[c];
     for (int64_t c = C; c > 0; --c)
       ctaIndptr[c] = ctaIndptr[c - 1];
-    for (int64_t i = 0; i < n; ++i) {
-      const RowTile &rt = rowTiles[i];
-      const int32_t rows = q.qoLen(rt.request) * P;
-      const int32_t rc = std::min(Q, rows - rt.row);
-      for (int32_t g = 0; g < groups; ++g)
-        items[ctaIndptr[owner[i * groups + g] + 1]++] = {
-            rt.request, g, rt.row, rc, rt.kvBegin, rt.kvEnd, -1,
-            kItemFirstChunk | kItemLastChunk | kItemDirect};
-    }
+    // Head group by head group, longest first in each (orderByHeadGroup).
+    for (int32_t g = 0; g < groups; ++g)
+      for (int64_t i = 0; i < n; ++i) {
+        const RowTile &rt = rowTiles[i];
+        const int32_t rows = q.qoLen(rt.request) * P;
+        items[ctaIndptr[owner[g * n + i] + 1]++] = {
+            rt.request, g, rt.row, std::min(Q, rows - rt.row), rt.kvBegin,
+            rt.kvEnd, -1, kItemFirstChunk | kItemLastChunk | kItemDirect};
+      }
     const int64_t makespan = order[C - 1] >> kCtaBits;
     *numItems = int32_t(n * groups);
     return makespan;
@@ -1331,6 +1332,43 @@ static Status assignFixedSplit(const Requests &q, const TileCandidate &t,
   a.cta = cta;
   a.acc = acc;
   return Status::success();
+}
+
+/// Each CTA's items in head-group order (stable, so each group's items stay
+/// in the walk's order). The CTAs of a masked prefill then pass through the
+/// head groups at about the same pace, and the items running at once read
+/// the K/V of one or two KV heads of each request instead of all of them:
+/// at P5 (16 requests over 4096 keys, 8 KV heads) the (request, row tile,
+/// head group) walk had every CTA on its own (request, KV head), 256 MB of
+/// K/V against a 50 MB L2, re-read 8 times from DRAM (bench/NOTES.md v21).
+/// A CTA's cost, so the balance, is unchanged. `scratch` holds
+/// `scratchItems` items; a CTA with more keeps its order.
+static void orderByHeadGroup(int64_t ctas, const int32_t *ctaIndptr,
+                             int32_t *itemWords, int32_t groups,
+                             int32_t *scratchWords, int64_t scratchItems) {
+  constexpr int32_t kMaxGroups = 256;
+  if (groups < 2 || groups > kMaxGroups)
+    return;
+  WorkItem *items = reinterpret_cast<WorkItem *>(itemWords);
+  WorkItem *scratch = reinterpret_cast<WorkItem *>(scratchWords);
+  int32_t start[kMaxGroups + 1];
+  for (int64_t c = 0; c < ctas; ++c) {
+    WorkItem *first = items + ctaIndptr[c], *last = items + ctaIndptr[c + 1];
+    const int64_t n = last - first;
+    if (n < 2 || n > scratchItems ||
+        std::is_sorted(first, last, [](const WorkItem &x, const WorkItem &y) {
+          return x.head_group < y.head_group;
+        }))
+      continue;
+    std::fill(start, start + groups + 1, 0);
+    for (const WorkItem *it = first; it != last; ++it)
+      ++start[it->head_group + 1];
+    for (int32_t g = 0; g < groups; ++g)
+      start[g + 1] += start[g];
+    for (const WorkItem *it = first; it != last; ++it)
+      scratch[start[it->head_group]++] = *it;
+    std::memcpy(first, scratch, sizeof(WorkItem) * size_t(n));
+  }
 }
 
 /// The plan of head group 0 on CTAs [0, ctas) repeated for groups 1 ..
@@ -1657,6 +1695,15 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // Close the open CTA; trim trailing empty CTAs unless the grid is fixed.
   int64_t used = cta + ((numItems > ctaIndptr[cta]) ? 1 : 0);
   ctaIndptr[cta + 1] = numItems;
+  // The walk's CTAs of a masked batch, head group by head group (longest
+  // first writes its CTAs that way); the scratch is free after the walks.
+  // Not past longest first's bound of tiles per CTA: reordering 41k items
+  // (256 causal requests) took 82 -> 298 us on the development machine.
+  if (masked && !longestFirst && numItems <= kLongestFirstMaxPerCta * used)
+    orderByHeadGroup(used, ctaIndptr, w + l.off_items, groups,
+                     w + l.off_scratch,
+                     (int64_t(l.max_row_tiles) * kRowTileWords + l.max_merge_units) /
+                         kWorkItemWords);
   if (copies > 1) {
     repeatForHeadGroups(copies, used, ctaIndptr, w + l.off_items,
                         w + l.off_merge_indptr, w + l.off_merge_units,

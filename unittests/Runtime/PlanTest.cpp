@@ -19,6 +19,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace attnrt;
@@ -636,6 +637,24 @@ PlanConfig h200PrefillConfig(const Batch &b) {
   return c;
 }
 
+/// The most distinct (request, head group) pairs among the CTAs' i-th items,
+/// over every i: the K/V the items running at once read when the CTAs keep
+/// pace.
+int32_t pairsInFlight(const PlanView &v) {
+  int32_t most = 0;
+  for (int32_t i = 0;; ++i) {
+    std::set<std::pair<int32_t, int32_t>> pairs;
+    for (int32_t cta = 0; cta < v.numCtas(); ++cta) {
+      const int32_t at = v.ctaIndptr()[cta] + i;
+      if (at < v.ctaIndptr()[cta + 1])
+        pairs.insert({v.items()[at].request, v.items()[at].head_group});
+    }
+    if (pairs.empty())
+      return most;
+    most = std::max(most, int32_t(pairs.size()));
+  }
+}
+
 TEST(PlanLongestFirst, PrefillWorkloadsBalancedWithoutSplitting) {
   // P1 (one causal 8192-token request) and P2 (16 ragged causal requests):
   // tiles from 288 to 8448 (P2: 4352) in cost, all far below a CTA's share.
@@ -663,14 +682,18 @@ TEST(PlanLongestFirst, PrefillWorkloadsBalancedWithoutSplitting) {
     EXPECT_EQ(v.numMergeUnits(), 0) << w.name;
     EXPECT_EQ(v.numCtas(), 132) << w.name;
     EXPECT_LE(imbalance(c, v), 1.01) << w.name;
-    // Each CTA runs its tiles longest first.
+    // Each CTA runs its tiles head group by head group, longest first in
+    // each.
     const TileCandidate &t = c.candidates[0];
     for (int32_t cta = 0; cta < v.numCtas(); ++cta)
       for (int32_t i = v.ctaIndptr()[cta] + 1; i < v.ctaIndptr()[cta + 1]; ++i) {
         const WorkItem &a = v.items()[i - 1], &z = v.items()[i];
-        ASSERT_GE(itemCost(t, a.kv_end - a.kv_begin),
-                  itemCost(t, z.kv_end - z.kv_begin))
-            << w.name << " CTA " << cta;
+        ASSERT_LE(a.head_group, z.head_group) << w.name << " CTA " << cta;
+        if (a.head_group == z.head_group) {
+          ASSERT_GE(itemCost(t, a.kv_end - a.kv_begin),
+                    itemCost(t, z.kv_end - z.kv_begin))
+              << w.name << " CTA " << cta;
+        }
       }
   }
 }
@@ -687,10 +710,21 @@ TEST(PlanLongestFirst, TilesWithinTwiceEachOtherKeepTheWalk) {
   checkPlan(c, b, v);
   EXPECT_EQ(v.numMergeUnits(), 0);
   EXPECT_LE(imbalance(c, v, 132), 1.05); // 15.5 tiles per CTA
+  // The walk's order within each head group; the groups one after another,
+  // so that the items running at once share K/V: of the 128 (request, KV
+  // head) pairs, at most 2 heads of the 16 requests at a time (the walk's
+  // own order: 72).
   for (int32_t cta = 0; cta < v.numCtas(); ++cta)
-    for (int32_t i = v.ctaIndptr()[cta] + 1; i < v.ctaIndptr()[cta + 1]; ++i)
-      ASSERT_LE(v.items()[i - 1].request, v.items()[i].request)
-          << "request order, CTA " << cta;
+    for (int32_t i = v.ctaIndptr()[cta] + 1; i < v.ctaIndptr()[cta + 1]; ++i) {
+      const WorkItem &a = v.items()[i - 1], &z = v.items()[i];
+      ASSERT_LE(a.head_group, z.head_group) << "CTA " << cta;
+      if (a.head_group == z.head_group) {
+        ASSERT_LE(std::pair(a.request, a.row_begin),
+                  std::pair(z.request, z.row_begin))
+            << "walk order, CTA " << cta;
+      }
+    }
+  EXPECT_LE(pairsInFlight(v), 32);
 }
 
 TEST(PlanLongestFirst, GraphModeAndDisabledSplitKeepTheGrid) {
