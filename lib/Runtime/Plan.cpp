@@ -1135,7 +1135,10 @@ public:
         const int64_t m = std::min<int64_t>(groups - g, C);
         for (int64_t k = 0; k < m; ++k, ++g) {
           const int32_t c = int32_t(order[k] & mask);
-          owner[g * n + i] = c; // head group major, as written below
+          // Head groups rotate with the tile, so that each CTA gets about as
+          // many of every group (the least loaded CTA would take group 0
+          // each time); owners head group major, as written below.
+          owner[(g + i) % groups * n + i] = c;
           ++ctaIndptr[c + 1];
           raised[k] = order[k] + cost;
         }

@@ -665,13 +665,13 @@ TEST(PlanLongestFirst, PrefillWorkloadsBalancedWithoutSplitting) {
   struct W {
     const char *name;
     std::vector<std::pair<int32_t, int32_t>> lens;
-    int32_t blockSize;
+    int32_t blockSize, pairs;
   };
   std::vector<std::pair<int32_t, int32_t>> p2;
   for (int n : {1024, 256, 3840, 2048, 512, 3072, 1536, 4096, 768, 2816, 1280,
                 3584, 1792, 2304, 3328, 2560})
     p2.push_back({n, n});
-  std::vector<W> ws = {{"P1", uniform(1, 8192, 8192), 1}, {"P2", p2, 16}};
+  std::vector<W> ws = {{"P1", uniform(1, 8192, 8192), 1, 4}, {"P2", p2, 16, 47}};
   for (const W &w : ws) {
     Batch b = makeBatch(w.lens, w.blockSize, 5);
     PlanConfig c = h200PrefillConfig(b);
@@ -682,6 +682,10 @@ TEST(PlanLongestFirst, PrefillWorkloadsBalancedWithoutSplitting) {
     EXPECT_EQ(v.numMergeUnits(), 0) << w.name;
     EXPECT_EQ(v.numCtas(), 132) << w.name;
     EXPECT_LE(imbalance(c, v), 1.01) << w.name;
+    // The head groups rotate over the CTAs and each CTA runs them in order:
+    // the items running at once read few (request, KV head) pairs' K/V (P2:
+    // 47 of 128; with group 0 to the least loaded CTA each time, 84).
+    EXPECT_LE(pairsInFlight(v), w.pairs) << w.name;
     // Each CTA runs its tiles head group by head group, longest first in
     // each.
     const TileCandidate &t = c.candidates[0];
