@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""What paging costs a prefill: the same causal batch through attn's paged
+"""What paging costs a prefill: the same prefill batch through attn's paged
 prefill wrapper (16-token pages scattered as in the benchmark) and its ragged
 one (each request's K/V contiguous), same tile choice, same checks; and, as
 "shared", the paged batch with every request reading the same pages (request
 b's i-th page is page i of the pool): the K/V the batch touches then fits in
 L2, which bounds what the order of the work could gain.
 
-    python3 bench/harness/paging_cost.py            # P2 and P5, every layout
+    python3 bench/harness/paging_cost.py            # P2, P5, P5-full, every layout
     python3 bench/harness/paging_cost.py P5 ragged  # one case (for ncu)
 
-Figures: triton do_bench median (L2 flushed between calls), causal TFLOP/s;
-each output checked against the float32 reference of the benchmark. Needs
-what bench/gpu_run.sh sets up (PYTHONPATH, ATTN_CACHE_DIR)."""
+Figures: triton do_bench median (L2 flushed between calls), TFLOP/s (the
+FLOPs the mask leaves: all of them for P5-full); each output checked against
+the float32 reference of the benchmark. Needs what bench/gpu_run.sh sets up
+(PYTHONPATH, ATTN_CACHE_DIR)."""
 
 import os
 import sys
@@ -24,9 +25,18 @@ import workloads  # noqa: E402
 from reference import reference, rel_error  # noqa: E402
 from workloads import HKV, HQ, PAGE  # noqa: E402
 
+def unmasked(w):
+    """w without the causal mask (every row sees every key)."""
+    w = dict(w, causal=False)
+    w["flops"] = sum(4 * HQ * w["head_dim"] * qo * kv for qo, kv in zip(w["qo_lens"], w["kv_lens"]))
+    return w
+
+
 CASES = {
     "P2": lambda: workloads.prefill("P2", workloads.P2_LENS, paged=True),
     "P5": lambda: workloads.append("P5", [512] * 16, [4096] * 16, "TFLOPs"),
+    # P5's batch without the mask (bidirectional chunks, a cascade's level).
+    "P5-full": lambda: unmasked(workloads.append("P5-full", [512] * 16, [4096] * 16, "TFLOPs")),
 }
 
 
@@ -58,12 +68,12 @@ def runner(attn, w, layout):
     if layout == "paged":
         wr = attn.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD")
         wr.plan(qo, w["kv_indptr"].cpu(), w["kv_indices"], w["kv_last_page_len"].cpu(),
-                HQ, HKV, d, PAGE, causal=True, q_data_type=torch.bfloat16)
+                HQ, HKV, d, PAGE, causal=w["causal"], q_data_type=torch.bfloat16)
         kv = (w["k_cache"], w["v_cache"])
         return wr, lambda: wr.run(w["q"], kv)
     k, v, kv_indptr = contiguous(w)
     wr = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")
-    wr.plan(qo, kv_indptr, HQ, HKV, d, causal=True, q_data_type=torch.bfloat16)
+    wr.plan(qo, kv_indptr, HQ, HKV, d, causal=w["causal"], q_data_type=torch.bfloat16)
     return wr, lambda: wr.run(w["q"], k, v)
 
 

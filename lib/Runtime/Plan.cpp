@@ -518,7 +518,18 @@ struct TileStats {
   int64_t largest = 0; ///< cost of the largest tile
   int64_t tiles = 0;   ///< tiles, all head groups
   int64_t fewestKeys = std::numeric_limits<int64_t>::max(); ///< smallest tile
+  /// Some request has several row tiles in a head group, which read the same
+  /// K/V (prefill; a decode step's requests have one each).
+  bool sharedKV = false;
 };
+
+/// The requests with query rows.
+static int64_t requestsWithRows(const Requests &q) {
+  int64_t n = 0;
+  for (int32_t b = 0; b < q.batch; ++b)
+    n += q.qoLen(b) > 0;
+  return n;
+}
 
 /// Stats of candidate t's tiles under a causal or window mask: the tiles of
 /// a request see different keys.
@@ -548,6 +559,7 @@ static TileStats maskedCost(const Requests &q, const TileCandidate &t,
   s.largest = big;
   s.tiles = count * groups;
   s.fewestKeys = fewest;
+  s.sharedKV = count > requestsWithRows(q);
   return s;
 }
 
@@ -560,6 +572,7 @@ static void unmaskedCosts(const Requests &q, const PlanConfig &c, int32_t n,
                           const TileCandidate *cands, TileStats *out) {
   int64_t P[kMaxTileCandidates], Q[kMaxTileCandidates];
   int64_t tiles[kMaxTileCandidates] = {}, keys[kMaxTileCandidates] = {};
+  bool shared[kMaxTileCandidates] = {};
   // Requests of at most oneTile queries (decodes) are one tile under every
   // candidate: they are summed once for all.
   int64_t oneTile = std::numeric_limits<int32_t>::max();
@@ -586,6 +599,7 @@ static void unmaskedCosts(const Requests &q, const PlanConfig &c, int32_t n,
       const int64_t t = ceilDiv(qo * P[i], Q[i]);
       tiles[i] += t;
       keys[i] += t * kv;
+      shared[i] |= t > 1;
     }
   }
   for (int32_t i = 0; i < n; ++i) {
@@ -600,6 +614,7 @@ static void unmaskedCosts(const Requests &q, const PlanConfig &c, int32_t n,
     s.total =
         (t.cost_per_item * tiles[i] + t.cost_per_kv_token * keys[i]) * groups;
     s.tiles = tiles[i] * groups;
+    s.sharedKV = shared[i];
     if (tiles[i] > 0) {
       s.largest = itemCost(t, longest);
       s.fewestKeys = shortest;
@@ -1451,12 +1466,14 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // divides by the groups, the walks below plan one group on its share of
   // the CTAs and repeatForHeadGroups() copies that plan to the others: the
   // same balance (the same tiles per CTA) for a G-th of the walking
-  // (decode at 256 requests, 8 groups: 2446 items walked as 306).
+  // (decode at 256 requests, 8 groups: 2446 items walked as 306). Not where
+  // row tiles share K/V: each group's CTAs would walk their own requests at
+  // once (every (request, KV head) in flight, orderByHeadGroup's case).
   const int32_t allGroups = c.num_qo_heads / P;
   // Each group then has a G-th of the partial slots: at least the two of
   // one split (under a caller's small cap the groups share the few there are).
-  const int32_t copies = !masked && !fixedSplit && allGroups > 1 &&
-                                 gridCtas % allGroups == 0 &&
+  const int32_t copies = !masked && !st.sharedKV && !fixedSplit &&
+                                 allGroups > 1 && gridCtas % allGroups == 0 &&
                                  l.getMaxSlots(t) / allGroups >= 2
                              ? allGroups
                              : 1;
@@ -1698,11 +1715,12 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // Close the open CTA; trim trailing empty CTAs unless the grid is fixed.
   int64_t used = cta + ((numItems > ctaIndptr[cta]) ? 1 : 0);
   ctaIndptr[cta + 1] = numItems;
-  // The walk's CTAs of a masked batch, head group by head group (longest
-  // first writes its CTAs that way); the scratch is free after the walks.
+  // The walk's CTAs, head group by head group, where row tiles share K/V
+  // (longest first writes its CTAs that way); the scratch is free after the
+  // walks.
   // Not past longest first's bound of tiles per CTA: reordering 41k items
   // (256 causal requests) took 82 -> 298 us on the development machine.
-  if (masked && !longestFirst && numItems <= kLongestFirstMaxPerCta * used)
+  if (st.sharedKV && !longestFirst && numItems <= kLongestFirstMaxPerCta * used)
     orderByHeadGroup(used, ctaIndptr, w + l.off_items, groups,
                      w + l.off_scratch,
                      (int64_t(l.max_row_tiles) * kRowTileWords + l.max_merge_units) /

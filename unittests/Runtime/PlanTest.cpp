@@ -731,6 +731,23 @@ TEST(PlanLongestFirst, TilesWithinTwiceEachOtherKeepTheWalk) {
   EXPECT_LE(pairsInFlight(v), 32);
 }
 
+TEST(PlanLongestFirst, UnmaskedPrefillSharesKV) {
+  // P5's shape without the mask (bidirectional chunks, a cascade's prefix
+  // level): the tiles of a request read the same K/V, so the planner walks
+  // every head group rather than one (head-group symmetry would give each
+  // group's CTAs their own requests at once) and orders the CTAs' items by
+  // head group: 72 of the 128 (request, KV head) pairs in flight before.
+  Batch b = makeBatch(uniform(16, 512, 4096), 16, 5);
+  PlanConfig c = h200PrefillConfig(b);
+  c.causal = 0;
+  std::vector<int32_t> buf;
+  ASSERT_TRUE(planInto(c, inputsOf(b), &buf).ok());
+  PlanView v{buf.data()};
+  checkPlan(c, b, v);
+  EXPECT_LE(imbalance(c, v, 132), 1.05);
+  EXPECT_LE(pairsInFlight(v), 32);
+}
+
 TEST(PlanLongestFirst, GraphModeAndDisabledSplitKeepTheGrid) {
   Batch b = makeBatch(uniform(1, 8192, 8192), 1, 5);
   PlanConfig c = h200PrefillConfig(b);
