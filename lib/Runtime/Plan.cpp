@@ -1720,11 +1720,13 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // walks.
   // Not past longest first's bound of tiles per CTA: reordering 41k items
   // (256 causal requests) took 82 -> 298 us on the development machine.
-  if (st.sharedKV && !longestFirst && numItems <= kLongestFirstMaxPerCta * used)
+  if (st.sharedKV && !longestFirst &&
+      numItems <= kLongestFirstMaxPerCta * used) {
+    const int64_t scratchWords =
+        int64_t(l.max_row_tiles) * kRowTileWords + l.max_merge_units;
     orderByHeadGroup(used, ctaIndptr, w + l.off_items, groups,
-                     w + l.off_scratch,
-                     (int64_t(l.max_row_tiles) * kRowTileWords + l.max_merge_units) /
-                         kWorkItemWords);
+                     w + l.off_scratch, scratchWords / kWorkItemWords);
+  }
   if (copies > 1) {
     repeatForHeadGroups(copies, used, ctaIndptr, w + l.off_items,
                         w + l.off_merge_indptr, w + l.off_merge_units,

@@ -244,7 +244,8 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
   Value eight = kb.idx(8), zero = kb.idx(0);
   Value keysLeft;
   if (!ctx.splitKeys) {
-    Value left = kb.maxs(kb.mins(kb.sub(item.kvEnd, start), kb.idx(ctx.N)), zero);
+    Value left =
+        kb.maxs(kb.mins(kb.sub(item.kvEnd, start), kb.idx(ctx.N)), zero);
     keysLeft = kb.toI32(kb.select(kb.slt(tile, range.count), left, zero));
   }
   const int64_t Hkv = ctx.Hkv;
@@ -285,11 +286,13 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
                                     kb.toI32(slot.row), keysLeft);
     Value src;
     if (pagesPerTile) {
+      // Page indices are checked non-negative: zero-extended, the multiply
+      // by the page stride needs no high word of the index.
       const int64_t rowInPage = (i * rowStep) % ctx.PS;
-      Value id = arith::ExtUIOp::create(b, b.getI64Type(), ids[i * rowStep / ctx.PS]);
-      Value pageStart = kb.add(
-          kb.mul(arith::IndexCastOp::create(b, b.getIndexType(), id), caches.pageStride),
-          inPage);
+      Value id = arith::IndexCastOp::create(
+          b, b.getIndexType(),
+          arith::ExtUIOp::create(b, b.getI64Type(), ids[i * rowStep / ctx.PS]));
+      Value pageStart = kb.add(kb.mul(id, caches.pageStride), inPage);
       src = kb.add(pageStart,
                    kb.idx(rowInPage * (ctx.nhd ? Hkv * ctx.D : ctx.D)));
     } else {
