@@ -523,25 +523,19 @@ struct TileStats {
   bool sharedKV = false;
 };
 
-/// The requests with query rows.
-static int64_t requestsWithRows(const Requests &q) {
-  int64_t n = 0;
-  for (int32_t b = 0; b < q.batch; ++b)
-    n += q.qoLen(b) > 0;
-  return n;
-}
-
 /// Stats of candidate t's tiles under a causal or window mask: the tiles of
 /// a request see different keys.
 static TileStats maskedCost(const Requests &q, const TileCandidate &t,
                             int32_t groups) {
   int64_t sum = 0, big = 0, count = 0;
   int64_t fewest = std::numeric_limits<int64_t>::max();
+  bool shared = false;
   const int32_t P = t.gqa_pack, Q = t.q_rows;
   const int64_t fi = t.cost_per_item, ft = t.cost_per_kv_token;
   for (int32_t b = 0; b < q.batch; ++b) {
     const int32_t qo = q.qoLen(b), kv = q.kvLen(b);
     const int64_t rows = int64_t(qo) * P;
+    shared |= rows > Q;
     for (int64_t r = 0; r < rows; r += Q) {
       const int64_t re = std::min<int64_t>(r + Q, rows);
       const Range k =
@@ -559,7 +553,7 @@ static TileStats maskedCost(const Requests &q, const TileCandidate &t,
   s.largest = big;
   s.tiles = count * groups;
   s.fewestKeys = fewest;
-  s.sharedKV = count > requestsWithRows(q);
+  s.sharedKV = shared;
   return s;
 }
 
@@ -1353,8 +1347,8 @@ static Status assignFixedSplit(const Requests &q, const TileCandidate &t,
 }
 
 /// Each CTA's items in head-group order (stable, so each group's items stay
-/// in the walk's order). The CTAs of a masked prefill then pass through the
-/// head groups at about the same pace, and the items running at once read
+/// in the walk's order). The CTAs of a prefill (TileStats::sharedKV) then
+/// pass through the head groups at about the same pace, and the items running at once read
 /// the K/V of one or two KV heads of each request instead of all of them:
 /// at P5 (16 requests over 4096 keys, 8 KV heads) the (request, row tile,
 /// head group) walk had every CTA on its own (request, KV head), 256 MB of
@@ -1716,10 +1710,9 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   int64_t used = cta + ((numItems > ctaIndptr[cta]) ? 1 : 0);
   ctaIndptr[cta + 1] = numItems;
   // The walk's CTAs, head group by head group, where row tiles share K/V
-  // (longest first writes its CTAs that way); the scratch is free after the
-  // walks.
-  // Not past longest first's bound of tiles per CTA: reordering 41k items
-  // (256 causal requests) took 82 -> 298 us on the development machine.
+  // (longest first writes its CTAs that way), in the scratch the walks left
+  // free; not past longest first's bound of tiles per CTA (reordering 41k
+  // items, 256 causal requests, took 82 -> 298 us on the 2-core machine).
   if (st.sharedKV && !longestFirst &&
       numItems <= kLongestFirstMaxPerCta * used) {
     const int64_t scratchWords =
