@@ -11,8 +11,15 @@ candidate for the batch, and compiles only that one, so a module whose
 batches all decode never compiles its 128-row tile. On a runtime-only build
 (no MLIR, e.g. the GPU machine) both only look entries up; precompile them
 with ``python -m attn.precompile`` (docs/Python.md).
+
+With ``ATTN_RECORD_MISSES=PATH`` a runtime-only build appends one JSON line
+to PATH for every kernel it misses (:func:`record_miss`) before raising
+KernelNotFoundError; ``python -m attn.precompile --from-record PATH``
+compiles exactly those where the compiler is.
 """
 
+import dataclasses
+import json
 import logging
 import os
 import time
@@ -110,6 +117,7 @@ def _lookup_or_compile(spec, arch, cache, emit, candidate):
         hit = cache.lookup(key, version)
         _log_hit(hit, what, spec, arch, key, in_memory)
         if hit is None:
+            record_miss(spec, arch, emit, candidate, key, cache.directory)
             raise KernelNotFoundError(
                 f"attn: {what} of {spec} on {arch} are not in {cache.directory} (key {key[:16]}...), "
                 "and this build has no compiler. Precompile on a machine with the compiler "
@@ -136,6 +144,102 @@ def _lookup_or_compile(spec, arch, cache, emit, candidate):
         logger.info("compiled %s of %s for %s (%s, key %s) in %.0f ms%s", what, spec_summary(spec), arch, emit,
                     key[:16], ms, f" (stages, ms: {stages})" if stages else "")
     return kernel
+
+
+RECORD_ENV = "ATTN_RECORD_MISSES"
+RECORD_FORMAT = 1
+_recorded = set()  # (path, key): one line per miss and process
+
+
+def _jsonable(v):
+    """Tuples (nested) become lists; everything else a spec holds is a JSON scalar."""
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def _tupled(v):
+    """Lists (nested) become tuples again: a spec's sequences are tuples."""
+    if isinstance(v, list):
+        return tuple(_tupled(x) for x in v)
+    return v
+
+
+def spec_to_json(spec):
+    """``{"class": name, "fields": {...}}``: enough to rebuild ``spec`` exactly
+    (:func:`spec_from_json`). An AttentionSpec's dataclass fields, a row
+    kernel's namedtuple fields; tuples are written as lists.
+
+    >>> from attn.variants import AttentionSpec
+    >>> d = spec_to_json(AttentionSpec(64, 4, 4, variants=("causal",)))
+    >>> d["class"], d["fields"]["variants"]
+    ('AttentionSpec', ['causal'])
+    """
+    if dataclasses.is_dataclass(spec):
+        fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    elif hasattr(spec, "_fields"):  # MergeStatesSpec, AppendKVSpec
+        fields = dict(zip(spec._fields, spec))
+    else:
+        raise TypeError(f"attn: cannot describe a {type(spec).__name__} as a kernel spec")
+    return {"class": type(spec).__name__, "fields": {k: _jsonable(v) for k, v in fields.items()}}
+
+
+def _spec_classes():
+    from .rows import AppendKVSpec, MergeStatesSpec
+    from .variants import AttentionSpec
+    return {c.__name__: c for c in (AttentionSpec, MergeStatesSpec, AppendKVSpec)}
+
+
+def spec_from_json(d):
+    """The spec :func:`spec_to_json` wrote (equal to the original, hashing
+    alike); ValueError/TypeError for anything else (an unknown class, missing
+    or unknown fields, or values the spec's own checks refuse)."""
+    if not isinstance(d, dict) or not isinstance(d.get("class"), str) or not isinstance(d.get("fields"), dict):
+        raise ValueError('attn: a kernel spec must be {"class": name, "fields": {...}}')
+    classes = _spec_classes()
+    cls = classes.get(d["class"])
+    if cls is None:
+        raise ValueError(f"attn: unknown kernel spec class {d['class']!r:.40}; known: {', '.join(classes)}")
+    names = ([f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else list(cls._fields))
+    fields = d["fields"]
+    unknown = sorted(set(fields) - set(names))
+    if unknown:
+        raise ValueError(f"attn: {d['class']} has no fields {unknown}")
+    kwargs = {k: _tupled(v) for k, v in fields.items()}
+    if not dataclasses.is_dataclass(cls):  # a namedtuple: every field is required
+        missing = [n for n in names if n not in kwargs]
+        if missing:
+            raise ValueError(f"attn: {d['class']} lacks fields {missing}")
+    return cls(**kwargs)
+
+
+def record_miss(spec, arch, emit, candidate, key, directory):
+    """Appends what a runtime-only build missed to ``$ATTN_RECORD_MISSES``
+    (when set): one JSON line ``{"attn_miss": 1, "spec": spec_to_json(spec),
+    "arch", "emit", "candidate", "key", "cache_dir", "time"}`` written with
+    one ``write`` to a file opened ``O_APPEND``, so lines of concurrent
+    processes do not interleave. Once per key and process. Never raises: a
+    record that cannot be written is a warning, and the caller's
+    KernelNotFoundError follows as it would without it."""
+    path = os.environ.get(RECORD_ENV)
+    if not path or (path, key) in _recorded:
+        return
+    try:
+        line = json.dumps({"attn_miss": RECORD_FORMAT, "spec": spec_to_json(spec), "arch": arch, "emit": emit,
+                           "candidate": candidate, "key": key, "cache_dir": str(directory),
+                           "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                          sort_keys=True, separators=(",", ":")) + "\n"
+        data = line.encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            written = os.write(fd, data)
+        finally:
+            os.close(fd)
+        if written != len(data):
+            raise OSError(f"short write ({written} of {len(data)} bytes)")
+        _recorded.add((path, key))
+    except Exception as e:  # noqa: BLE001 - the miss itself must still be raised
+        logger.warning("cannot record the missed kernel (key %s) in %s=%s: %s", key[:16], RECORD_ENV, path, e)
 
 
 def describe(spec, arch, cache=None):

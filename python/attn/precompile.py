@@ -31,9 +31,18 @@ a copy of the list apart from the pack and name it with ``--digests`` or
 ``ATTN_PACK_DIGESTS``: a list inside the pack can be changed with it).
 Precompiling into a pack again adds to its list; entries changed or added
 there since are left out of it.
+
+``--from-record FILE`` precompiles what a runtime-only machine missed:
+FILE holds the JSON lines that ``ATTN_RECORD_MISSES=FILE`` made it write
+(attn/compiler.py, ``record_miss``). Every recorded spec is compiled for its
+recorded arch as the other modes compile theirs (an attention spec: its
+launch contracts and every tile candidate; a row kernel: its one kernel),
+once however often it was recorded; lines that cannot be read are reported
+with their number and skipped. ``--out`` defaults to ``attn-kernels``.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -113,6 +122,71 @@ def specs_for(hq, hkv, d, kinds, page_sizes, dtypes, layouts, tps, variant_kwarg
     return out
 
 
+def read_record(path, out=None):
+    """The (label, spec, arch, emits) to precompile from an ATTN_RECORD_MISSES
+    file, deduplicated by (spec, arch) in the order first recorded; ``emits``
+    holds the non-cubin emit kinds recorded ("ptx"). Bad lines are reported on
+    ``out`` (default stdout) with their number and skipped."""
+    out = out or sys.stdout
+    found = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+                if not isinstance(doc, dict) or doc.get("attn_miss") != _compiler.RECORD_FORMAT:
+                    raise ValueError(f"not an attn miss record of format {_compiler.RECORD_FORMAT}")
+                arch, emit = doc.get("arch"), doc.get("emit")
+                if not isinstance(arch, str) or not arch.replace("_", "").isalnum():
+                    raise ValueError(f"bad arch {arch!r:.40}")
+                if emit not in ("manifest", "cubin", "ptx"):
+                    raise ValueError(f"bad emit kind {emit!r:.40}")
+                spec = _compiler.spec_from_json(doc.get("spec"))
+            except (ValueError, TypeError) as e:
+                print(f"{path}:{n}: skipped: {e}", file=out)
+                continue
+            entry = found.setdefault((spec, arch), set())
+            if emit == "ptx":
+                entry.add("ptx")
+    return [(f"recorded {_compiler.spec_summary(spec)}", spec, arch, emits) for (spec, arch), emits in found.items()]
+
+
+def _precompile(jobs, cache, out=None):
+    """Compiles each (arch, label, spec, emits) into ``cache``; returns
+    (done, failed, the entry names produced)."""
+    out = out or sys.stdout
+    done = failed = 0
+    produced = set()
+    for arch, label, spec, emits in jobs:
+        t0 = time.perf_counter()
+        try:
+            if isinstance(spec, (MergeStatesSpec, AppendKVSpec)):
+                contracts, kernels = _compiler.get_kernel(spec, arch, cache=cache), []
+                what = "1 row kernel"
+                if "ptx" in emits:
+                    kernels.append(_compiler.get_kernel(spec, arch, cache=cache, emit_cubin=False))
+            else:
+                contracts, kernels = get_all_kernels(spec, arch, cache=cache)
+                what = f"{len(kernels)} tile candidates"
+                if "ptx" in emits:
+                    kernels += [_compiler.get_kernel(spec, arch, cache=cache, emit_cubin=False, candidate=i)
+                                for i in range(len(kernels))]
+            if emits:
+                what += f" (+ {', '.join(sorted(emits))})"
+        except CompileError as e:
+            failed += 1
+            first = e.diagnostics.strip().splitlines()[0] if e.diagnostics.strip() else e.status
+            print(f"skipped  {arch} {label}: {e.status}: {first}", file=out)
+            continue
+        done += 1
+        produced |= {os.path.basename(k.path) for k in [contracts] + kernels if k.path}
+        ms = (time.perf_counter() - t0) * 1e3
+        sources = sorted({k.source for k in [contracts] + kernels})
+        print(f"{'/'.join(sources):8s} {arch} {label}: {what}, {ms:.0f} ms -> {contracts.path}", file=out)
+    return done, failed, produced
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m attn.precompile", description=__doc__.split("\n")[0])
     ap.add_argument("--model", help="a model name (see --list)")
@@ -120,7 +194,7 @@ def main(argv=None):
     ap.add_argument("--heads", help="HQ/HKV instead of --model")
     ap.add_argument("--head-dim", type=int)
     ap.add_argument("--out", required=False, help="output directory (a kernel cache)")
-    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--arch", default=None, help="comma list (default sm_90); with --from-record, each record's")
     ap.add_argument("--tp", default="1")
     ap.add_argument("--page-size", default="16")
     ap.add_argument("--dtype", default="bf16")
@@ -140,11 +214,31 @@ def main(argv=None):
                     help="the @logits_scale variant (any value: the scale is a kernel argument)")
     ap.add_argument("--sinks", action="store_true",
                     help="the @sinks variant (a per-head table, given at plan time)")
+    ap.add_argument("--from-record", metavar="FILE",
+                    help="precompile what ATTN_RECORD_MISSES=FILE recorded on a runtime-only machine "
+                         "(each spec for its recorded arch); --out defaults to attn-kernels")
     a = ap.parse_args(argv)
     if a.list:
         for n, (hq, hkv, d, kw) in MODELS.items():
             print(f"{n:12s} heads {hq}/{hkv} head_dim {d} {kw or ''}")
         return 0
+    if a.from_record:
+        if a.model or a.heads or a.head_dim or a.arch:
+            ap.error("--from-record takes the specs and archs from the record: "
+                     "no --model, --heads, --head-dim or --arch")
+        out = a.out or "attn-kernels"
+        if _compiler.compiler_version() is None:
+            print("attn.precompile: --from-record needs the compiler, and this build is runtime-only; "
+                  "run it where attn was built with MLIR")
+            return 1
+        try:
+            jobs = read_record(a.from_record)
+        except OSError as e:
+            print(f"attn.precompile: cannot read {a.from_record}: {e}")
+            return 1
+        print(f"attn.precompile: {len(jobs)} distinct kernel modules recorded in {a.from_record}")
+        return _finish(KernelCache(out, writes_pack=True), out,
+                       [(arch, label, spec, emits) for label, spec, arch, emits in jobs])
     if not a.out:
         ap.error("--out is required")
     if a.model:
@@ -172,47 +266,34 @@ def main(argv=None):
     if a.sinks:
         # Only the variant's presence selects the kernel; the table comes at plan time.
         kw["sinks"] = SINKS_AT_PLAN_TIME
-    cache = KernelCache(a.out, writes_pack=True)
-    done = failed = 0
-    produced = set()
     kinds = _list(a.kinds)
     unknown = set(kinds) - {"decode", "prefill", "ragged", *ROW_KINDS}
     if unknown:
         ap.error(f"unknown kinds {sorted(unknown)}; known: decode, prefill, ragged, merge, append")
-    for arch in _list(a.arch):
+    jobs = []
+    for arch in _list(a.arch or "sm_90"):
         specs = specs_for(hq, hkv, d, kinds, _list(a.page_size, int), _list(a.dtype), _list(a.layout),
                           _list(a.tp, int), kw)
         specs += row_specs_for(d, kinds, _list(a.page_size, int), _list(a.dtype), _list(a.merge_states, int))
-        for label, spec in specs:
-            t0 = time.perf_counter()
-            try:
-                if isinstance(spec, (MergeStatesSpec, AppendKVSpec)):
-                    contracts, kernels = _compiler.get_kernel(spec, arch, cache=cache), []
-                else:
-                    contracts, kernels = get_all_kernels(spec, arch, cache=cache)
-            except CompileError as e:
-                failed += 1
-                first = e.diagnostics.strip().splitlines()[0] if e.diagnostics.strip() else e.status
-                print(f"skipped  {arch} {label}: {e.status}: {first}")
-                continue
-            done += 1
-            produced |= {os.path.basename(k.path) for k in [contracts] + kernels if k.path}
-            ms = (time.perf_counter() - t0) * 1e3
-            sources = sorted({k.source for k in [contracts] + kernels})
-            what = f"{len(kernels)} tile candidates" if kernels else "1 row kernel"
-            print(f"{'/'.join(sources):8s} {arch} {label}: {what}, {ms:.0f} ms -> {contracts.path}")
-    print(f"attn.precompile: {done} kernel modules in {a.out}, {failed} skipped")
+        jobs += [(arch, label, spec, ()) for label, spec in specs]
+    return _finish(KernelCache(a.out, writes_pack=True), a.out, jobs)
+
+
+def _finish(cache, out, jobs):
+    """Precompiles ``jobs`` into ``cache`` and writes its digest list; the exit status."""
+    done, failed, produced = _precompile(jobs, cache)
+    print(f"attn.precompile: {done} kernel modules in {out}, {failed} skipped")
     if not done:
         return 1
     try:
         r = cache.write_pack(produced, _compiler.compiler_version())
     except (OSError, _Refused) as e:
-        print(f"attn.precompile: cannot write the digest list in {a.out}: {e}")
+        print(f"attn.precompile: cannot write the digest list in {out}: {e}")
         return 1
     for key, why in r["skipped"]:
         print(f"not in the digest list: {key}: {why}")
     print(f"attn.precompile: digest list {r['path']}: {r['entries']} entries "
-          f"(check a copy with: python -m attn verify-pack {a.out})")
+          f"(check a copy with: python -m attn verify-pack {out})")
     return 0
 
 
