@@ -14,6 +14,6 @@
 #ifndef ATTN_VERSION_H
 #define ATTN_VERSION_H
 
-#define ATTN_VERSION_STRING "0.1.5"
+#define ATTN_VERSION_STRING "0.1.6"
 
 #endif // ATTN_VERSION_H

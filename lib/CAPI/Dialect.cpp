@@ -104,7 +104,7 @@ MlirAttribute attnBsrAttrGet(MlirContext ctx, int64_t blockRows,
     return nullAttr();
   }
   return wrap(attn::BsrAttr::getChecked(Emitter{context}, context, blockRows,
-                                        blockCols, *l, *i));
+                                        blockCols, *l, *i, /*strided=*/false));
 }
 
 int64_t attnBsrAttrDynamicBlockRows(void) { return ShapedType::kDynamic; }

@@ -30,7 +30,7 @@ from .utils import get_workspace_size, next_positive_power_of_2
 from .variants import AttentionSpec, Variant
 from ._native import has_compiler, has_native
 
-__version__ = "0.1.5"
+__version__ = "0.1.6"
 
 _log.configure()  # ATTN_LOGLEVEL
 ops.register_if_loaded()  # torch.ops.attn.* for torch.compile, when torch is already imported

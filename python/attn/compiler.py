@@ -95,8 +95,9 @@ def spec_summary(spec):
         "ragged prefill" if spec.indexing == "ragged" else "prefill")
     page = f" page={spec.page_size}" if spec.indexing == "paged" else ""
     variants = list(spec.variants) + (["custom_mask"] if spec.custom_mask else [])
+    layout = "strided" if getattr(spec, "strided_kv", False) else spec.layout
     return (f"{kind} heads {spec.num_qo_heads}/{spec.num_kv_heads} d={spec.head_dim}{page} {spec.dtype} "
-            f"{spec.layout}" + (f" [{', '.join(variants)}]" if variants else ""))
+            f"{layout}" + (f" [{', '.join(variants)}]" if variants else ""))
 
 
 def _log_hit(hit, what, spec, arch, key, in_memory):

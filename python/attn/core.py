@@ -1040,7 +1040,10 @@ class WrapperBase:
                 raise ValueError(f"attn: {where}({name}={value!r}) differs from plan()'s {p.keywords[name]!r}; "
                                  f"attn fixes it at plan time: pass {name}= to plan()")
 
-    def _launch(self, p, args):
+    def _launch(self, p, args, kernels=None):
+        """Runs the plan ``p`` with the caller's ``args``; ``kernels``:
+        ``(module, attention, merge)`` to run instead of the plan's (the
+        same tile's kernels of a variant build, e.g. strided K/V)."""
         torch = torch_module()
         capturing = torch.cuda.is_current_stream_capturing()
         if capturing and not (self._use_cuda_graph or self._capture_ok):
@@ -1049,7 +1052,8 @@ class WrapperBase:
                                "(and fixed buffers) to capture run()")
         if not capturing:
             raise_page_index_errors(self._device)
-        _native.native().run(p.module, p.attention_kernel, p.merge_kernel, self._host_ws.data_ptr(),
+        module, attention, merge = kernels or (p.module, p.attention_kernel, p.merge_kernel)
+        _native.native().run(module, attention, merge, self._host_ws.data_ptr(),
                              p.host_bytes, self._workspace.data_ptr(), args + p.args, stream_handle(self._device),
                              device_bytes=self._workspace.nbytes)
         if os.environ.get("ATTN_CHECK_INDICES") == "1" and not capturing:

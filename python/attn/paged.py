@@ -44,9 +44,8 @@ def make_spec(*, num_qo_heads, num_kv_heads, head_dim, page_size, dtype, kv_layo
     if custom_mask:
         variant_kwargs["causal"] = False
     if indexing == "ragged":
-        # The kernels read ragged K/V as [tokens, heads, dim] whatever the
-        # layout attribute says; an HND ragged wrapper hands them an NHD view
-        # (see BatchPrefillWithRaggedKVCacheWrapper.run), so its spec is NHD.
+        # Ragged kernels read K/V at the strides run() passes, whatever the
+        # layout (prefill.ragged_kv_strides): one NHD-named spec serves both.
         kv_layout = "NHD"
     names, values = build_variants(**variant_kwargs)
     variant = variant_kwargs.get("variant")

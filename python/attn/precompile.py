@@ -16,7 +16,10 @@ decode,prefill,ragged,merge,append`` (the last two are the row kernels of
 on the head dim, dtype and, for merges, ``--merge-states`` (the state
 counts, default 2; each count also with a mask), for appends the page size);
 ``--arch`` (comma list); ``--custom-mask`` makes the prefill kinds read a
-custom mask instead of causal (token-tree verification). Variants:
+custom mask instead of causal (token-tree verification); ``--strided-kv``
+adds, for the ragged kind, the kernels that read K/V at strides given at
+launch (what the ragged wrapper runs for a fused QKV projection's slices or
+HND K/V). Variants:
 ``--window-left``, ``--logits-soft-cap``, ``--pos-encoding-mode`` (``ROPE_LLAMA``,
 ``ROPE_LLAMA31``, ``ALIBI``), ``--logits-scale`` and ``--sinks`` (the kernels
 take a per-head table; its values are given at plan time, not here). A
@@ -42,6 +45,7 @@ with their number and skipped. ``--out`` defaults to ``attn-kernels``.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -108,6 +112,7 @@ def specs_for(hq, hkv, d, kinds, page_sizes, dtypes, layouts, tps, variant_kwarg
                         kw = dict(variant_kwargs)
                         masked = kw.pop("custom_mask", False)
                         non_causal = kw.pop("non_causal", False)
+                        strided = kw.pop("strided_kv", False)
                         if kind in ("prefill", "ragged"):
                             # A custom mask replaces causal (token-tree verification).
                             kw["causal"] = not (non_causal or masked)
@@ -119,6 +124,9 @@ def specs_for(hq, hkv, d, kinds, page_sizes, dtypes, layouts, tps, variant_kwarg
                                             query_rows=1 if kind == "decode" else None, **kw)
                         label = f"{kind}{'+mask' if spec.custom_mask else ''}"
                         out.append((f"{label} tp={tp} heads={q_heads}/{kv_heads} d={d} page={ps} {dt} {lay}", spec))
+                        if strided and kind == "ragged":
+                            out.append((f"{label} tp={tp} heads={q_heads}/{kv_heads} d={d} {dt} strided K/V",
+                                        dataclasses.replace(spec, strided_kv=True)))
     return out
 
 
@@ -208,6 +216,8 @@ def main(argv=None):
     ap.add_argument("--window-left", type=int, default=-1)
     ap.add_argument("--logits-soft-cap", type=float)
     ap.add_argument("--pos-encoding-mode", default=None)
+    ap.add_argument("--strided-kv", action="store_true",
+                    help="also the ragged kernels that read K/V at strides given at launch (fused QKV slices, HND)")
     ap.add_argument("--custom-mask", action="store_true",
                     help="prefill/ragged kernels read a bit-packed custom mask instead of causal")
     ap.add_argument("--logits-scale", type=float,
@@ -261,6 +271,8 @@ def main(argv=None):
         kw["pos_encoding_mode"] = a.pos_encoding_mode
     if a.custom_mask:
         kw["custom_mask"] = True
+    if a.strided_kv:
+        kw["strided_kv"] = True
     if a.logits_scale is not None:
         kw["logits_scale"] = a.logits_scale
     if a.sinks:

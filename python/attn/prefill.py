@@ -13,6 +13,7 @@ NotImplementedError unless they have their "off" value.
 """
 
 import ctypes
+import dataclasses
 import functools
 
 from . import core, ops
@@ -272,12 +273,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
     ``k``/``v`` are ``[nnz_kv, num_kv_heads, head_dim]`` (NHD) or
     ``[num_kv_heads, nnz_kv, head_dim]`` (HND), request b's keys at rows
     ``kv_indptr[b] .. kv_indptr[b+1]``. FlashInfer's API and conventions;
-    differences as for the paged prefill wrapper, and: the kernels read
-    ragged K/V in NHD order, so HND K/V are transposed into a dense copy per
-    run (K/V-sized) unless they are an HND view of NHD memory (read in
-    place), and in CUDA-graph mode HND needs such a view (NotImplementedError
-    otherwise); NHD K/V must be contiguous; a strided ``q`` is copied
-    (q-sized, see :func:`attn.core.dense_q`).
+    differences as for the paged prefill wrapper, and: K/V are read in place
+    at their own strides, NHD or HND, dense or strided (a slice of a fused
+    QKV projection), when K and V share them (:func:`ragged_kv_strides`); a
+    strided ``q`` is copied (q-sized, see :func:`attn.core.dense_q`).
 
     >>> w = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")           # doctest: +SKIP
     >>> w.plan(qo_indptr, kv_indptr, 32, 8, 128, causal=True, q_data_type=torch.bfloat16)  # doctest: +SKIP
@@ -403,9 +402,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
                     else (("num_kv_heads", s.num_kv_heads), ("nnz_kv", None))) + (("head_dim", s.head_dim),)
         check_tensor("k", k, dtype=p.dtype, shape=kv_shape, device=self._device, contiguous=False)
         check_tensor("v", v, dtype=p.dtype, shape=tuple(k.shape), device=self._device, contiguous=False)
-        k, v = _ragged_nhd(self, k, "k"), _ragged_nhd(self, v, "v")
-        if k.shape[0] < p.total_kv:
-            raise ValueError(f"attn: k and v have {k.shape[0]} rows but kv_indptr[-1] is {p.total_kv}: the "
+        strides = ragged_kv_strides(k, v, self._kv_layout)
+        nnz_kv = int(k.shape[1 if hnd else 0])
+        if nnz_kv < p.total_kv:
+            raise ValueError(f"attn: k and v have {nnz_kv} rows but kv_indptr[-1] is {p.total_kv}: the "
                              "requests' keys must all be there")
         q = core.dense_q(self, q, self._max_total_q_rows)  # a strided q: a q-sized copy
         out, lse = self._outputs(p, q, out, lse, return_lse)
@@ -413,7 +413,11 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
                 ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
                 ("sm_scale", "f32", p.sm_scale)] + core.mask_args(p)
-        self._launch(p, args)
+        if strides == (s.num_kv_heads * s.head_dim, s.head_dim):
+            self._launch(p, args)   # dense NHD rows: the planned kernels
+        else:
+            args += [("kv_token_stride", "i64", strides[0]), ("kv_head_stride", "i64", strides[1])]
+            self._launch(p, args, kernels=_strided_kernels(p, self._device))
         return (out, lse) if return_lse else out
 
     run_return_lse = functools.partialmethod(run, return_lse=True)
@@ -442,35 +446,59 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
         """Nothing to release (FlashInfer compatibility)."""
 
 
-def _ragged_nhd(w, t, name):
-    """Ragged K or V as the kernels read it: dense ``[nnz_kv, num_kv_heads, head_dim]``.
+_strided_specs = {}   # a ragged spec -> the same spec with strided_kv
 
-    The kernels read ragged K/V in NHD order only (and take no strides). An
-    NHD tensor must be contiguous (ValueError naming its strides otherwise).
-    An HND ``[num_kv_heads, nnz_kv, head_dim]`` tensor whose transpose is
-    dense (an NHD buffer viewed as HND) is read in place; any other HND
-    tensor is transposed into a dense copy, which costs one read and one
-    write of K and of V (nnz_kv x num_kv_heads x head_dim elements each) per
-    run; a CUDA-graph wrapper cannot allocate it during capture, so there it
-    raises NotImplementedError.
+
+def _strided_kernels(p, device):
+    """``(module, attention kernel, merge kernel)`` of the plan's tile
+    candidate in the strided-K/V build of its spec (compiled or loaded on the
+    first strided run, then memoized): the same tiles and launch contract
+    but two stride arguments, so the plan's work list serves both."""
+    spec = _strided_specs.get(p.spec)
+    if spec is None:
+        spec = _strided_specs[p.spec] = dataclasses.replace(p.spec, strided_kv=True)
+    dense, info = core.kernel_info(p.spec, device), core.kernel_info(spec, device)
+    if info.candidates != dense.candidates:
+        raise RuntimeError("attn: the strided-K/V kernels have other tile candidates than the planned ones; "
+                           "the kernel cache is inconsistent (python -m attn clear-cache)")
+    c = p.summary["candidate"]
+    return info.module(c), info.attention[c], info.merge[c]
+
+
+def ragged_kv_strides(k, v, kv_layout):
+    """``(token_stride, head_stride)`` in elements at which the kernels read
+    ragged ``k`` and ``v`` in place: key t's row of KV head h starts at
+    ``t * token_stride + h * head_stride``. Any NHD ``[nnz_kv, H, D]`` or HND
+    ``[H, nnz_kv, D]`` view works (a slice of a fused QKV projection, an HND
+    tensor, a transpose) as long as ``head_dim`` is dense, the strides and
+    both tensors' addresses are 16-byte aligned, and K and V share their
+    strides (they share the kernels' two stride arguments); anything else is
+    a ValueError naming the strides. Nothing is copied.
     """
-    if w._kv_layout == "NHD":
-        if not t.is_contiguous():
-            raise ValueError(
-                f"attn: {name}: strides {list(core.tensor_strides(t) or ())} (shape {list(t.shape)}): the kernels "
-                "read ragged K/V as a dense [nnz_kv, num_kv_heads, head_dim] tensor and take no strides; pass "
-                f"{name}.contiguous()")
-        return t
-    nhd = t.transpose(0, 1)
-    if nhd.is_contiguous():
-        return nhd
-    if w._use_cuda_graph:
-        raise NotImplementedError(
-            f"attn: kv_layout='HND' ragged {name} in CUDA-graph mode: the kernels read ragged K/V as "
-            "[nnz_kv, num_kv_heads, head_dim], and an HND tensor would need a transposed copy allocated in "
-            f"the graph; pass NHD K/V (kv_layout='NHD'), or an HND view of an NHD buffer "
-            f"({name}_nhd.transpose(0, 1)), which is read in place")
-    return nhd.contiguous()
+    tok, head = (0, 1) if kv_layout == "NHD" else (1, 0)
+    found = []
+    for name, t in (("k", k), ("v", v)):
+        shape, strides = tuple(t.shape), tuple(t.stride())
+        align = max(1, 16 // t.element_size())
+        if shape[2] > 1 and strides[2] != 1:
+            raise ValueError(f"attn: {name}: strides {list(strides)} (shape {list(shape)}): the kernels read each "
+                             "key's head_dim elements dense (stride 1)")
+        # A dimension of size 1 is never stepped over: its stride is free.
+        pair = tuple(strides[d] if shape[d] > 1 else None for d in (tok, head))
+        if any(x is not None and (x < 0 or x % align) for x in pair) or t.data_ptr() % 16:
+            raise ValueError(f"attn: {name}: strides {list(strides)} (shape {list(shape)}) at address "
+                             f"{t.data_ptr():#x}: the kernels copy 16-byte chunks, so the token and head strides "
+                             f"must be non-negative multiples of {align} elements and the tensor 16-byte aligned")
+        found.append(pair)
+    (kt, kh), (vt, vh) = found
+    if (kt is not None and vt is not None and kt != vt) or (kh is not None and vh is not None and kh != vh):
+        raise ValueError(f"attn: k (strides {list(k.stride())}) and v (strides {list(v.stride())}) are read at one "
+                         "token stride and one head stride: pass K and V views with the same strides (e.g. "
+                         "slices of one fused QKV tensor, or two contiguous tensors)")
+    head_dim = int(k.shape[2])
+    token_stride = next((x for x in (kt, vt) if x is not None), int(k.shape[head]) * head_dim)
+    head_stride = next((x for x in (kh, vh) if x is not None), head_dim)
+    return int(token_stride), int(head_stride)
 
 
 _plans = core.SinglePlans()
@@ -483,9 +511,9 @@ def single_prefill_with_kv_cache(q, k, v, custom_mask=None, packed_custom_mask=N
                                  rope_theta=None, backend="auto", return_lse=False, **kwargs):
     """Prefill of one request: ``q`` ``[qo_len, Hq, D]`` against ``k``/``v`` ``[kv_len, Hkv, D]``.
 
-    ``kv_layout="HND"``: ``k``/``v`` ``[Hkv, kv_len, D]``, transposed into a
-    dense NHD copy (K/V-sized) unless they are an HND view of NHD memory; a
-    strided ``q`` is copied (q-sized). Runs the ragged prefill wrapper,
+    ``kv_layout="HND"``: ``k``/``v`` ``[Hkv, kv_len, D]``. K/V are read in
+    place at their strides (see :func:`ragged_kv_strides`); a strided ``q``
+    is copied (q-sized). Runs the ragged prefill wrapper,
     planned once per call signature
     (device, layout, shapes, dtype, variant arguments; a few of them, see
     :class:`attn.core.SinglePlans`) in a workspace sized for it

@@ -193,7 +193,10 @@ class AttentionSpec:
     tile candidate and plan() picks one per batch, docs/Runtime.md); ``variants`` are names in
     application order, built-in or defined in ``variant_defs``;
     ``custom_mask`` adds a bit-packed mask operand (the kernels then take
-    ``custom_mask`` and ``mask_indptr``).
+    ``custom_mask`` and ``mask_indptr``); ``strided_kv`` (ragged only) builds
+    kernels that read K/V rows at a token and a head stride given at launch
+    (``kv_token_stride``, ``kv_head_stride``) instead of densely in
+    ``layout``: a fused QKV projection's K and V slices, HND tensors.
 
     >>> s = AttentionSpec(head_dim=128, num_qo_heads=32, num_kv_heads=8, page_size=16)
     >>> "attn.attention" in s.to_ir() and s.param_list() == []
@@ -212,6 +215,7 @@ class AttentionSpec:
     variant_defs: str = ""
     custom_params: tuple = ()  # ((variant, ((name, type), ...)), ...)
     custom_mask: bool = False  # a bit-packed custom mask operand (tensor<?xi8>)
+    strided_kv: bool = False  # ragged K/V rows at strides given at launch
 
     def __post_init__(self):
         """Checks every field before it reaches IR text (the cache key) or the
@@ -226,6 +230,10 @@ class AttentionSpec:
             _check_int("query_rows", self.query_rows, MAX_QUERY_ROWS)
         if type(self.custom_mask) is not bool:
             raise TypeError(f"attn: custom_mask must be a bool, got {type(self.custom_mask).__name__}")
+        if type(self.strided_kv) is not bool:
+            raise TypeError(f"attn: strided_kv must be a bool, got {type(self.strided_kv).__name__}")
+        if self.strided_kv and self.indexing != "ragged":
+            raise ValueError("attn: strided_kv is for ragged K/V; a paged cache takes its page stride at launch")
         if type(self.variant_defs) is not str:
             raise TypeError(f"attn: variant_defs must be MLIR text (str), got {type(self.variant_defs).__name__}")
         custom = {}
@@ -291,7 +299,8 @@ class AttentionSpec:
             kv = (f"tensor<?x{Hkv}x{D}x{t}>" if self.layout == "NHD"
                   else f"tensor<{Hkv}x?x{D}x{t}>")
             fmt = (f"#attn.bsr<block_rows = {rows}, block_cols = 1, "
-                   f"layout = {self.layout}, indexing = ragged>")
+                   f"layout = {self.layout}, indexing = ragged"
+                   + (", strided = true>" if self.strided_kv else ">"))
             names = ["%qo_indptr", "%kv_indptr"]
         params = self.param_list()
         args = [f"%q: {q}", f"%k: {kv}", f"%v: {kv}"] + [f"{n}: {idx}" for n in names]

@@ -108,7 +108,18 @@ def test_ir_text_is_deterministic_and_complete():
     assert ir == AttentionSpec(128, 32, 8, 16, layout="HND", variants=("soft_cap",)).to_ir()
     assert "tensor<?x8x16x128xbf16>" in ir and "variants [@soft_cap]" in ir and "params(%p0 : f32)" in ir
     r = AttentionSpec(64, 8, 8, indexing="ragged", query_rows=128).to_ir()
-    assert "indexing = ragged" in r and "tensor<?x8x64xbf16>" in r
+    assert "indexing = ragged" in r and "tensor<?x8x64xbf16>" in r and "strided" not in r
+    # Strided ragged K/V: another format, so another kernel (and cache key); same tensors.
+    st = AttentionSpec(64, 8, 8, indexing="ragged", query_rows=128, strided_kv=True).to_ir()
+    assert "indexing = ragged, strided = true>" in st and st.replace(", strided = true", "") == r
+
+
+def test_precompile_strided_kv_adds_the_strided_ragged_specs():
+    from attn import precompile
+    specs = precompile.specs_for(32, 8, 128, ["ragged", "prefill"], [16], ["bf16"], ["NHD"], [1],
+                                 {"strided_kv": True})
+    strided = [s for _, s in specs if s.strided_kv]
+    assert len(specs) == 3 and len(strided) == 1 and strided[0].indexing == "ragged"
 
 
 def test_precompile_cli_lists_models(capsys):

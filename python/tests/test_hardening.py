@@ -65,6 +65,8 @@ SPEC_CASES = [
     ((128, 32, 8), {"layout": "NDH"}, ValueError, r"layout must be one of \('NHD', 'HND'\)"),
     ((128, 32, 8), {"indexing": "csr"}, ValueError, r"indexing must be one of \('paged', 'ragged'\)"),
     ((128, 32, 8), {"custom_mask": 1}, TypeError, r"custom_mask must be a bool"),
+    ((128, 32, 8), {"strided_kv": 1}, TypeError, r"strided_kv must be a bool"),
+    ((128, 32, 8), {"strided_kv": True}, ValueError, r"strided_kv is for ragged K/V"),
     ((128, 32, 8), {"variant_defs": b"attn.variant @x { }"}, TypeError, r"variant_defs must be MLIR text"),
     # Variant names: identifiers, built-in or defined.
     ((128, 32, 8), {"variants": ("causal] {",)}, ValueError, r"variants: 'causal\] \{' is not an identifier"),

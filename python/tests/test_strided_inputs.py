@@ -1,6 +1,6 @@
 """Strided q, KV cache views, SGLang's 3-D page-size-1 buffers and ragged HND (issue #13).
 
-The kernels take a base pointer per tensor and no strides. CPU checks (no GPU;
+Paged kernels take a page stride, ragged ones a token and a head stride. CPU checks (no GPU;
 the first group needs no torch: a stand-in with ``stride()``) cover what is
 accepted and what raises with which message; the GPU tests (marked ``gpu``)
 compare the strided / HND / 3-D results with the contiguous NHD path.
@@ -163,22 +163,34 @@ def test_graph_mode_stages_q_in_one_buffer(torch_cpu, monkeypatch):
         core.dense_q(FakeWrapper(graph=True), q, max_rows=8)
 
 
-def test_ragged_kv_layouts(torch_cpu):
+def test_ragged_kv_strides(torch_cpu):
     torch = torch_cpu
+    strides = prefill.ragged_kv_strides
     nhd = torch.randn(20, H, D)
-    assert prefill._ragged_nhd(FakeWrapper(), nhd, "k") is nhd
-    kv = torch.randn(20, 2 * H, D)
-    with pytest.raises(ValueError, match=r"k: strides \[2048, 128, 1\].*dense \[nnz_kv, num_kv_heads, head_dim\]"):
-        prefill._ragged_nhd(FakeWrapper(), kv[:, :H], "k")
-    # An HND view of NHD memory is read in place; a dense HND tensor is transposed into a copy.
-    view = prefill._ragged_nhd(FakeWrapper(layout="HND"), nhd.transpose(0, 1), "k")
-    assert view.data_ptr() == nhd.data_ptr() and view.is_contiguous()
+    assert strides(nhd, nhd.clone(), "NHD") == (H * D, D)
+    # A fused QKV projection's K and V slices: read in place at its row stride.
+    qkv = torch.randn(20, (32 + 2 * H) * D).view(20, 32 + 2 * H, D)
+    k, v = qkv[:, 32:32 + H], qkv[:, 32 + H:]
+    assert not k.is_contiguous() and strides(k, v, "NHD") == ((32 + 2 * H) * D, D)
+    # HND: a dense [H, nnz, D] tensor and an HND view of NHD memory.
     hnd = torch.randn(H, 20, D)
-    copy = prefill._ragged_nhd(FakeWrapper(layout="HND"), hnd, "v")
-    assert copy.is_contiguous() and torch.equal(copy, hnd.transpose(0, 1))
-    with pytest.raises(NotImplementedError, match="kv_layout='HND' ragged v in CUDA-graph mode"):
-        prefill._ragged_nhd(FakeWrapper(graph=True, layout="HND"), hnd, "v")
-    assert prefill._ragged_nhd(FakeWrapper(graph=True, layout="HND"), nhd.transpose(0, 1), "k").is_contiguous()
+    assert strides(hnd, hnd.clone(), "HND") == (D, 20 * D)
+    assert strides(nhd.transpose(0, 1), nhd.transpose(0, 1), "HND") == (H * D, D)
+    # A size-1 dimension's stride is free; the other tensor's decides.
+    one = torch.randn(1, H, D)
+    assert strides(one, one, "NHD") == (H * D, D)
+    assert strides(qkv[:1, 32:32 + H], qkv[:1, 32 + H:], "NHD") == (H * D, D)
+    # Refused, naming the strides: K and V apart, head_dim not dense, unaligned strides or address.
+    with pytest.raises(ValueError, match=r"k \(strides \[1024, 128, 1\]\) and v \(strides \[6144, 128, 1\]\)"):
+        strides(nhd, qkv[:, 32:32 + H], "NHD")
+    with pytest.raises(ValueError, match=r"k: strides \[1, 20, 160\].*head_dim elements dense"):
+        strides(torch.randn(D, H, 20).permute(2, 1, 0), nhd, "NHD")
+    odd = torch.randn(20 * (H * D + 4), dtype=torch.bfloat16).as_strided((20, H, D), (H * D + 4, D, 1))
+    with pytest.raises(ValueError, match=r"k: strides \[1028, 128, 1\].*multiples of 8 elements"):
+        strides(odd, odd, "NHD")
+    shifted = torch.randn(20 * H * D + 1)[1:].view(20, H, D)
+    with pytest.raises(ValueError, match=r"16-byte aligned"):
+        strides(shifted, shifted, "NHD")
 
 
 # -- GPU: the same numbers as the contiguous NHD path -----------------------------
@@ -330,11 +342,32 @@ def test_gpu_ragged_hnd_and_strided_q(causal):
     w = attn.BatchPrefillWithRaggedKVCacheWrapper(_ws(torch), "HND")
     w.plan(qo_indptr, kv_indptr, hq, hkv, d, causal=causal, q_data_type=dtype)
     k_hnd, v_hnd = k.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()
-    _close(w.run(q, k_hnd, v_hnd), ref)                                      # a dense HND copy
+    _close(w.run(q, k_hnd, v_hnd), ref)                                      # dense HND, read in place
     _close(w.run(q, k.transpose(0, 1), v.transpose(0, 1)), ref)              # an HND view of NHD memory
-    fused = torch.empty(nkv, 2 * hkv, d, dtype=dtype, device="cuda")
-    with pytest.raises(ValueError, match=r"k: strides \[2048, 128, 1\]"):
-        ref_w.run(q, fused[:, :hkv], v)                                      # ragged NHD K/V: no strides
+    # K and V as slices of a fused QKV projection (FlashInfer's non-contiguous tests): read in place.
+    fused = torch.empty(nkv, hq + 2 * hkv, d, dtype=dtype, device="cuda")
+    fused[:, hq:hq + hkv], fused[:, hq + hkv:] = k, v
+    fk, fv = fused[:, hq:hq + hkv], fused[:, hq + hkv:]
+    assert not fk.is_contiguous()
+    o, lse = ref_w.run(q, fk, fv, return_lse=True)
+    _close(o, ref)
+    _close(lse, ref_lse)
+    # And against a float32 reference: the strided path is right, not only equal to the dense one.
+    for b in range(len(qo_lens)):
+        qs, ks = slice(int(qo_indptr[b]), int(qo_indptr[b + 1])), slice(int(kv_indptr[b]), int(kv_indptr[b + 1]))
+        qb = q[qs].float().transpose(0, 1)
+        kb = k[ks].float().repeat_interleave(hq // hkv, 1).transpose(0, 1)
+        vb = v[ks].float().repeat_interleave(hq // hkv, 1).transpose(0, 1)
+        s = qb @ kb.transpose(1, 2) / math.sqrt(d)
+        if causal:
+            rows = torch.arange(qo_lens[b], device="cuda")[:, None] + kv_lens[b] - qo_lens[b]
+            s = s.masked_fill(torch.arange(kv_lens[b], device="cuda")[None, :] > rows, float("-inf"))
+        want = torch.nan_to_num(torch.softmax(s, -1)) @ vb
+        _close(o[qs], want.transpose(0, 1))
+    g = attn.BatchPrefillWithRaggedKVCacheWrapper(_ws(torch), "HND")       # HND slices of a fused buffer
+    g.plan(qo_indptr, kv_indptr, hq, hkv, d, causal=causal, q_data_type=dtype)
+    fused_hnd = torch.cat([k_hnd, v_hnd], 0)
+    _close(g.run(q, fused_hnd[:hkv], fused_hnd[hkv:]), ref)
 
 
 @pytest.mark.gpu
@@ -351,6 +384,8 @@ def test_gpu_single_functions_hnd_and_strided():
         _close(attn.single_prefill_with_kv_cache(q, k, v, causal=causal), ref)
         k_hnd, v_hnd = k.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()
         _close(attn.single_prefill_with_kv_cache(q, k_hnd, v_hnd, causal=causal, kv_layout="HND"), ref)
+        kv_fused = torch.cat([k, v], 1)                                  # [kv_len, 2 * hkv, d]
+        _close(attn.single_prefill_with_kv_cache(q, kv_fused[:, :hkv], kv_fused[:, hkv:], causal=causal), ref)
     # Single decode: a strided q row, strided (fused) K/V and HND.
     qd = qkv[0, :hq * d].view(hq, d)
     kvd = torch.randn(kv_len, 2 * hkv, d, generator=gen).to(dtype).cuda()

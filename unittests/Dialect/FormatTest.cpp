@@ -19,7 +19,8 @@ protected:
   FormatTest() { ctx.loadDialect<AttnDialect>(); }
   BsrAttr bsr(int64_t rows, int64_t cols,
               KVIndexing indexing = KVIndexing::paged) {
-    return BsrAttr::get(&ctx, rows, cols, KVLayout::NHD, indexing);
+    return BsrAttr::get(&ctx, rows, cols, KVLayout::NHD, indexing,
+                        /*strided=*/false);
   }
   MLIRContext ctx;
 };
@@ -82,21 +83,27 @@ TEST_F(FormatTest, VerifierRejectsBadFormats) {
   auto noDiag = [&] { return emitError(UnknownLoc::get(&ctx)); };
   ctx.getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
   EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 1, 0, KVLayout::NHD,
-                                     KVIndexing::paged)));
+                                     KVIndexing::paged, false)));
   EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 1, 1 << 20, KVLayout::NHD,
-                                     KVIndexing::paged)));
+                                     KVIndexing::paged, false)));
   // Any page size works, not only powers of two; block rows may vary.
   for (int64_t page : {3, 12, 48, 544})
     EXPECT_TRUE(succeeded(BsrAttr::verify(noDiag, 1, page, KVLayout::NHD,
-                                          KVIndexing::paged)));
+                                          KVIndexing::paged, false)));
   EXPECT_TRUE(succeeded(BsrAttr::verify(noDiag, ShapedType::kDynamic, 16,
-                                        KVLayout::NHD, KVIndexing::paged)));
+                                        KVLayout::NHD, KVIndexing::paged, false)));
   EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 0, 16, KVLayout::NHD,
-                                     KVIndexing::paged)));
+                                     KVIndexing::paged, false)));
   EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 1, 16, KVLayout::NHD,
-                                     KVIndexing::ragged)));
+                                     KVIndexing::ragged, false)));
   EXPECT_TRUE(succeeded(BsrAttr::verify(noDiag, 7, 16, KVLayout::HND,
-                                        KVIndexing::paged)));
+                                        KVIndexing::paged, false)));
+  // Strided rows (a token and a head stride at launch) are for ragged K/V.
+  EXPECT_TRUE(succeeded(BsrAttr::verify(noDiag, ShapedType::kDynamic, 1,
+                                        KVLayout::NHD, KVIndexing::ragged,
+                                        true)));
+  EXPECT_TRUE(failed(BsrAttr::verify(noDiag, 1, 16, KVLayout::NHD,
+                                     KVIndexing::paged, true)));
   EXPECT_TRUE(failed(ComposedAttr::verify(noDiag, {bsr(1, 16)})));
   EXPECT_TRUE(failed(ComposedAttr::verify(noDiag, {bsr(64, 16), bsr(1, 32)})));
 }

@@ -179,6 +179,18 @@ static SmallVector<Value> orderedThrough(ImplicitLocOpBuilder &b,
   return inlinePtx(b, ptx, values.getTypes(), values, {});
 }
 
+Value mlir::attn::detail::opaqueIndex(ImplicitLocOpBuilder &b, Value index) {
+  // No side effects: the mov may move or vanish like any arithmetic, but its
+  // result is an unknown to LLVM's analyses; ptxas coalesces it away.
+  Value i64 = arith::IndexCastOp::create(b, b.getI64Type(), index);
+  auto op = LLVM::InlineAsmOp::create(
+      b, b.getI64Type(), ValueRange{i64}, b.getStringAttr("mov.b64 $0, $1;"),
+      b.getStringAttr("=l,l"), /*has_side_effects=*/UnitAttr(),
+      /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+      /*asm_dialect=*/LLVM::AsmDialectAttr(), /*operand_attrs=*/ArrayAttr());
+  return arith::IndexCastOp::create(b, b.getIndexType(), op.getRes());
+}
+
 SmallVector<Value> mlir::attn::detail::wgmmaFence(ImplicitLocOpBuilder &b,
                                                   ValueRange values) {
   return orderedThrough(b, "wgmma.fence.sync.aligned;", values);

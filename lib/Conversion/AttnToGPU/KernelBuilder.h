@@ -159,6 +159,11 @@ struct WgmmaOperandB {
   mlir::Value descriptor;
   bool nMajor;
 };
+/// `index` unchanged, through a PTX `mov` that LLVM cannot see into: a
+/// chain of runtime-strided addresses stays a chain (one add each) instead
+/// of becoming loop-strength-reduced induction variables, one live register
+/// pair per address.
+mlir::Value opaqueIndex(mlir::ImplicitLocOpBuilder &b, mlir::Value index);
 /// `wgmma.fence.sync.aligned`; returns `values` (accumulators and A
 /// registers written since the last wgmma), ordered after it.
 llvm::SmallVector<mlir::Value> wgmmaFence(mlir::ImplicitLocOpBuilder &b,

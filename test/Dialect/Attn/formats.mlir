@@ -25,6 +25,13 @@ func.func private @ragged() attributes {format = #attn.bsr<block_rows = 512, blo
 
 // -----
 
+// Ragged K/V rows at strides given at launch (a fused QKV projection's slices).
+// CHECK-LABEL: func.func private @strided
+// CHECK-SAME: #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged, strided = true>
+func.func private @strided() attributes {format = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged, strided = true>}
+
+// -----
+
 // CHECK-LABEL: func.func private @cascade
 // CHECK-SAME: #attn.composed<[#attn.bsr<block_rows = 64, block_cols = 16>, #attn.bsr<block_cols = 16>]>
 func.func private @cascade() attributes {format = #attn.composed<[#attn.bsr<block_rows = 64, block_cols = 16>, #attn.bsr<block_rows = 1, block_cols = 16>]>}

@@ -25,6 +25,11 @@ func.func private @f() attributes {f = #attn.bsr<block_cols = 16, indexing = rag
 
 // -----
 
+// expected-error @+1 {{strided = true is for ragged formats: a paged cache's pages are found by a page stride at launch and are dense inside}}
+func.func private @f() attributes {f = #attn.bsr<block_cols = 16, strided = true>}
+
+// -----
+
 // expected-error @+1 {{a composed format needs at least two views, got 1}}
 func.func private @f() attributes {f = #attn.composed<[#attn.bsr<block_cols = 16>]>}
 

@@ -123,3 +123,21 @@ func.func @sinks(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16>, %i: ten
       : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16> -> tensor<?x32x128xbf16>, tensor<?x32xf32>
   return %o, %lse : tensor<?x32x128xbf16>, tensor<?x32xf32>
 }
+
+// -----
+
+// Strided ragged K/V (strided = true): the kernels are named `strided`, take
+// the token and head strides after kv_indptr, and hand them to the K/V
+// pipeline as rows(stride ...); a dense ragged kernel takes neither.
+// CHECK-LABEL: func.func @strided
+// CHECK: gpu.func @attn_prefill_bf16_d128_h32x8_ragged_strided_q128_
+// CHECK-SAME: {attn.name = "kv_indptr"}, %[[TS:arg[0-9]+]]: i64 {attn.name = "kv_token_stride"}, %[[HS:arg[0-9]+]]: i64 {attn.name = "kv_head_stride"}
+// CHECK: attn.tile.kv_prologue {{.*}} rows(stride %[[TS]], %[[HS]])
+// CHECK: attn.tile.kv_next {{.*}} rows(stride %[[TS]], %[[HS]])
+// CHECK-NOT: kv_token_stride
+func.func @strided(%q: tensor<?x32x128xbf16>, %k: tensor<?x8x128xbf16>, %i: tensor<?xi32>) -> (tensor<?x32x128xbf16>, tensor<?x32xf32>) {
+  %o, %lse = attn.attention %q, %k, %k format(#attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged, strided = true>)
+      indices(%i, %i : tensor<?xi32>, tensor<?xi32>)
+      : tensor<?x32x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x32x128xbf16>, tensor<?x32xf32>
+  return %o, %lse : tensor<?x32x128xbf16>, tensor<?x32xf32>
+}

@@ -214,3 +214,19 @@ func.func @f(%n: i32, %k: memref<?xbf16>, %c: memref<?xf16>, %i: memref<?xi32>, 
   attn.tile.append_kv %n, %n, %n, %n tokens(%k, %k : memref<?xbf16>, memref<?xbf16>) stride(%st, %st) at(%i, %i, %i, %i : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) into(%c, %c : memref<?xf16>, memref<?xf16>) stride(%st, %st, %st) dropped %i : memref<?xi32>
   return
 }
+
+// -----
+
+func.func @f(%r: !attn.kv_range<64>, %item: !attn.item, %k: memref<?xbf16>) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 128, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 64, kv = 64, warps = 4>, format = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged, strided = true>>} {
+  // expected-error @+1 {{a strided format addresses each key's row by its strides: rows(stride token, head) is required}}
+  %p = attn.tile.kv_prologue %r, %item, %k, %k : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<64> -> !attn.kv_pipe<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%r: !attn.kv_range<64>, %item: !attn.item, %k: memref<?xbf16>, %s: i64) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 128, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 64, kv = 64, warps = 4>, format = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged>>} {
+  // expected-error @+1 {{only a strided format (strided = true) takes rows(stride ...): dense rows have constant strides}}
+  %p = attn.tile.kv_prologue %r, %item, %k, %k rows(stride %s, %s) : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<64> -> !attn.kv_pipe<64x128xbf16>
+  return
+}

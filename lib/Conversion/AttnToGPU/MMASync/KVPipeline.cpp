@@ -64,9 +64,11 @@ namespace {
 
 /// The K/V operands of a pipeline op, unpacked: paged formats also carry
 /// the elements between pages (index), the cache's page count and the word
-/// a bad page index raises.
+/// a bad page index raises; strided ragged ones the elements between two
+/// keys' rows and between two heads' (index; null for dense rows).
 struct Caches {
   Value k, v, kvIndices, pageStride, numPages, indexError;
+  Value tokenStride, headStride;
 };
 
 /// Where copy `i` of this thread lands in a tile: its row (key within the
@@ -258,9 +260,25 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
   // The producer's copy i is rowStep rows below copy i - 1 (getCopySlot).
   const bool rowsStride =
       ctx.specialized && ctx.copyThreads() % ctx.chunks() == 0;
-  Value inPage, row0;
+  Value inPage, row0, stridedHead, stridedNext, stridedStep;
   if (rowsStride)
     row0 = kb.toI32(getCopySlot(kb, ctx, tc, 0).row);
+  if (caches.tokenStride) {
+    // Strided ragged rows: key t of head h at t x tokenStride + h x
+    // headStride. The producer's copy i is rowStep keys below copy i - 1,
+    // so its address is the last one's plus a step, one add a copy (dense
+    // rows fold each copy's constant offset into its instruction instead).
+    stridedHead = kb.mul(item.kvHead, caches.headStride);
+    if (rowsStride) {
+      CopySlot first = getCopySlot(kb, ctx, tc, 0);
+      stridedNext =
+          kb.add(kb.add(kb.mul(kb.add(item.kvBase, kb.add(start, first.row)),
+                               caches.tokenStride),
+                        stridedHead),
+                 kb.mul(first.chunk, 8));
+      stridedStep = kb.mul(caches.tokenStride, kb.idx(rowStep));
+    }
+  }
   if (pagesPerTile) {
     CopySlot first = getCopySlot(kb, ctx, tc, 0);
     Value headRow = ctx.nhd ? kb.add(kb.mul(first.row, Hkv), item.kvHead)
@@ -285,7 +303,21 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
       valid = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
                                     kb.toI32(slot.row), keysLeft);
     Value src;
-    if (pagesPerTile) {
+    if (caches.tokenStride && rowsStride) {
+      // Each address passes an opaque mov: seen through, LLVM made every
+      // copy's address an induction variable of its own and the producer's
+      // 40 registers spilled 472 bytes (P1's kernel).
+      src = mlir::attn::detail::opaqueIndex(b, stridedNext);
+      stridedNext = kb.add(src, stridedStep);
+    } else if (caches.tokenStride) {
+      Value token = pos;
+      if (ctx.splitKeys)
+        token = kb.maxs(kb.mins(pos, kb.sub(item.kvLen, kb.idx(1))), zero);
+      src = kb.add(
+          kb.add(kb.mul(kb.add(item.kvBase, token), caches.tokenStride),
+                 stridedHead),
+          kb.mul(slot.chunk, 8));
+    } else if (pagesPerTile) {
       // Page indices are checked non-negative: zero-extended, the multiply
       // by the page stride needs no high word of the index.
       const int64_t rowInPage = (i * rowStep) % ctx.PS;
@@ -341,12 +373,15 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
 
 Caches getCaches(KernelBuilder &kb, ValueRange k, ValueRange v,
                  ValueRange kvIndices, ValueRange pageStride,
+                 ValueRange tokenStride, ValueRange headStride,
                  ValueRange numPages, ValueRange indexError) {
   auto first = [](ValueRange r) { return r.empty() ? Value() : r.front(); };
-  Value stride = first(pageStride);
-  return {k.front(),        v.front(),
-          first(kvIndices), stride ? kb.toIndex(stride) : Value(),
-          first(numPages),  first(indexError)};
+  auto index = [&](ValueRange r) {
+    return r.empty() ? Value() : kb.toIndex(r.front());
+  };
+  return {k.front(),          v.front(),         first(kvIndices),
+          index(pageStride),  first(numPages),   first(indexError),
+          index(tokenStride), index(headStride)};
 }
 
 //===----------------------------------------------------------------------===//
@@ -504,6 +539,7 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
     RangeValues range = RangeValues::unflatten(adaptor.getRange());
     Caches caches = getCaches(kb, adaptor.getKeyCache(), adaptor.getValueCache(),
                               adaptor.getKvIndices(), adaptor.getPageStride(),
+                              adaptor.getTokenStride(), adaptor.getHeadStride(),
                               adaptor.getNumPages(), adaptor.getIndexError());
     if (ctx.specialized && !isProducerOp(op)) {
       // Consumers copy nothing; their pipe carries no page indices.
@@ -549,6 +585,7 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
     PipeValues pipe = PipeValues::unflatten(adaptor.getPipe());
     Caches caches = getCaches(kb, adaptor.getKeyCache(), adaptor.getValueCache(),
                               adaptor.getKvIndices(), adaptor.getPageStride(),
+                              adaptor.getTokenStride(), adaptor.getHeadStride(),
                               adaptor.getNumPages(), adaptor.getIndexError());
     const RangeValues &range = pipe.range;
     Value j = adaptor.getIteration().front();

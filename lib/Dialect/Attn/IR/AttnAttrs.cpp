@@ -70,7 +70,8 @@ static constexpr int64_t kMaxBlockCols = 1 << 16;
 
 LogicalResult BsrAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                               int64_t blockRows, int64_t blockCols,
-                              KVLayout layout, KVIndexing indexing) {
+                              KVLayout layout, KVIndexing indexing,
+                              bool strided) {
   if (!ShapedType::isDynamic(blockRows) && blockRows < 1)
     return emitError() << "block_rows must be at least 1 (or ? when it "
                           "varies), got "
@@ -82,6 +83,10 @@ LogicalResult BsrAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a ragged format indexes tokens: block_cols must be "
                           "1, got "
                        << blockCols;
+  if (strided && indexing != KVIndexing::ragged)
+    return emitError() << "strided = true is for ragged formats: a paged "
+                          "cache's pages are found by a page stride at "
+                          "launch and are dense inside";
   return success();
 }
 

@@ -230,10 +230,11 @@ static LogicalResult checkKVType(Operation *op, StringRef what, int64_t keys,
 }
 
 /// A paged format gathers through kv_indices at a page stride and checks
-/// every index it reads against the cache's page count (bounds); a ragged
-/// one has neither.
+/// every index it reads against the cache's page count (bounds); a strided
+/// ragged one addresses each key's row by its token and head strides.
 static LogicalResult verifyPages(Operation *op, LaunchAttr launch,
                                  Value kvIndices, Value pageStride,
+                                 Value tokenStride, Value headStride,
                                  Value numPages, Value indexError) {
   const bool paged = launch.getFormat().isPaged();
   if (paged != bool(kvIndices) || bool(kvIndices) != bool(pageStride))
@@ -246,6 +247,13 @@ static LogicalResult verifyPages(Operation *op, LaunchAttr launch,
            << (paged ? "a paged format checks its page indices: "
                        "bounds(num_pages, index_error) is required"
                      : "a ragged format has no page bounds");
+  const bool strided = launch.getFormat().getStrided();
+  if (strided != bool(tokenStride) || bool(tokenStride) != bool(headStride))
+    return op->emitOpError()
+           << (strided ? "a strided format addresses each key's row by its "
+                         "strides: rows(stride token, head) is required"
+                       : "only a strided format (strided = true) takes "
+                         "rows(stride ...): dense rows have constant strides");
   return success();
 }
 
@@ -254,7 +262,8 @@ LogicalResult TileKVPrologueOp::verify() {
   if (failed(launch))
     return failure();
   if (failed(verifyPages(*this, *launch, getKvIndices(), getPageStride(),
-                         getNumPages(), getIndexError())))
+                         getTokenStride(), getHeadStride(), getNumPages(),
+                         getIndexError())))
     return failure();
   KVPipeType pipe = getPipe().getType();
   return checkKVType(*this, "the pipeline's tile", pipe.getKeys(),
@@ -268,7 +277,8 @@ LogicalResult TileKVNextOp::verify() {
   if (getPipe().getType() != getNext().getType())
     return emitOpError() << "the pipeline keeps its type";
   if (failed(verifyPages(*this, *launch, getKvIndices(), getPageStride(),
-                         getNumPages(), getIndexError())))
+                         getTokenStride(), getHeadStride(), getNumPages(),
+                         getIndexError())))
     return failure();
   KVTileType tile = getTile().getType();
   if (failed(checkKVType(*this, "the K/V tile", tile.getKeys(), tile.getDim(),

@@ -53,7 +53,7 @@ MemRefType mlir::attn::getKernelBufferType(Type elementType) {
 
 SmallVector<KernelArgument>
 mlir::attn::getAttentionKernelArguments(Type dtype, bool paged,
-                                        bool customMask,
+                                        bool stridedKV, bool customMask,
                                         ArrayRef<VariantParamArg> params) {
   MLIRContext *ctx = dtype.getContext();
   Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
@@ -77,6 +77,12 @@ mlir::attn::getAttentionKernelArguments(Type dtype, bool paged,
     // bad one sets index_error[0] instead of faulting (AttnTileOps.td).
     args.push_back({"num_pages", i32, {}});
     args.push_back({"index_error", buf(i32), {}});
+  } else if (stridedKV) {
+    // Where key t's row of KV head h starts: t * kv_token_stride + h *
+    // kv_head_stride elements into k_cache/v_cache, so NHD, HND and slices
+    // of a fused QKV tensor are read in place (AttnTileOps.td).
+    args.push_back({"kv_token_stride", IntegerType::get(ctx, 64), {}});
+    args.push_back({"kv_head_stride", IntegerType::get(ctx, 64), {}});
   }
   if (customMask) {
     args.push_back({"custom_mask", buf(i8), {}});

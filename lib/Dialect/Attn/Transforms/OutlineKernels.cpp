@@ -103,10 +103,13 @@ FailureOr<AttentionInfo> getAttentionInfo(AttentionOp op) {
 
 std::string dtypeName(Type t) { return t.isBF16() ? "bf16" : "f16"; }
 
-/// `p<page size>` or `ragged`, and the layout in lower case.
+/// `p<page size>` or `ragged`, and the layout in lower case (`strided`
+/// for ragged rows at strides given at launch).
 std::string formatWords(const AttentionInfo &info) {
   std::string kv = info.paged() ? llvm::formatv("p{0}", info.pageSize()).str()
                                 : std::string("ragged");
+  if (info.view.getStrided())
+    return kv + "_strided";
   return kv + "_" + stringifyKVLayout(info.view.getLayout()).lower();
 }
 
@@ -206,6 +209,9 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   Value kvLastLen = info.paged() ? arg("kv_last_len") : Value();
   Value numPages = info.paged() ? arg("num_pages") : Value();
   Value indexError = info.paged() ? arg("index_error") : Value();
+  const bool strided = info.view.getStrided();
+  Value tokenStride = strided ? arg("kv_token_stride") : Value();
+  Value headStride = strided ? arg("kv_head_stride") : Value();
 
   const int64_t rows = tile.getQ(), D = info.headDim;
   const int64_t keys = tile.getKeysPerStep();
@@ -251,8 +257,8 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
   Value pipe = TileKVPrologueOp::create(b, loc, pipeType, range, item,
                                         arg("k_cache"), arg("v_cache"),
-                                        kvIndices, pageStride, numPages,
-                                        indexError);
+                                        kvIndices, pageStride, tokenStride,
+                                        headStride, numPages, indexError);
   auto query = TileLoadQueryOp::create(b, loc, queryType, item, arg("q"));
   hooks.fill(b, loc, query.getTransform(), HookKind::query_transform);
   Value mask = info.customMask ? arg("custom_mask") : Value();
@@ -262,7 +268,8 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   auto nextTile = [&](Value inFlight, Value j) {
     auto next = TileKVNextOp::create(b, loc, kvType, pipeType, inFlight, j, item,
                                      arg("k_cache"), arg("v_cache"), kvIndices,
-                                     pageStride, numPages, indexError);
+                                     pageStride, tokenStride, headStride,
+                                     numPages, indexError);
     hooks.fill(b, loc, next.getKeyTransform(), HookKind::key_transform);
     return next;
   };
@@ -487,6 +494,7 @@ struct AttnOutlineKernelsPass
         gpu::GPUFuncOp func = createKernel(
             b, op.getLoc(), gm, name,
             getAttentionKernelArguments(info->dtype, info->paged(),
+                                        info->view.getStrided(),
                                         info->customMask, info->params),
             launch);
         buildAttentionBody(b, func, *info, tile, isKVLoopPipelined(tile, mma));

@@ -93,19 +93,28 @@ def Attn_BsrAttr : Attn_Attr<"Bsr", "bsr"> {
     dim]` (`[token, head, dim]` when ragged), `HND` is `[page, head, token,
     dim]` (`[head, token, dim]` when ragged).
 
+    `strided = true` (ragged only): the K/V rows lie at a token stride and a
+    head stride given at launch rather than densely in `layout`, so a slice
+    of a fused QKV projection, an HND tensor or any view whose `dim` axis is
+    dense is read in place. Dense rows (the default) let the kernels fold
+    each copy's offset into its instruction; strided ones cost an add a copy.
+
     Example: Llama-3 decode over 16-token pages.
 
     ```mlir
     #paged = #attn.bsr<block_rows = 1, block_cols = 16, layout = NHD>
     #tree = #attn.bsr<block_rows = 8, block_cols = 1>
     #ragged = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged>
+    #fused_qkv = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged,
+                           strided = true>
     ```
   }];
   let parameters = (ins
     Attn_BlockRowsParameter:$block_rows,
     "int64_t":$block_cols,
     Attn_DefaultEnumParameter<Attn_KVLayout, "::mlir::attn::KVLayout::NHD">:$layout,
-    Attn_DefaultEnumParameter<Attn_KVIndexing, "::mlir::attn::KVIndexing::paged">:$indexing
+    Attn_DefaultEnumParameter<Attn_KVIndexing, "::mlir::attn::KVIndexing::paged">:$indexing,
+    DefaultValuedParameter<"bool", "false">:$strided
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -178,6 +178,15 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     page's K and V (`%v` then starts one page in), or whatever a strided
     view of a larger buffer has.
 
+    Strided ragged formats (`strided = true`) name where each key's row
+    lies, `rows(stride %token_stride, %head_stride)` (both i64, in
+    elements): key `t`'s row of KV head `h` starts at element `t *
+    token_stride + h * head_stride` of `%k` and of `%v`, its `dim` elements
+    dense. `heads * dim, dim` for a dense NHD tensor; `dim, tokens * dim`
+    for HND; a slice of a fused QKV projection has a larger token stride.
+    Dense ragged formats take no strides: their rows are where `layout`
+    puts them.
+
     Paged formats also take `bounds(%num_pages, %index_error)`: a page
     index outside `[0, num_pages)` (the caller's page table is wrong) is
     never dereferenced. Page 0 is read in its place and a nonzero word is
@@ -190,6 +199,14 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
         bounds(%num_pages, %index_error : memref<...>)
         : memref<...>, memref<...>, !attn.kv_range<16> -> !attn.kv_pipe<16x128xbf16>
     ```
+
+    Strided ragged:
+
+    ```mlir
+    %pipe = attn.tile.kv_prologue %range, %item, %k, %v
+        rows(stride %token_stride, %head_stride)
+        : memref<...>, memref<...>, !attn.kv_range<128> -> !attn.kv_pipe<128x128xbf16>
+    ```
   }];
   let arguments = (ins
     Attn_KVRangeType:$range,
@@ -198,6 +215,8 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     Attn_Buffer:$value_cache,
     Optional<Attn_I32Buffer>:$kv_indices,
     Optional<I64>:$page_stride,
+    Optional<I64>:$token_stride,
+    Optional<I64>:$head_stride,
     Optional<I32>:$num_pages,
     Optional<Attn_I32Buffer>:$index_error
   );
@@ -205,6 +224,7 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
   let assemblyFormat = [{
     $range `,` $item `,` $key_cache `,` $value_cache
     (`pages` `(` $kv_indices^ `:` type($kv_indices) `,` `stride` $page_stride `)`)?
+    (`rows` `(` `stride` $token_stride^ `,` $head_stride `)`)?
     (`bounds` `(` $num_pages^ `,` $index_error `:` type($index_error) `)`)?
     attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($range))
     `->` qualified(type($pipe))
@@ -220,7 +240,8 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
     once it has landed (with the `key_transform` region, the composition of
     the variants' key transforms, applied to its keys at their positions),
     and refills the pipeline. Paged formats find and check their pages as
-    `kv_prologue` does (`pages`, `bounds`).
+    `kv_prologue` does (`pages`, `bounds`), strided ragged ones address
+    their rows alike (`rows`).
 
     ```mlir
     %kv, %next = attn.tile.kv_next %pipe, %j, %item, %k, %v
@@ -237,6 +258,8 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
     Attn_Buffer:$value_cache,
     Optional<Attn_I32Buffer>:$kv_indices,
     Optional<I64>:$page_stride,
+    Optional<I64>:$token_stride,
+    Optional<I64>:$head_stride,
     Optional<I32>:$num_pages,
     Optional<Attn_I32Buffer>:$index_error
   );
@@ -245,6 +268,7 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
   let assemblyFormat = [{
     $pipe `,` $iteration `,` $item `,` $key_cache `,` $value_cache
     (`pages` `(` $kv_indices^ `:` type($kv_indices) `,` `stride` $page_stride `)`)?
+    (`rows` `(` `stride` $token_stride^ `,` $head_stride `)`)?
     (`bounds` `(` $num_pages^ `,` $index_error `:` type($index_error) `)`)?
     attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($pipe))
     `->` qualified(type($tile)) (`key_transform` $key_transform^)?

@@ -65,10 +65,12 @@ MemRefType getKernelBufferType(Type elementType);
 
 /// The arguments of an attention kernel: the plan's work list and partial
 /// slots, then q, k_cache, v_cache, o, lse, qo_indptr, kv_indptr,
-/// [kv_indices, page_stride, kv_last_len, num_pages, index_error (paged)],
+/// [kv_indices, page_stride, kv_last_len, num_pages, index_error (paged) |
+/// kv_token_stride, kv_head_stride (ragged, strided = true)],
 /// [custom_mask, mask_indptr], sm_scale and the variants' parameters.
 SmallVector<KernelArgument>
-getAttentionKernelArguments(Type dtype, bool paged, bool customMask,
+getAttentionKernelArguments(Type dtype, bool paged, bool stridedKV,
+                            bool customMask,
                             ArrayRef<VariantParamArg> params);
 
 /// The arguments of a merge kernel: plan, merge_indptr, merge_units,
