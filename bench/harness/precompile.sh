@@ -35,6 +35,8 @@ pc --heads 32/8 --head-dim 128 --kinds ragged --custom-mask                    #
 for d in 80 96; do pc --heads 32/8 --head-dim $d --kinds decode,prefill,ragged; done  # general head dims
 pc --heads 32/8 --head-dim 128 --kinds decode,prefill --page-size 3,48,544     # general page sizes
 pc --heads 32/8 --head-dim 128 --kinds decode --layout HND                     # strided views (HND)
+pc --heads 32/8 --head-dim 128 --kinds ragged --strided-kv                     # fused-QKV / HND ragged K/V
+pc --heads 32/8 --head-dim 128 --kinds ragged --strided-kv --non-causal
 pc --heads 32/8 --head-dim 128 --kinds prefill --page-size 1                   # SGLang's 3-D buffers
 pc --heads 8/4 --head-dim 128 --kinds prefill --page-size 1,16 --dtype f16,bf16 --window-left 33  # paged window
 pc --heads 8/4 --head-dim 128 --kinds prefill --page-size 64,128 --dtype f16 --window-left 33
