@@ -116,6 +116,15 @@ def Attn_BsrAttr : Attn_Attr<"Bsr", "bsr"> {
     Attn_DefaultEnumParameter<Attn_KVIndexing, "::mlir::attn::KVIndexing::paged">:$indexing,
     DefaultValuedParameter<"bool", "false">:$strided
   );
+  // The format before `strided` existed: dense rows (callers built against it keep working).
+  let builders = [
+    AttrBuilder<(ins "int64_t":$block_rows, "int64_t":$block_cols,
+                     "::mlir::attn::KVLayout":$layout,
+                     "::mlir::attn::KVIndexing":$indexing), [{
+      return $_get($_ctxt, block_rows, block_cols, layout, indexing,
+                   /*strided=*/false);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
