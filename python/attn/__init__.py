@@ -23,7 +23,8 @@ from .decode import (BatchDecodeMlaWithPagedKVCacheWrapper, BatchDecodeWithPaged
 from .errors import AttnError, CompileError, KernelNotFoundError, PageIndexError
 from .mask import packbits, segment_packbits
 from .mla import BatchMLAPagedAttentionWrapper
-from .page import append_paged_kv_cache, get_batch_indices_positions, get_seq_lens
+from .page import (append_paged_kv_cache, get_batch_indices_positions, get_seq_lens,
+                   nvfp4_quantize_append_paged_kv_cache, nvfp4_quantize_append_paged_kv_cache_with_slot_mapping)
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
                       single_prefill_with_kv_cache, single_prefill_with_kv_cache_return_lse)
 from .utils import get_workspace_size, next_positive_power_of_2
@@ -47,4 +48,5 @@ __all__ = [
     "Variant", "AttentionSpec", "KernelCache", "default_cache", "default_cache_dir",
     "AttnError", "CompileError", "KernelNotFoundError", "PageIndexError", "has_compiler", "has_native",
     "packbits", "segment_packbits", "get_workspace_size",
+    "nvfp4_quantize_append_paged_kv_cache", "nvfp4_quantize_append_paged_kv_cache_with_slot_mapping",
 ]

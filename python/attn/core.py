@@ -18,6 +18,7 @@ import json
 import math
 import numbers
 import os
+import sys
 import threading
 
 from . import _native, ops
@@ -556,6 +557,23 @@ def _in_helper_thread(fn):
     return result["value"]
 
 
+def _graph_trees_on(device):
+    """Whether torch.compile's CUDA-graph trees (``mode="reduce-overhead"``)
+    run on ``device`` in this process. Their warm-up routes every allocation
+    of the calling thread to the graph pool, even inside a user's own custom
+    op that calls attn eagerly; a plan's buffers outlive the call, so while
+    the trees are on, plans are made on a helper thread."""
+    trees = sys.modules.get("torch._inductor.cudagraph_trees")
+    if trees is None:
+        return False
+    try:
+        torch = torch_module()
+        index = device.index if getattr(device, "index", None) is not None else torch.cuda.current_device()
+        return trees.get_manager(index, create_if_none_exists=False) is not None
+    except Exception:  # a torch whose private layout differs: plan in this thread, as before
+        return False
+
+
 class SinglePlans:
     """The planned wrappers of a single-request function (``single_decode_with_kv_cache``,
     ``single_prefill_with_kv_cache``), one per call key (device, shapes, dtype,
@@ -634,7 +652,7 @@ class SinglePlans:
                     w.reset_workspace_buffer(buf)
                 plan(w)
                 return w
-        w = _in_helper_thread(build) if pin else build()
+        w = _in_helper_thread(build) if pin or _graph_trees_on(device) else build()
         if key is None:
             self.scratch[device_key] = w
         elif pin:
@@ -1167,8 +1185,9 @@ def split_paged_kv_cache(paged_kv_cache, kv_layout, page_size, num_kv_heads, hea
             raise ValueError(f"attn: k_cache {list(k.shape)} and v_cache {list(v.shape)} differ in shape")
         known = {s for s in strides if s is not None}
         if len(known) > 1:
-            raise ValueError(f"attn: k_cache pages are {strides[0]} elements apart but v_cache pages "
-                             f"{strides[1]}: K and V share one page table, so they need one page stride")
+            raise ValueError(f"attn: k_cache and v_cache must have identical strides: k_cache pages are "
+                             f"{strides[0]} elements apart but v_cache pages {strides[1]} (K and V share one "
+                             "page table, so they need one page stride)")
         return k, v, known.pop() if known else page_elems, None
     t = paged_kv_cache
     dims = len(t.shape) if hasattr(t, "shape") else None

@@ -74,6 +74,8 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                  paged_kv_last_page_len_buffer=None, backend="auto", jit_args=None):
         reject_unsupported("BatchDecodeWithPagedKVCacheWrapper", jit_args=jit_args)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph)
+        # Kept for engines that read it back; attn's decode kernel is one kernel whatever it says.
+        self.use_tensor_cores = bool(use_tensor_cores)
         self._fixed = {}
         if use_cuda_graph:
             bufs = {"kv_indptr": paged_kv_indptr_buffer, "kv_indices": paged_kv_indices_buffer,
@@ -340,11 +342,14 @@ def fast_decode_plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_
     """
     q = q_data_type if q_data_type is not None else (data_type if data_type is not None else "float16")
     kv = kv_data_type if kv_data_type is not None else (data_type if data_type is not None else q)
-    self.plan(global_override_indptr_cpu if global_override_indptr_cpu is not None else indptr, indices,
-              last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size, pos_encoding_mode=pos_encoding_mode,
-              window_left=window_left, logits_soft_cap=logits_soft_cap, q_data_type=q, kv_data_type=kv,
-              sm_scale=sm_scale, rope_scale=rope_scale, rope_theta=rope_theta, non_blocking=non_blocking,
-              fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv, q_len_per_req=q_len_per_req)
+    # The class's plan, not self.plan: FlashInfer's tests and SGLang install this
+    # function as the instance's plan/begin_forward.
+    type(self).plan(self, global_override_indptr_cpu if global_override_indptr_cpu is not None else indptr, indices,
+                    last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+                    pos_encoding_mode=pos_encoding_mode, window_left=window_left, logits_soft_cap=logits_soft_cap,
+                    q_data_type=q, kv_data_type=kv, sm_scale=sm_scale, rope_scale=rope_scale,
+                    rope_theta=rope_theta, non_blocking=non_blocking, fixed_split_size=fixed_split_size,
+                    disable_split_kv=disable_split_kv, q_len_per_req=q_len_per_req)
 
 
 trtllm_batch_decode_with_kv_cache = not_implemented(

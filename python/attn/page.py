@@ -1,6 +1,7 @@
 """Writing new tokens into a paged KV cache (FlashInfer's ``flashinfer.page``)."""
 
 from .core import check_kv_layout, check_tensor, torch_module
+from .errors import not_implemented
 from .rows import append_into, dropped_counter
 
 
@@ -103,3 +104,10 @@ def dropped_append_rows(device="cuda", reset=True):
     if reset:
         counter.zero_()
     return n
+
+
+_NO_FP4 = ("attn's KV cache is bf16 or f16 (no NVFP4 pages): keep the cache in the model's dtype and write it "
+           "with append_paged_kv_cache")
+nvfp4_quantize_append_paged_kv_cache = not_implemented("nvfp4_quantize_append_paged_kv_cache", _NO_FP4)
+nvfp4_quantize_append_paged_kv_cache_with_slot_mapping = not_implemented(
+    "nvfp4_quantize_append_paged_kv_cache_with_slot_mapping", _NO_FP4)

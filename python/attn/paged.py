@@ -165,11 +165,14 @@ class PagedWrapperBase(core.WrapperBase):
         p = self._check_planned()
         core.check_run_sinks(p, sinks)
         s = p.spec
-        rows = ("nnz_qo", None if self._use_cuda_graph else p.total_q)
+        per_req = getattr(p, "q_len_per_req", 1)
+        # Multi-token decode: name the rows as the plan made them, so a wrong q_len_per_req reads as one.
+        label = "nnz_qo" if per_req == 1 else f"batch {p.total_q // per_req} * q_len_per_req {per_req}"
+        rows = (label, None if self._use_cuda_graph else p.total_q)
         check_tensor("q", q, dtype=p.dtype, shape=(rows, ("num_qo_heads", s.num_qo_heads),
                                                    ("head_dim", s.head_dim)), device=self._device, contiguous=False)
         if self._use_cuda_graph and not (p.total_q <= q.shape[0] <= p.config["max_total_q_rows"]):
-            raise ValueError(f"attn: q has {q.shape[0]} rows; the plan has {p.total_q} and the graph "
+            raise ValueError(f"attn: q has {q.shape[0]} rows; the plan has {p.total_q} ({label}) and the graph "
                              f"maximum is {p.config['max_total_q_rows']}")
         k, v, page_stride, v_offset = core.split_paged_kv_cache(paged_kv_cache, self._kv_layout, p.page_size,
                                                                 s.num_kv_heads, s.head_dim, p.dtype, self._device)

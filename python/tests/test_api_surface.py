@@ -184,7 +184,7 @@ def test_fast_decode_plan_signature_and_semantics(monkeypatch):
     assert attn.fast_decode_plan is attn.decode.fast_decode_plan
     w = Decode(workspace())
     calls = []
-    monkeypatch.setattr(w, "plan", lambda *a, **k: calls.append((a, k)))
+    monkeypatch.setattr(Decode, "plan", lambda self, *a, **k: calls.append((a, k)))
     host, dev = [0, 3], FakeTensor((2,))
     # SGLang installs it as the wrapper's begin_forward.
     w.begin_forward = functools.partial(attn.fast_decode_plan, w)
@@ -197,6 +197,26 @@ def test_fast_decode_plan_signature_and_semantics(monkeypatch):
     calls.clear()
     attn.fast_decode_plan(w, dev, FakeTensor((3,)), [5], 32, 8, 128, 16)
     assert calls[0][0][0] is dev and calls[0][1]["q_data_type"] == "float16"
+    # FlashInfer's tests install it as the instance's plan: it calls the class's plan, not itself.
+    calls.clear()
+    w.plan = functools.partial(attn.fast_decode_plan, w)
+    w.plan(dev, FakeTensor((3,)), [5], 32, 8, 128, 16)
+    assert len(calls) == 1 and calls[0][0][0] is dev
+
+
+def test_multi_token_decode_names_q_len_per_req_in_a_q_shape_error():
+    w = Decode(workspace())
+    p = core.PlannedRun()
+    p.spec = types.SimpleNamespace(num_qo_heads=8, head_dim=128)
+    p.total_q, p.q_len_per_req, p.dtype, p.sinks = 8, 2, "bf16", None
+    w._planned = p
+    with pytest.raises(ValueError, match=r"q: expected shape \[batch 4 \* q_len_per_req 2=8, .*got \[12, 8, 128\]"):
+        w._run_paged(FakeTensor((12, 8, 128), "torch.bfloat16"), FakeTensor(), out=None, lse=None, return_lse=False)
+
+
+def test_decode_wrapper_keeps_use_tensor_cores():
+    assert Decode(workspace()).use_tensor_cores is False
+    assert Decode(workspace(), "NHD", use_tensor_cores=True).use_tensor_cores is True
 
 
 def test_aliases():
@@ -227,7 +247,8 @@ ENGINE_IMPORTS = {
     "attn.cascade": ["MultiLevelCascadeAttentionWrapper", "merge_state", "merge_state_in_place", "merge_states",
                      "BatchDecodeWithSharedPrefixPagedKVCacheWrapper",
                      "BatchPrefillWithSharedPrefixPagedKVCacheWrapper"],
-    "attn.page": ["append_paged_kv_cache", "get_batch_indices_positions", "get_seq_lens"],
+    "attn.page": ["append_paged_kv_cache", "get_batch_indices_positions", "get_seq_lens",
+                  "nvfp4_quantize_append_paged_kv_cache", "nvfp4_quantize_append_paged_kv_cache_with_slot_mapping"],
     "attn.utils": ["FP4Tensor", "PosEncodingMode", "MaskMode", "TensorLayout", "_get_range_buf", "_get_cache_buf",
                    "get_compute_capability", "is_float8", "canonicalize_torch_dtype", "ceil_div", "round_up",
                    "next_positive_power_of_2"],
@@ -359,7 +380,9 @@ def test_constructors_reject_jit_kernels(cls, kw):
                                    attn.prefill.trtllm_batch_context_with_kv_cache,
                                    attn.mla.trtllm_batch_decode_with_kv_cache_mla,
                                    attn.BatchMLAPagedAttentionWrapper, attn.BatchDecodeMlaWithPagedKVCacheWrapper,
-                                   attn.utils.FP4Tensor], ids=lambda e: e.__name__)
+                                   attn.utils.FP4Tensor, attn.page.nvfp4_quantize_append_paged_kv_cache,
+                                   attn.nvfp4_quantize_append_paged_kv_cache_with_slot_mapping],
+                         ids=lambda e: e.__name__)
 def test_missing_entry_points_raise_naming_themselves(entry):
     with pytest.raises(NotImplementedError, match=f"attn: {entry.__name__} .*not implemented; .*\\w"):
         entry(FakeTensor(), kv_cache=FakeTensor(), workspace_buffer=workspace())

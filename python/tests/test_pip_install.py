@@ -30,7 +30,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-BUILD_DIR = os.environ.get("ATTN_BUILD_DIR", os.path.join(REPO, "build"))
+BUILD_DIR = os.path.abspath(os.environ.get("ATTN_BUILD_DIR", os.path.join(REPO, "build")))  # the venv is made from another cwd
 RUNTIME_ONLY = "--config-settings=cmake.define.ATTN_ENABLE_COMPILER=OFF"
 TIMEOUT = 1800
 

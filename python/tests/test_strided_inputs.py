@@ -76,7 +76,8 @@ def test_any_page_stride_is_read_in_place():
 def test_k_and_v_with_different_page_strides_raise():
     P = 16 * H * D
     combined = core.row_major((10, 2, 16, H, D))
-    with pytest.raises(ValueError, match=f"k_cache pages are {2 * P} elements apart but v_cache pages {P}"):
+    with pytest.raises(ValueError, match=f"k_cache and v_cache must have identical strides: k_cache pages are {2 * P} elements "
+                       f"apart but v_cache pages {P}"):
         split((Strided((10, 16, H, D), (combined[0],) + combined[2:]), Strided((10, 16, H, D))))
 
 

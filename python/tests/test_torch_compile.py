@@ -10,8 +10,9 @@ runs the graph on meta tensors, so no kernel runs. The single-call plan cache
 
 GPU (marked ``gpu``): compiled == eager for single_decode, single_prefill,
 the decode, paged-prefill and ragged wrappers' run; mode="reduce-overhead"
-(CUDA-graph trees) around single_decode_with_kv_cache and around a
-CUDA-graph decode wrapper re-planned between replays.
+(CUDA-graph trees) around single_decode_with_kv_cache, around a
+CUDA-graph decode wrapper re-planned between replays, and around a model's
+own custom op that calls the single_* functions eagerly.
 """
 
 import contextlib
@@ -506,3 +507,37 @@ def test_gpu_reduce_overhead_cuda_graph_decode_wrapper_replanned():
         eager.plan(indptr, indices.cuda(), last, HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
         q = rand(torch, max_batch, HQ, D, gen=gen)
         close(torch, cf(q, kv).clone(), eager.run(q, kv))
+
+
+@pytest.mark.gpu
+def test_gpu_reduce_overhead_around_a_users_own_op():
+    """A model's own custom op that calls the single_* functions eagerly, compiled with
+    mode="reduce-overhead": the trees' warm-up routes the calling thread's allocations to
+    their pool, so the plans attn keeps must be made elsewhere (failed before: "pending,
+    unaccounted allocations" in the pool). A subprocess: ops are defined at module level."""
+    import os
+    import subprocess
+    import sys
+    code = f"""
+import torch, attn
+for name, fn in (("prefill", lambda q, k, v: attn.single_prefill_with_kv_cache(q, k, v, causal=True)),
+                 ("decode", attn.single_decode_with_kv_cache)):
+    torch.library.define(f"attn_user::{{name}}", "(Tensor q, Tensor k, Tensor v) -> Tensor")
+    torch.library.impl(f"attn_user::{{name}}", "cuda")(fn)
+    torch.library.register_fake(f"attn_user::{{name}}")(lambda q, k, v: torch.empty_like(q))
+prefill = torch.compile(lambda q, k, v: torch.ops.attn_user.prefill(q, k, v), mode="reduce-overhead", fullgraph=True)
+decode = torch.compile(lambda q, k, v: torch.ops.attn_user.decode(q, k, v), mode="reduce-overhead", fullgraph=True)
+def rand(*shape):
+    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+for _ in range(3):  # warm-up, record, replay: fresh inputs each time
+    q, k, v = rand(128, {HQ}, {D}), rand(128, {HKV}, {D}), rand(128, {HKV}, {D})
+    torch.testing.assert_close(prefill(q, k, v).clone(), attn.single_prefill_with_kv_cache(q, k, v, causal=True))
+    q, k, v = rand({HQ}, {D}), rand(256, {HKV}, {D}), rand(256, {HKV}, {D})
+    torch.testing.assert_close(decode(q, k, v).clone(), attn.single_decode_with_kv_cache(q, k, v))
+torch.cuda.synchronize()
+print("PASS")
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env.setdefault("USER", "attn-test")  # inductor's cache directory needs a user name
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stderr[-3000:]
