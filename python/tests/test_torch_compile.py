@@ -359,6 +359,30 @@ def test_single_plans_under_capture(stub):
     assert s1 is s2 and s1.plans == [None, None]           # no key: planned every call, one scratch wrapper
 
 
+def test_single_plans_plan_off_thread_while_graph_trees_are_on(stub, monkeypatch):
+    """CUDA-graph trees route the calling thread's allocations to their pool while they warm
+    up, even inside a model's own op that calls attn eagerly: new plans are made elsewhere."""
+    import sys
+    import threading
+    import types
+    planned_on = []
+
+    def plan(device):
+        return core.SinglePlans().get("k", "cuda:0", device, lambda: 1 << 20, StubWrapper,
+                                      lambda w: planned_on.append(threading.current_thread()))
+    cuda0 = types.SimpleNamespace(index=0)
+    plan(cuda0)                                                     # no trees: this thread
+    managers = {}
+    trees = types.SimpleNamespace(get_manager=lambda index, create_if_none_exists: managers.get(index))
+    monkeypatch.setitem(sys.modules, "torch._inductor.cudagraph_trees", trees)
+    plan(cuda0)                                                     # imported, none on this device
+    managers[0] = object()
+    plan(cuda0)                                                     # trees on cuda:0: a helper thread
+    plan(types.SimpleNamespace(index=1))                            # other device: this thread
+    here = threading.current_thread()
+    assert [t is here for t in planned_on] == [True, True, False, True]
+
+
 def test_plain_key():
     assert core.plain_key("d", 1, 2.0, (("a", None),), kwargs={"x": "y"}) is not None
     assert core.plain_key("d", kwargs={"sinks": object()}) is None
