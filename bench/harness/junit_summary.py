@@ -11,7 +11,8 @@ close!``), long hex strings (cache keys) and addresses folded so that equal
 causes group, with counts and a class: ``refused`` (NotImplementedError,
 ValueError, TypeError: a clear refusal), ``missing-kernel``
 (KernelNotFoundError), ``mismatch`` (AssertionError: a wrong number, or a
-test's own check) and ``other``. Standard library only.
+test's own check; one whose traceback shows a subprocess dying of attn's
+refusal counts as that refusal) and ``other``. Standard library only.
 """
 
 import argparse
@@ -22,6 +23,10 @@ import sys
 import xml.etree.ElementTree as ET
 
 REFUSED = ("NotImplementedError", "ValueError", "TypeError")
+# A test that runs its case in a subprocess asserts on the child's output; when
+# the child died of attn's refusal, its traceback ends in that line.
+CHILD_REFUSAL = re.compile(r"^[E\s]*((?:NotImplementedError|ValueError|TypeError): (?:attn|fi-shim)\b.*)$",
+                           re.MULTILINE)
 
 
 def xml_files(paths):
@@ -74,7 +79,11 @@ def summarize(path):
                     outcome = {"failure": "failed", "error": "errors", "skipped": "skipped"}[tag]
                     if tag != "skipped":
                         msg = fold(first_line(el.get("message")) or first_line(el.text))
-                        groups[(tag, classify(msg), msg)] += 1
+                        kind = classify(msg)
+                        child = CHILD_REFUSAL.search(el.text or "") if kind == "mismatch" else None
+                        if child:
+                            kind, msg = "refused", fold(child.group(1)) + " (in a subprocess)"
+                        groups[(tag, kind, msg)] += 1
                     break
             row[outcome] += 1
     return row, groups
