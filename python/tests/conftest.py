@@ -68,3 +68,29 @@ def cache_dir(tmp_path, monkeypatch):
     d = tmp_path / "kernels"
     monkeypatch.setenv("ATTN_CACHE_DIR", str(d))
     return d
+
+
+@pytest.fixture
+def fake_compiler(monkeypatch):
+    """Replaces the compiler with a stand-in: ``fake_compiler(*kernel_names)``
+    makes every compile return a tiny "cubin" and a manifest of those
+    attention kernels (one tile candidate each), and returns the list of its
+    calls, ``(arch, "manifest")`` for a launch-contract compile and
+    ``(arch, candidate)`` otherwise."""
+    import json
+
+    from attn import compiler
+
+    def install(*kernels):
+        calls = []
+        manifest = json.dumps({"kernels": [{"name": k, "role": "attention"} for k in kernels or ("attn_x",)]})
+
+        def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None):
+            calls.append((arch, "manifest" if manifest_only else candidate))
+            return {"ok": True, "cubin": b"\x7fELF " + arch.encode(), "ptx": "// ptx", "manifest": manifest,
+                    "stages": [], "generator": "fake"}
+
+        monkeypatch.setattr(compiler, "compile_ir", compile_ir)
+        monkeypatch.setattr(compiler, "compiler_version", lambda: "fake 1")
+        return calls
+    return install

@@ -225,22 +225,8 @@ def test_show_config_names_the_list(pack, capsys):
 
 # -- precompile writes the list ---------------------------------------------------
 
-def _fake_compiler(monkeypatch):
-    calls = []
-    manifest = json.dumps({"kernels": [{"name": "attn_x", "role": "attention"}]})
-
-    def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None):
-        calls.append((arch, candidate))
-        return {"ok": True, "cubin": b"\x7fELF compiled " + arch.encode(), "ptx": "// ptx", "manifest": manifest,
-                "stages": [], "generator": "fake"}
-
-    monkeypatch.setattr(compiler, "compile_ir", compile_ir)
-    monkeypatch.setattr(compiler, "compiler_version", lambda: "fake 1")
-    return calls
-
-
-def test_precompile_writes_a_pack_that_verifies(tmp_path, monkeypatch, capsys):
-    calls = _fake_compiler(monkeypatch)
+def test_precompile_writes_a_pack_that_verifies(tmp_path, capsys, fake_compiler):
+    calls = fake_compiler()
     out = str(tmp_path / "pack")
     args = ["--heads", "8/8", "--head-dim", "128", "--kinds", "decode", "--out", out]
     assert precompile.main(args + ["--arch", "sm_90"]) == 0

@@ -140,22 +140,7 @@ def test_concurrent_writers_append_whole_lines(tmp_path, monkeypatch):
 
 # -- precompile --from-record ---------------------------------------------------
 
-def _fake_compiler(monkeypatch):
-    calls = []
-    manifest = json.dumps({"kernels": [{"name": "attn_x", "role": "attention"},
-                                       {"name": "attn_y", "role": "attention"}]})
-
-    def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None):
-        calls.append((arch, "manifest" if manifest_only else candidate))
-        return {"ok": True, "cubin": b"\x7fELF " + arch.encode(), "ptx": "// ptx", "manifest": manifest,
-                "stages": [], "generator": "fake"}
-
-    monkeypatch.setattr(compiler, "compile_ir", compile_ir)
-    monkeypatch.setattr(compiler, "compiler_version", lambda: "fake 1")
-    return calls
-
-
-def test_from_record_dedups_reports_bad_lines_and_writes_a_pack(tmp_path, monkeypatch, capsys):
+def test_from_record_dedups_reports_bad_lines_and_writes_a_pack(tmp_path, capsys, fake_compiler):
     record = tmp_path / "misses.jsonl"
     good = {"attn_miss": 1, "spec": compiler.spec_to_json(SMALL), "arch": "sm_90a", "emit": "cubin", "candidate": 0}
     row = {"attn_miss": 1, "spec": compiler.spec_to_json(AppendKVSpec("f16", 64, 16)), "arch": "sm_90a",
@@ -165,7 +150,7 @@ def test_from_record_dedups_reports_bad_lines_and_writes_a_pack(tmp_path, monkey
              json.dumps(dict(good, spec={"class": "AttentionSpec", "fields": {"head_dim": 65}})),
              "", json.dumps(dict(good, arch="sm_80")), json.dumps(row)]
     record.write_text("\n".join(lines) + "\n")
-    calls = _fake_compiler(monkeypatch)
+    calls = fake_compiler("attn_x", "attn_y")
     out = str(tmp_path / "pack")
     assert precompile.main(["--from-record", str(record), "--out", out]) == 0
     text = capsys.readouterr().out
@@ -181,10 +166,10 @@ def test_from_record_dedups_reports_bad_lines_and_writes_a_pack(tmp_path, monkey
     assert verify_pack(out)["problems"] == []
 
 
-def test_from_record_with_nothing_compiled_fails(tmp_path, monkeypatch, capsys):
+def test_from_record_with_nothing_compiled_fails(tmp_path, capsys, fake_compiler):
     record = tmp_path / "misses.jsonl"
     record.write_text("garbage\n")
-    _fake_compiler(monkeypatch)
+    fake_compiler()
     assert precompile.main(["--from-record", str(record), "--out", str(tmp_path / "pack")]) == 1
     assert f"{record}:1: skipped" in capsys.readouterr().out
     assert precompile.main(["--from-record", str(tmp_path / "absent"), "--out", str(tmp_path / "pack")]) == 1
