@@ -194,6 +194,30 @@ def test_ragged_kv_strides(torch_cpu):
         strides(shifted, shifted, "NHD")
 
 
+def test_strided_kernels_are_the_planned_tile_of_the_strided_build(monkeypatch):
+    """run() of strided K/V: the plan's candidate in the strided build, its tiles checked once per KernelInfo."""
+    import dataclasses
+    import types
+    from attn.variants import AttentionSpec
+    dense = AttentionSpec(128, 32, 8, indexing="ragged")
+    looked_up = []
+
+    def info(spec, device, candidates=((128, 128),)):
+        return types.SimpleNamespace(candidates=candidates, attention=[f"att{spec.strided_kv}"],
+                                     merge=[f"merge{spec.strided_kv}"], module=lambda c: f"mod{spec.strided_kv}{c}")
+    strided = dataclasses.replace(dense, strided_kv=True)
+    infos = {dense: info(dense, None), strided: info(strided, None)}
+    monkeypatch.setattr(core, "kernel_info", lambda spec, device: looked_up.append(spec.strided_kv) or infos[spec])
+    monkeypatch.setattr(prefill, "_strided", {})
+    p = types.SimpleNamespace(spec=dense, summary={"candidate": 0})
+    assert prefill._strided_kernels(p, "cuda:0") == ("modTrue0", "attTrue", "mergeTrue")
+    assert prefill._strided_kernels(p, "cuda:0") == ("modTrue0", "attTrue", "mergeTrue")
+    assert looked_up == [True, False, True]          # the dense tiles are compared once
+    infos[strided] = info(strided, None, candidates=((64, 64),))
+    with pytest.raises(RuntimeError, match="other tile candidates than the planned ones"):
+        prefill._strided_kernels(p, "cuda:0")
+
+
 # -- GPU: the same numbers as the contiguous NHD path -----------------------------
 
 def _ws(torch):
