@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One GPU call of session 17 (run on the H200 from the repo root): build the
+# runtime, unpack the kernel packs carried as tarballs, then the steps named
+# in STEPS (default: tests), each bounded:
+#   tests  ctest, the whole pytest suite (sm_90a kernels), the sm_90 kernels
+#          on the prefill/tile/page-index/strided tests, the host-lowered program
+#   fi     FlashInfer's own test files (bench/flashinfer-tests; their files
+#          copied by its get-tests.sh into the ignored tests/ and carried)
+#   plan   plan() breakdowns (bench/harness/plan_overhead.py)
+#   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
+# Logs come back as one tarball (the device tool returns at most 8 files).
+set -uo pipefail
+L=/tmp/logs; mkdir -p "$L"
+FINAL=${OUT:-/tmp/out}
+pack() { tar czf "$FINAL/logs.tgz" -C "$L" . ; cp "$L"/summary.txt "$L"/results.md "$L"/fi-summary.md "$FINAL/" 2>/dev/null; }
+trap pack EXIT
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*" | tee -a "$L/summary.txt"; }
+steps=" ${STEPS:-tests} "
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$L/gpu.txt" 2>&1
+echo "${COMMIT:-unknown (no .git on the device: the caller names it)}" > "$L/commit.txt"
+build=/tmp/attn-build
+cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
+  -DPython3_EXECUTABLE="$(command -v python3)" > "$L/cmake.log" 2>&1
+ninja -C $build > "$L/ninja.log" 2>&1 || { tail -30 "$L/ninja.log"; exit 1; }
+for pack in kernels fi-kernels; do
+  if [ -f out/$pack.tgz ]; then
+    mkdir -p out/$pack && tar --no-same-owner -C out/$pack -xzf out/$pack.tgz && chmod -R go-w out/$pack
+  fi
+done
+export PYTHONPATH=$build/python ATTN_BUILD_DIR=$build ATTN_CACHE_DIR=$PWD/out/kernels PYTHONUNBUFFERED=1
+stamp "built; packs: $(ls out)"
+if [[ $steps == *" tests "* ]]; then
+  ctest --test-dir $build -j8 > "$L/ctest.log" 2>&1
+  stamp "ctest: $(grep -E 'tests passed|tests failed' "$L/ctest.log")"
+  grep "(Failed)" "$L/ctest.log" | tee -a "$L/summary.txt"
+  timeout ${PYTEST_TIMEOUT:-330} python3 -m pytest -q -rs -p no:cacheprovider ${PYTEST_ARGS:-python/tests} > "$L/pytest.log" 2>&1
+  stamp "pytest rc=$?: $(tail -1 "$L/pytest.log")"
+  grep -E "^FAILED|^ERROR" "$L/pytest.log" | head -30 | tee -a "$L/summary.txt"
+  ATTN_ARCH=sm_90 timeout 120 python3 -m pytest -q -rs -p no:cacheprovider python/tests/test_gpu_prefill.py \
+    python/tests/test_gpu_tiles.py python/tests/test_gpu_page_index_checks.py python/tests/test_strided_inputs.py \
+    > "$L/pytest-sm_90.log" 2>&1
+  stamp "pytest sm_90 rc=$?: $(tail -1 "$L/pytest-sm_90.log")"
+  grep -E "^FAILED|^ERROR" "$L/pytest-sm_90.log" | head -20 | tee -a "$L/summary.txt"
+  if [ -x out/host-lowering/run.sh ]; then
+    timeout 60 out/host-lowering/run.sh > "$L/host-lowering.log" 2>&1
+    stamp "host-lowering rc=$?: $(grep -c PASS "$L/host-lowering.log") PASS, $(grep -c FAIL "$L/host-lowering.log") FAIL"
+  fi
+fi
+if [[ $steps == *" fi "* ]]; then
+  mkdir -p "$L/fi"
+  OUT="$L/fi" ATTN_CACHE_DIR=$PWD/out/fi-kernels FI_FILE_TIMEOUT=${FI_FILE_TIMEOUT:-240} \
+    timeout ${FI_TIMEOUT:-420} bench/flashinfer-tests/run.sh > "$L/fi.log" 2>&1
+  stamp "fi rc=$?"
+  grep -E "^test_|^\| \*\*total|stopped after" "$L/fi.log" | tee -a "$L/summary.txt"
+  cp "$L/fi/fi-summary.md" "$L/" 2>/dev/null
+fi
+if [[ $steps == *" plan "* ]]; then
+  timeout 90 python3 bench/harness/plan_overhead.py --breakdown > "$L/plan-overhead.log" 2>&1
+  stamp "plan_overhead rc=$?"
+fi
+if [[ $steps == *" bench "* ]]; then
+  timeout ${BENCH_TIMEOUT:-200} python3 bench/harness/run_bench.py --out "$L" --no-sweeps ${BENCH_ARGS:-} > "$L/bench.log" 2>&1
+  stamp "bench rc=$?"
+fi
+stamp "done"
