@@ -7,6 +7,7 @@
 #   fi     FlashInfer's own test files (bench/flashinfer-tests; their files
 #          copied by its get-tests.sh into the ignored tests/ and carried)
 #   plan   plan() breakdowns (bench/harness/plan_overhead.py)
+#   ab     plan() of the old package (out/old-src) and the new one, alternating
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
 # Logs come back as one tarball (the device tool returns at most 8 files).
 set -uo pipefail
@@ -58,6 +59,23 @@ fi
 if [[ $steps == *" plan "* ]]; then
   timeout 90 python3 bench/harness/plan_overhead.py --breakdown > "$L/plan-overhead.log" 2>&1
   stamp "plan_overhead rc=$?"
+fi
+if [[ $steps == *" ab "* ]]; then
+  # plan() before and after the plan ABI v2 on this host: the old runtime and
+  # package (deaae2b, unpacked into out/old-src) built beside the new one, the
+  # same script timing both, twice alternating.
+  old=/tmp/attn-old-build
+  cmake -G Ninja -S out/old-src -B $old -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
+    -DATTN_ENABLE_TESTS=OFF -DPython3_EXECUTABLE="$(command -v python3)" > "$L/old-cmake.log" 2>&1
+  ninja -C $old > "$L/old-ninja.log" 2>&1 || tail -20 "$L/old-ninja.log"
+  for round in 1 2; do
+    for which in old new; do
+      b=$build; [ $which = old ] && b=$old
+      PYTHONPATH=$b/python ATTN_BUILD_DIR=$b timeout 60 python3 bench/harness/plan_overhead.py \
+        --batches 1,256,1024 --calls 400 --breakdown > "$L/plan-ab-$which-$round.log" 2>&1
+      stamp "plan ab $which round $round: $(grep -E '^ +256 ' "$L/plan-ab-$which-$round.log")"
+    done
+  done
 fi
 if [[ $steps == *" bench "* ]]; then
   timeout ${BENCH_TIMEOUT:-200} python3 bench/harness/run_bench.py --out "$L" --no-sweeps ${BENCH_ARGS:-} > "$L/bench.log" 2>&1
