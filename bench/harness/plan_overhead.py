@@ -77,7 +77,7 @@ def median_us(fn, calls):
 
 def planner_alone_us(w, indptr, last, calls):
     """The C++ planner of w's last plan's config on the same batch, through the
-    binding, nothing uploaded (device workspace 0)."""
+    binding, nothing uploaded (device workspace and staging 0)."""
     p = w._planned
     cfg = dict(p.config)
     planner = _native.native().Planner(cfg)

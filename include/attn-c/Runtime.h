@@ -95,12 +95,6 @@ typedef struct attnRtPlanSummary {
   int32_t num_ctas, num_items, num_merge_units, num_slots, candidate, tile_q,
       gqa_pack;
   size_t plan_bytes; /* bytes of the flat plan (attnRtUploadPlan copies the parts its counts cover) */
-  /* Byte offsets, in the plan and so in the device workspace, of the plan's
-   * copies of the batch's qo_indptr, kv_indptr and kv_last_len (paged). They
-   * go up with the plan: bind the kernels' arguments of those names to
-   * device_workspace + offset and no other copy is needed. The offsets follow
-   * from the config alone, so a CUDA graph's captured addresses stay valid. */
-  size_t qo_indptr_offset, kv_indptr_offset, kv_last_len_offset;
 } attnRtPlanSummary;
 
 /* One caller-bound kernel argument, matched by name against the manifest. */

@@ -166,9 +166,6 @@ static attnRtStatus planImpl(const attnRtPlanConfig *config,
       summary->tile_q = v.tileQ();
       summary->gqa_pack = v.gqaPack();
       summary->plan_bytes = v.bytes();
-      summary->qo_indptr_offset = 4 * size_t(v.header(kHdrOffQoIndptr));
-      summary->kv_indptr_offset = 4 * size_t(v.header(kHdrOffKvIndptr));
-      summary->kv_last_len_offset = 4 * size_t(v.header(kHdrOffKvLastLen));
     }
     return report(s);
   });

@@ -251,10 +251,6 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   if (c.max_partial_rows > 0)
     partialRows = std::min(partialRows, c.max_partial_rows);
   int64_t words = kPlanHeaderWords;
-  // The batch's index arrays, next to the header: the upload's first span.
-  const int64_t offQo = words, offKv = offQo + c.max_batch + 1,
-                offLast = offKv + c.max_batch + 1;
-  words = offLast + c.max_batch;
   int64_t offCta = words;
   words += maxCtas + 1;
   int64_t offItems = words;
@@ -295,9 +291,6 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   l.max_items = int32_t(maxItems);
   l.max_merge_units = int32_t(maxTiles);
   l.partial_rows = partialRows;
-  l.off_qo_indptr = int32_t(offQo);
-  l.off_kv_indptr = int32_t(offKv);
-  l.off_kv_last_len = int32_t(offLast);
   l.off_cta_indptr = int32_t(offCta);
   l.off_items = int32_t(offItems);
   l.off_merge_indptr = int32_t(offMergeIndptr);
@@ -1424,29 +1417,6 @@ static void repeatForHeadGroups(int32_t copies, int64_t ctas, int32_t *ctaIndptr
   *numSlots = s * copies;
 }
 
-/// The plan's copies of the batch's index arrays (Plan.h): the kernels read
-/// them where the host binds them to, and one upload then moves them with
-/// the plan. kv_last_len is what the planner read the lengths from: the
-/// inputs' kv_lens when given (what is left of each request's last block),
-/// else their kv_last_len; ragged plans have none.
-static void copyBatchArrays(const PlanConfig &c, const PlanInputs &in,
-                            const PlanLayout &l, int32_t *w) {
-  const size_t n = size_t(in.batch);
-  std::memcpy(w + l.off_qo_indptr, in.qo_indptr, 4 * (n + 1));
-  std::memcpy(w + l.off_kv_indptr, in.kv_indptr, 4 * (n + 1));
-  if (c.indexing != KVIndexing::Paged || n == 0)
-    return;
-  int32_t *last = w + l.off_kv_last_len;
-  if (!in.kv_lens) {
-    std::memcpy(last, in.kv_last_len, 4 * n);
-    return;
-  }
-  for (size_t b = 0; b < n; ++b) {
-    const int32_t blocks = in.kv_indptr[b + 1] - in.kv_indptr[b];
-    last[b] = blocks == 0 ? 0 : in.kv_lens[b] - (blocks - 1) * c.block_size;
-  }
-}
-
 Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
             size_t workspaceBytes) {
   PlanLayout l;
@@ -1775,10 +1745,6 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   w[kHdrMaxCtas] = l.max_ctas;
   w[kHdrMaxItems] = l.max_items;
   w[kHdrMaxMergeUnits] = l.max_merge_units;
-  w[kHdrMaxBatch] = c.max_batch;
-  w[kHdrOffQoIndptr] = l.off_qo_indptr;
-  w[kHdrOffKvIndptr] = l.off_kv_indptr;
-  w[kHdrOffKvLastLen] = l.off_kv_last_len;
   w[kHdrOffCtaIndptr] = l.off_cta_indptr;
   w[kHdrOffItems] = l.off_items;
   w[kHdrOffMergeIndptr] = l.off_merge_indptr;
@@ -1797,7 +1763,6 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
       int32_t(uint32_t(uint64_t(l.partial_lse_offset) >> 32));
   w[kHdrNumQoHeads] = c.num_qo_heads;
   w[kHdrNumKvHeads] = c.num_kv_heads;
-  copyBatchArrays(c, in, l, w);
   return Status::success();
 }
 
@@ -1884,8 +1849,7 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
       {kHdrHeadDim, "head_dim", 1, kMaxInt32},
       {kHdrNumQoHeads, "num_qo_heads", 1, kMaxInt32},
       {kHdrNumKvHeads, "num_kv_heads", 1, kMaxInt32},
-      {kHdrMaxBatch, "max_batch", 0, kMaxPlanWords},
-      {kHdrBatch, "batch", 0, w[kHdrMaxBatch]},
+      {kHdrBatch, "batch", 0, kMaxInt32},
       {kHdrTotalQRows, "total_q_rows", 0, kMaxInt32},
       {kHdrGraphMode, "graph_mode", 0, 1},
   };
@@ -1905,16 +1869,11 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
   // The arrays, in order, inside total_words and not overlapping.
   const int64_t offCta = w[kHdrOffCtaIndptr], offItems = w[kHdrOffItems],
                 offMi = w[kHdrOffMergeIndptr], offMu = w[kHdrOffMergeUnits];
-  const int64_t offQo = w[kHdrOffQoIndptr], offKv = w[kHdrOffKvIndptr],
-                offLast = w[kHdrOffKvLastLen], maxBatch = w[kHdrMaxBatch];
   const struct {
     int64_t off, begin;
     const char *name;
   } arrays[] = {
-      {offQo, kPlanHeaderWords, "off_qo_indptr"},
-      {offKv, offQo + maxBatch + 1, "off_kv_indptr"},
-      {offLast, offKv + maxBatch + 1, "off_kv_last_len"},
-      {offCta, offLast + maxBatch, "off_cta_indptr"},
+      {offCta, kPlanHeaderWords, "off_cta_indptr"},
       {offItems, offCta + w[kHdrMaxCtas] + 1, "off_items"},
       {offMi, offItems + int64_t(w[kHdrMaxItems]) * kWorkItemWords,
        "off_merge_indptr"},

@@ -119,6 +119,7 @@ class MultiLevelCascadeAttentionWrapper:
                  paged_kv_last_page_len_buf_arr=None):
         if not isinstance(num_levels, int) or num_levels < 1:
             raise ValueError(f"attn: num_levels must be a positive int, got {num_levels!r}")
+        torch = None
         n = num_levels
         self._num_levels = n
         # One workspace slice per level.

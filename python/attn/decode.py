@@ -135,15 +135,30 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                            window_right=window_right)
         split = core.split_mode(fixed_split_size, disable_split_kv)
         dtype = q_kv_dtypes(q_data_type, kv_data_type, data_type, o_data_type)
+        torch = torch_module()
         k = q_len_per_req
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"attn: q_len_per_req must be a positive int, got {k!r}")
         batch = len(last_page_len)
+        # qo_indptr of decode is 0, k, 2k, ..: kept on the host and the device, not rebuilt every plan.
+        if self._use_cuda_graph:
+            if batch > self._max_batch:
+                raise ValueError(f"attn: batch {batch} exceeds the CUDA-graph buffers' {self._max_batch}")
+            if getattr(self, "_qo_fixed", None) is None or self._qo_fixed_k != k:
+                self._qo_fixed = torch.arange(self._max_batch + 1, dtype=torch.int32, device=self._device) * k
+                self._qo_fixed_k = k
+            qo_dev = self._qo_fixed
+        else:
+            qo_dev = getattr(self, "_qo_dev", None)
+            if qo_dev is None or qo_dev.numel() < batch + 1 or self._qo_dev_k != k:
+                n = max(batch + 1, 2 * qo_dev.numel() if qo_dev is not None else 0)
+                qo_dev = self._qo_dev = torch.arange(n, dtype=torch.int32, device=self._device) * k
+                self._qo_dev_k = k
         query_rows, causal = decode_query(k)
         qo_host = getattr(self, "_qo_host", None)
         if qo_host is None or len(qo_host) != batch + 1 or qo_host[-1] != batch * k:
             qo_host = self._qo_host = array.array("i", range(0, k * (batch + 1), k))
-        self._plan_paged(qo_indptr=qo_host, qo_host=qo_host, kv_indptr=indptr,
+        self._plan_paged(qo_indptr=qo_host, qo_host=qo_host, qo_device=qo_dev[:batch + 1], kv_indptr=indptr,
                          kv_indices=indices, kv_last_len=last_page_len,
                          num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                          page_size=page_size, dtype=dtype, query_rows=query_rows, causal=causal,
@@ -189,31 +204,44 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         if n_idx < kv_pages:
             return False  # the full path refuses it
         if graph:
-            d_idx = self._fixed["kv_indices"]
-            if batch > self._max_batch or n_idx > d_idx.numel():
+            if batch > self._max_batch:
+                return False
+            fixed = self._fixed
+            d_idx, d_kv, d_last, d_qo = fixed["kv_indices"], fixed["kv_indptr"], fixed["kv_last_len"], self._qo_fixed
+            if n_idx > d_idx.numel() or self._qo_fixed_k != k:
                 return False
             config = m.config
             max_batch, max_q, max_kv = config["max_batch"], config["max_total_q_rows"], config["max_kv_tokens"]
+            kv_ptr, last_ptr = d_kv.data_ptr(), d_last.data_ptr()
+            keep = [d_qo, d_kv, d_last, d_idx]
         else:
+            d_qo = self._qo_dev
+            if d_qo.numel() < batch + 1 or self._qo_dev_k != k:
+                return False
             d_idx = indices
             max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
             max_kv = split_kv_bound(m.info, kv_pages, m.template["page_size"], k) \
                 if m.config["fixed_split_tokens"] else 0
+            # kv_indptr then last_page_len, adjacent in one buffer: one upload.
+            d = self._index_buffer(m, 2 * batch + 1)
+            kv_ptr = d.data_ptr()
+            last_ptr = kv_ptr + 4 * (batch + 1)
+            keep = [d_qo, d, d_idx]
         qo = m.qo_host
         if qo is None or len(qo) < batch + 1:
             qo = m.qo_host = array.array("i", range(0, k * (2 * batch + 2), k))
-        # The index arrays go up with the plan; graph mode's page table goes into the fixed buffer in the
-        # same call (device to device).
+        # Graph mode: the page table goes into the fixed buffer in the same call (device to device).
         table = (indices.data_ptr(), d_idx.data_ptr(), 4 * n_idx) if graph else (0, 0, 0)
         summary = self._plan_natively(m, batch, (max_batch, max_q, max_kv),
                                       (qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr()),
-                                      min_kv_len=k, page_table=table)
+                                      (0, kv_ptr, last_ptr), 2 * batch + 1, min_kv_len=k, page_table=table)
         if summary is None:
             return False  # the workspace is too small, or a request is too short: the full path says so
         config = m.config if graph else dict(m.config, max_batch=max_batch, max_total_q_rows=max_q,
                                              max_kv_tokens=max_kv)
-        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=[d_idx],
-                               kv_indices=d_idx.data_ptr())
+        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=keep,
+                               ptrs={"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
+                                     "kv_indices": d_idx.data_ptr()})
         p.q_len_per_req, p.kv_pages = k, kv_pages
         return True
 

@@ -33,7 +33,7 @@ class _PrefillPlanMemo:
     plan() of a configuration (its scalar arguments, no custom mask, sinks
     or variant) takes the full path and keeps what those arguments decide
     (:class:`attn.core.PlanMemo`); later ones read the index arrays, plan
-    and queue the plan's upload in one native call. ``_MEMO_TEMPLATE`` names the
+    and queue the uploads in one native call. ``_MEMO_TEMPLATE`` names the
     planned run's attributes that depend on the arguments alone."""
 
     def _plan_prefill_memoized(self, m, qo, kv, indices=None, last=None):
@@ -66,24 +66,37 @@ class _PrefillPlanMemo:
         core.raise_page_index_errors(self._device)
         graph, config = self._use_cuda_graph, m.config
         if graph:
-            d_idx = self._fixed["kv_indices"] if paged else None
-            if batch > config["max_batch"] or (paged and d_idx.numel() < n_idx):
+            f = self._fixed
+            d_qo, d_kv = f["qo"], f["kv_indptr"]
+            d_last, d_idx = (f["kv_last_len"], f["kv_indices"]) if paged else (None, None)
+            if d_qo.numel() <= batch or d_kv.numel() <= batch or \
+                    (paged and (d_last.numel() < batch or d_idx.numel() < n_idx)):
                 return False
             max_batch, max_q = config["max_batch"], config["max_total_q_rows"]
+            qo_ptr, kv_ptr = d_qo.data_ptr(), d_kv.data_ptr()
+            last_ptr = d_last.data_ptr() if paged else 0
+            keep = [d_qo, d_kv] + ([d_last, d_idx] if paged else [])
         else:
             max_batch, max_q = max(1, batch), max(1, total_q)   # the full path's config (plan_config)
+            # qo_indptr, kv_indptr (and last_page_len), adjacent in one reused buffer: one upload.
+            d = self._index_buffer(m, (3 if paged else 2) * batch + 2)
+            qo_ptr = d.data_ptr()
+            kv_ptr = qo_ptr + 4 * (batch + 1)
+            last_ptr = kv_ptr + 4 * (batch + 1) if paged else 0
             d_idx = indices
-        # The index arrays go up with the plan; graph mode's page table goes into the fixed buffer in the
-        # same call (device to device).
+            keep = [d] + ([indices] if paged else [])
+        # Graph mode: the page table goes into the fixed buffer in the same call (device to device).
         table = (indices.data_ptr(), d_idx.data_ptr(), 4 * n_idx) if graph and paged else (0, 0, 0)
         summary = self._plan_natively(m, batch, (max_batch, max_q, 0),
                                       (qo.data_ptr(), kv.data_ptr(), last.data_ptr() if paged else 0),
-                                      page_table=table)
+                                      (qo_ptr, kv_ptr, last_ptr), (3 if paged else 2) * batch + 2, page_table=table)
         if summary is None:
             return False  # the workspace is too small: the full path fits the split scratch or says so
         config = config if graph else dict(config, max_batch=max_batch, max_total_q_rows=max_q)
-        p = self._memoized_run(m, summary, batch=batch, total_q=total_q, config=config,
-                               keepalive=[d_idx] if paged else [], kv_indices=d_idx.data_ptr() if paged else None)
+        ptrs = {"qo_indptr": qo_ptr, "kv_indptr": kv_ptr}
+        if paged:
+            ptrs.update(kv_last_len=last_ptr, kv_indices=d_idx.data_ptr())
+        p = self._memoized_run(m, summary, batch=batch, total_q=total_q, config=config, keepalive=keep, ptrs=ptrs)
         if paged:
             p.kv_pages = kv_end
         else:
@@ -337,10 +350,16 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
         graph = self._use_cuda_graph
         if graph and self._max_total_q_rows is None:
             self._max_total_q_rows = max(1, qo_h[-1])
-        # The indptr arrays go up with the plan (p.ptrs).
+        # The indptr arrays go up from the host copies read above, without a host sync.
+        uploads = [("qo_indptr", qo_indptr, qo_h, self._fixed.get("qo")),
+                   ("kv_indptr", kv_indptr, kv_h, self._fixed.get("kv_indptr"))]
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h,
                        max_batch=self._max_batch if graph else None,
-                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask)
+                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask,
+                       uploads=uploads)
+        d_qo, d_kv = p.dev["qo_indptr"], p.dev["kv_indptr"]
+        p.keepalive = [d_qo, d_kv]
+        p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr()}
         if has_mask:
             kv_lens = [kv_h[b + 1] - kv_h[b] for b in range(len(kv_h) - 1)]
             self._plan_mask(p, custom_mask, packed_custom_mask, qo_h, kv_lens, self._fixed)

@@ -168,7 +168,7 @@ def test_positional_arguments_land_on_flashinfers_parameters(what):
 
 def test_vllm_style_positional_decode_plan_binds_split_arguments(no_torch_past_checks):
     # vLLM's fast_plan_decode calls plan() with every argument positional.
-    args = ([0, 1], FakeTensor(), [16], 32, 8, 128, 16, "NONE", -1, None, "bfloat16", "bfloat16",
+    args = (FakeTensor(), FakeTensor(), FakeTensor(), 32, 8, 128, 16, "NONE", -1, None, "bfloat16", "bfloat16",
             None, None, 0.088, None, None, True, None, None, 2048, True)
     bound = inspect.signature(Decode.plan).bind(None, *args)
     assert bound.arguments["sm_scale"] == 0.088

@@ -30,9 +30,6 @@ CANDIDATES = [{"q_rows": 16, "kv_tile": 64, "gqa_pack": 4, "cost_per_item": 128,
                "ctas_per_sm": 4, "min_chunk_tokens": 0}]
 
 
-HEADER = 36  # words of a plan's header (kPlanHeaderWords)
-
-
 class FakeStream:
     cuda_stream = 0
 
@@ -65,13 +62,17 @@ class Planner:
     def sizes(self, *a):
         return self.real.sizes(*a)
 
-    def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, fence,
-             idx=0, idx_dst=0, idx_bytes=0):
+    def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, staging,
+             staging_bytes, kv_dst, last_dst, fence, qo_dst=0, idx=0, idx_dst=0, idx_bytes=0):
         self.calls += 1
-        fence.wait()  # as the binding: before the pinned host workspace is written
-        s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv)
+        fence.wait()  # as the binding: before the pinned buffers are written
+        s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, 0, 0,
+                           0, 0)
         if s is not None:
-            ctypes.memmove(dev, host, s["plan_bytes"])  # the plan, with the index arrays it carries
+            ctypes.memmove(dev, host, s["plan_bytes"])
+            for src, dst, n in ((qo, qo_dst, batch + 1), (kv, kv_dst, batch + 1), (last, last_dst, batch)):
+                if dst:
+                    ctypes.memmove(dst, src, 4 * n)
             if idx_dst and idx_dst != idx:
                 ctypes.memmove(idx_dst, idx, idx_bytes)
             fence.record(stream)
@@ -133,7 +134,7 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     w = attn.BatchDecodeWithPagedKVCacheWrapper.__new__(attn.BatchDecodeWithPagedKVCacheWrapper)
     ws = torch.zeros(64 << 20, dtype=torch.uint8)
     w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
-    for name in ("_host_ws", "_fence", "_graph_config", "_planned"):
+    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_staging", "_idx_dev"):
         setattr(w, name, None)
     w._ws_sizes, w._capture_ok, w._memo, w._op_handle = (None, None), False, {}, 0
     w._fixed = {}
@@ -169,8 +170,8 @@ def uploaded(w, p):
     # What the kernels read: the header, then each array up to its count (the rest is stale).
     ctas, n_items, units = (int(words[i]) for i in (2, 3, 4))
     cta, it, mi, mu = (int(words[i]) for i in (14, 15, 16, 17))
-    words = torch.cat([words[:HEADER], words[cta:cta + ctas + 1], words[it:it + 8 * n_items],
-                       words[mi:mi + units + 1], words[mu:mu + 4 * units]])
+    words = torch.cat([words[:32], words[cta:cta + ctas + 1], words[it:it + 8 * n_items], words[mi:mi + units + 1],
+                       words[mu:mu + 4 * units]])
     b = p.batch
     kv = torch.empty(b + 1, dtype=torch.int32)
     last = torch.empty(b, dtype=torch.int32)
@@ -186,7 +187,7 @@ LENS_B = [512] * 60 + [32768] * 4
 @pytest.mark.parametrize("graph", [False, True])
 def test_memoized_plan_equals_the_full_plan(cpu, graph):
     w = wrapper(graph, max_pages=16384)
-    first = plan(w, batch(LENS_A))          # the full path, memoized
+    plan(w, batch(LENS_A))                  # the full path, memoized
     assert len(w._memo) == 1
     planner = cpu.planners[-1]
     b = batch(LENS_B, seed=1)
@@ -205,8 +206,8 @@ def test_memoized_plan_equals_the_full_plan(cpu, graph):
     assert (p.total_q, p.batch, p.q_len_per_req, p.keywords, p.sm_scale) == \
         (q.total_q, q.batch, q.q_len_per_req, q.keywords, q.sm_scale)
     assert p.attention_kernel == q.attention_kernel and p.merge_kernel == q.merge_kernel
-    if graph:  # the arrays a captured graph reads stay where they were; the page table is in the fixed buffer
-        assert p.ptrs == first.ptrs and p.ptrs["kv_indices"] == w._fixed["kv_indices"].data_ptr()
+    if graph:  # the fixed buffers hold the batch
+        assert p.ptrs["kv_indptr"] == w._fixed["kv_indptr"].data_ptr()
         assert torch.equal(w._fixed["kv_indices"][:b[1].numel()], b[1])
 
 
@@ -406,7 +407,7 @@ def device_arrays(w, p):
     words = w._workspace[:4 * n].view(torch.int32).clone()
     ctas, n_items, units = (int(words[i]) for i in (2, 3, 4))
     cta, it, mi, mu = (int(words[i]) for i in (14, 15, 16, 17))
-    out = [torch.cat([words[:HEADER], words[cta:cta + ctas + 1], words[it:it + 8 * n_items],
+    out = [torch.cat([words[:32], words[cta:cta + ctas + 1], words[it:it + 8 * n_items],
                       words[mi:mi + units + 1], words[mu:mu + 4 * units]])]
     b = p.batch
     for name, count in (("qo_indptr", b + 1), ("kv_indptr", b + 1), ("kv_last_len", b), ("kv_indices", None)):
@@ -428,7 +429,7 @@ QO_B, KV_B = [64, 900, 1, 250, 17], [64, 2000, 700, 250, 4000]
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
 def test_memoized_prefill_plan_equals_the_full_plan(cpu, paged, graph):
     w = prefill_wrapper(paged, graph)
-    first = prefill_plan(w, prefill_batch(QO_A, KV_A) + ((KV_A,) if not paged else ()))  # the full path, memoized
+    prefill_plan(w, prefill_batch(QO_A, KV_A) + ((KV_A,) if not paged else ()))   # the full path, memoized
     assert len(w._memo) == 1
     planner = cpu.planners[-1]
     b = prefill_batch(QO_B, KV_B, seed=1) + ((KV_B,) if not paged else ())
@@ -451,8 +452,9 @@ def test_memoized_prefill_plan_equals_the_full_plan(cpu, paged, graph):
         assert (p.kv_pages, p.page_size, p.window_left) == (q.kv_pages, q.page_size, q.window_left)
     else:
         assert p.total_kv == q.total_kv == sum(KV_B)
-    if graph:  # the arrays a captured graph reads stay where they were
-        assert p.ptrs == first.ptrs
+    if graph:  # the fixed buffers hold the batch
+        assert p.ptrs["qo_indptr"] == w._fixed["qo"].data_ptr()
+        assert torch.equal(w._fixed["qo"][:len(QO_B) + 1], b[0])
 
 
 @pytest.mark.parametrize("paged", [True, False], ids=["paged", "ragged"])

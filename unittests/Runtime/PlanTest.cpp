@@ -855,59 +855,12 @@ TEST(PlanUpload, TheSpansAloneMakeTheWholePlan) {
     Status s = viewPlan(device.data(), device.size() * 4, &d);
     ASSERT_TRUE(s.ok()) << s.message();
     checkPlan(c, *b, d);
-    // The batch's index arrays go up in the first span.
-    EXPECT_TRUE(std::equal(b->qo_indptr.begin(), b->qo_indptr.end(), d.qoIndptr()));
-    EXPECT_TRUE(std::equal(b->kv_indptr.begin(), b->kv_indptr.end(), d.kvIndptr()));
-    EXPECT_TRUE(std::equal(b->kv_last_len.begin(), b->kv_last_len.end(), d.kvLastLen()));
     EXPECT_EQ(d.numMergeUnits(), v.numMergeUnits());
     if (b == &skewed)
       EXPECT_GT(v.numMergeUnits(), 0) << "the merge spans are tested";
     else
       EXPECT_EQ(n, 1);
   }
-}
-
-TEST(PlanBatchArrays, ThePlanCarriesTheIndexArraysAtFixedOffsets) {
-  // Kernels bound to the plan's copies read the batch without an upload of
-  // their own; graph mode's copies stay where a captured graph reads them.
-  Batch small = makeBatch({{1, 10}, {1, 40}}, 16, 1);
-  Batch big = makeBatch(skewedDecode(), 16, 2);
-  PlanConfig c = defaultDecodeConfig(big);
-  c.graph_mode = 1;
-  for (bool lens : {false, true}) {
-    std::vector<int32_t> a, d;
-    PlanInputs ia = inputsOf(small), id = inputsOf(big);
-    if (lens) { // kv_lens instead of kv_last_len: the plan derives the last lengths
-      ia.kv_last_len = id.kv_last_len = nullptr;
-      ia.kv_lens = small.kv_lens.data();
-      id.kv_lens = big.kv_lens.data();
-    }
-    ASSERT_TRUE(planInto(c, ia, &a).ok());
-    ASSERT_TRUE(planInto(c, id, &d).ok());
-    for (auto [plan, b] : {std::pair{&a, &small}, std::pair{&d, &big}}) {
-      PlanView v{plan->data()};
-      EXPECT_EQ(v.header(kHdrMaxBatch), c.max_batch);
-      EXPECT_TRUE(std::equal(b->qo_indptr.begin(), b->qo_indptr.end(), v.qoIndptr()));
-      EXPECT_TRUE(std::equal(b->kv_indptr.begin(), b->kv_indptr.end(), v.kvIndptr()));
-      EXPECT_TRUE(std::equal(b->kv_last_len.begin(), b->kv_last_len.end(), v.kvLastLen()))
-          << (lens ? "from kv_lens" : "from kv_last_len");
-    }
-    for (PlanHeaderField f : {kHdrOffQoIndptr, kHdrOffKvIndptr, kHdrOffKvLastLen})
-      EXPECT_EQ(a[f], d[f]) << f;
-  }
-  // Ragged: the indptr arrays (kv_indptr counting tokens).
-  Batch r = makeBatch({{7, 100}, {3, 30}}, 16, 3);
-  PlanConfig rc = makeConfig(8, 2, 64, 1, 4, 16, 32, 4, r);
-  rc.indexing = KVIndexing::Ragged;
-  std::vector<int32_t> kvTokens{0, 100, 130}, w;
-  PlanInputs in{};
-  in.batch = 2;
-  in.qo_indptr = r.qo_indptr.data();
-  in.kv_indptr = kvTokens.data();
-  ASSERT_TRUE(planInto(rc, in, &w).ok());
-  PlanView v{w.data()};
-  EXPECT_TRUE(std::equal(r.qo_indptr.begin(), r.qo_indptr.end(), v.qoIndptr()));
-  EXPECT_TRUE(std::equal(kvTokens.begin(), kvTokens.end(), v.kvIndptr()));
 }
 
 TEST(PlanCandidates, TheTileFollowsTheAveragePackedQueryLength) {

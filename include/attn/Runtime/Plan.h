@@ -18,17 +18,11 @@
 // the PlanConfig, never on the batch, so CUDA-graph-captured pointers stay valid):
 //
 //   header        [kPlanHeaderWords]          see PlanHeaderField
-//   qo_indptr     [max_batch + 1]             the batch's index arrays, copied from
-//   kv_indptr     [max_batch + 1]               the inputs: one upload moves them
-//   kv_last_len   [max_batch]                   with the plan (paged; unused ragged)
 //   cta_indptr    [max_ctas + 1]              CTA c runs items cta_indptr[c] .. cta_indptr[c+1]-1
 //   work_items    [max_items][kWorkItemWords] see WorkItem
 //   merge_indptr  [max_merge_units + 1]       unit u merges slots merge_indptr[u] .. merge_indptr[u+1]-1
 //   merge_units   [max_merge_units][kMergeUnitWords] see MergeUnit
 //
-// The kernels take the index arrays as arguments; a host that binds them to
-// the plan's copies (device workspace + summary offsets) needs no upload of
-// its own, and in CUDA-graph mode their addresses never move either.
 // The host workspace continues with planner scratch that is never uploaded.
 // Device workspace (bytes): [flat plan, padded to 256] [partial_o] [partial_lse]
 //   partial_o   float32 [partial_rows][head_dim]   = [max_slots][slot_rows][head_dim]
@@ -71,10 +65,10 @@
 namespace attnrt {
 
 /// Version of the flat plan layout below; bumped on any change.
-constexpr int32_t kPlanAbiVersion = 2;
+constexpr int32_t kPlanAbiVersion = 1;
 /// First header word of every plan ("ATNP" little-endian).
 constexpr int32_t kPlanMagic = 0x504E5441;
-constexpr int32_t kPlanHeaderWords = 36;
+constexpr int32_t kPlanHeaderWords = 32;
 constexpr int32_t kWorkItemWords = 8;
 constexpr int32_t kMergeUnitWords = 4;
 constexpr int32_t kMaxTileCandidates = 8;
@@ -133,11 +127,7 @@ enum PlanHeaderField : int32_t {
   kHdrPartialLseOffsetHi = 28,
   kHdrNumQoHeads = 29,
   kHdrNumKvHeads = 30,
-  kHdrMaxBatch = 31,      ///< the batch arrays' capacity (PlanConfig::max_batch)
-  kHdrOffQoIndptr = 32,   ///< word offsets of the batch's index arrays
-  kHdrOffKvIndptr = 33,
-  kHdrOffKvLastLen = 34,
-  kHdrReserved = 35,
+  kHdrReserved = 31,
 };
 
 /// WorkItem::flags bits.
@@ -257,7 +247,6 @@ struct PlanLayout {
   int32_t getMaxSlots(const TileCandidate &t) const {
     return int32_t(partial_rows / t.q_rows);
   }
-  int32_t off_qo_indptr = 0, off_kv_indptr = 0, off_kv_last_len = 0;
   int32_t off_cta_indptr = 0, off_items = 0, off_merge_indptr = 0,
           off_merge_units = 0, total_words = 0;
   /// Host-only planner scratch after the flat plan (never uploaded): the
@@ -308,10 +297,6 @@ struct PlanView {
   int32_t gqaPack() const { return words[kHdrGqaPack]; }
   int32_t slotRows() const { return words[kHdrSlotRows]; }
   int32_t candidate() const { return words[kHdrCandidate]; }
-  /// The plan's copies of the batch's index arrays.
-  const int32_t *qoIndptr() const { return words + words[kHdrOffQoIndptr]; }
-  const int32_t *kvIndptr() const { return words + words[kHdrOffKvIndptr]; }
-  const int32_t *kvLastLen() const { return words + words[kHdrOffKvLastLen]; }
   const int32_t *ctaIndptr() const { return words + words[kHdrOffCtaIndptr]; }
   const WorkItem *items() const {
     return reinterpret_cast<const WorkItem *>(words + words[kHdrOffItems]);
