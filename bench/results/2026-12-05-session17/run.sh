@@ -8,6 +8,7 @@
 #          copied by its get-tests.sh into the ignored tests/ and carried)
 #   plan   plan() breakdowns (bench/harness/plan_overhead.py)
 #   ab     plan() of the old package (out/old-src) and the new one, alternating
+#   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
 # Logs come back as one tarball (the device tool returns at most 8 files).
 set -uo pipefail
@@ -59,6 +60,12 @@ fi
 if [[ $steps == *" plan "* ]]; then
   timeout 90 python3 bench/harness/plan_overhead.py --breakdown > "$L/plan-overhead.log" 2>&1
   stamp "plan_overhead rc=$?"
+  grep -E "^ +[0-9]+ |^ *batch" "$L/plan-overhead.log" >> "$L/summary.txt"
+fi
+if [[ $steps == *" copy "* ]]; then
+  timeout 120 python3 bench/harness/copy_cost.py > "$L/copy-cost.log" 2>&1
+  stamp "copy_cost rc=$?"
+  cat "$L/copy-cost.log" >> "$L/summary.txt"
 fi
 if [[ $steps == *" ab "* ]]; then
   # plan() before and after the plan ABI v2 on this host: the old runtime and
