@@ -187,26 +187,6 @@ ATTN_RT_EXPORT attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes,
  * the fixed buffer a CUDA graph captured): cuMemcpyDtoDAsync. */
 ATTN_RT_EXPORT attnRtStatus attnRtCopyOnDevice(uint64_t src, size_t bytes,
                                                uint64_t dst, uint64_t stream);
-/* One copy of a batch: `bytes` from `src` (pinned host memory or device
- * memory, as a unified address) to the device address `dst`. */
-typedef struct attnRtCopy {
-  uint64_t src, dst;
-  size_t bytes;
-} attnRtCopy;
-/* Queues `count` (at most 8) copies with non-overlapping destinations on
- * `stream`, in stream order as a whole, as one driver call where the driver
- * batches copies (cuMemcpyBatchAsync; on the legacy NULL stream through the
- * per-thread default stream, which orders itself with it) and one call each
- * otherwise. A step's copies cost the host about half as much that way. */
-ATTN_RT_EXPORT attnRtStatus attnRtCopyBatch(const attnRtCopy *copies, size_t count,
-                                            uint64_t stream);
-/* attnRtPlanAndUpload whose upload also queues `copies` (at most 4: the
- * step's index arrays, a page table) in the same batch as attnRtCopyBatch. */
-ATTN_RT_EXPORT attnRtStatus attnRtPlanAndUploadWith(
-    const attnRtPlanConfig *config, const attnRtPlanInputs *inputs,
-    void *host_workspace, size_t host_bytes, uint64_t device_workspace,
-    size_t device_bytes, uint64_t stream, const attnRtCopy *copies, size_t count,
-    attnRtPlanSummary *summary /* nullable */);
 /* A fence over pinned host buffers that async copies read (a plan's host
  * workspace and staging, refilled every step): attnRtFenceRecord marks the
  * work queued on `stream` so far, attnRtFenceWait blocks until that work has

@@ -15,7 +15,6 @@
 #include "attn/Runtime/Launcher.h"
 #include "attn/Runtime/Plan.h"
 
-#include <cstddef>
 #include <limits>
 #include <string>
 
@@ -31,9 +30,6 @@ Status copyOnDevice(uint64_t src, size_t bytes, uint64_t dst, uint64_t stream);
 } // namespace attnrt
 
 static_assert(sizeof(attnRtTileCandidate) == sizeof(TileCandidate));
-static_assert(sizeof(attnRtCopy) == sizeof(CopyRequest) &&
-              offsetof(attnRtCopy, dst) == offsetof(CopyRequest, dst) &&
-              offsetof(attnRtCopy, bytes) == offsetof(CopyRequest, bytes));
 static_assert(int(ATTN_RT_UNSUPPORTED) == int(StatusCode::Unsupported));
 
 static thread_local std::string lastError;
@@ -144,8 +140,7 @@ attnRtStatus attnRtPlanWorkspaceSize(const attnRtPlanConfig *config,
 static attnRtStatus planImpl(const attnRtPlanConfig *config,
                              const attnRtPlanInputs *inputs, void *ws,
                              size_t bytes, uint64_t device, size_t deviceBytes,
-                             uint64_t stream, attnRtPlanSummary *summary,
-                             const attnRtCopy *extra = nullptr, size_t numExtra = 0) {
+                             uint64_t stream, attnRtPlanSummary *summary) {
   return guarded([&] {
     PlanConfig c;
     if (!toConfig(config, &c) || !inputs)
@@ -161,8 +156,7 @@ static attnRtStatus planImpl(const attnRtPlanConfig *config,
     Status s = plan(c, in, ws, bytes);
     const PlanView v{static_cast<const int32_t *>(ws)};
     if (s.ok() && device)
-      s = uploadPlanWith(v, device, deviceBytes, stream,
-                         reinterpret_cast<const CopyRequest *>(extra), int32_t(numExtra));
+      s = uploadPlan(v, device, deviceBytes, stream);
     if (s.ok() && summary) {
       summary->num_ctas = v.numCtas();
       summary->num_items = v.numItems();
@@ -194,36 +188,6 @@ attnRtStatus attnRtPlanAndUpload(const attnRtPlanConfig *config,
     });
   return planImpl(config, inputs, ws, bytes, device, deviceBytes, stream,
                   summary);
-}
-
-attnRtStatus attnRtPlanAndUploadWith(const attnRtPlanConfig *config,
-                                     const attnRtPlanInputs *inputs, void *ws,
-                                     size_t bytes, uint64_t device,
-                                     size_t deviceBytes, uint64_t stream,
-                                     const attnRtCopy *copies, size_t count,
-                                     attnRtPlanSummary *summary) {
-  if (!device || count > 4 || (count && !copies))
-    return guarded([] {
-      return invalidArg("attnRtPlanAndUploadWith: device_workspace is null, or "
-                        "copies null or more than 4");
-    });
-  return planImpl(config, inputs, ws, bytes, device, deviceBytes, stream,
-                  summary, copies, count);
-}
-
-attnRtStatus attnRtCopyBatch(const attnRtCopy *copies, size_t count,
-                             uint64_t stream) {
-  return guarded([&] {
-    if (count > 8 || (count && !copies))
-      return invalidArg("attnRtCopyBatch: copies null or more than 8");
-    for (size_t i = 0; i < count; ++i)
-      if (copies[i].bytes && (!copies[i].src || !copies[i].dst))
-        return report(Status(StatusCode::InvalidArgument,
-                             "attnRtCopyBatch: copy " + std::to_string(i) +
-                                 " has a null source or destination"));
-    return report(queueCopies(reinterpret_cast<const CopyRequest *>(copies),
-                              int32_t(count), stream));
-  });
 }
 
 attnRtStatus attnRtModuleLoad(const void *image, size_t bytes, const char *manifest,

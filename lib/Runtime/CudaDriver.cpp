@@ -72,7 +72,6 @@ static Loaded load() {
   ATTN_RESOLVE(launchKernel, cuLaunchKernel)
   ATTN_RESOLVE(memcpyHtoDAsync, cuMemcpyHtoDAsync)
   ATTN_RESOLVE(memcpyDtoDAsync, cuMemcpyDtoDAsync)
-  ATTN_RESOLVE(memcpyAsync, cuMemcpyAsync)
   ATTN_RESOLVE(eventCreate, cuEventCreate)
   ATTN_RESOLVE(eventRecord, cuEventRecord)
   ATTN_RESOLVE(eventSynchronize, cuEventSynchronize)
@@ -87,9 +86,6 @@ static Loaded load() {
   l.table.funcGetParamInfo =
       reinterpret_cast<decltype(l.table.funcGetParamInfo)>(
           dlsym(lib, "cuFuncGetParamInfo"));
-  l.table.memcpyBatchAsync =
-      reinterpret_cast<decltype(l.table.memcpyBatchAsync)>(
-          dlsym(lib, "cuMemcpyBatchAsync_v2"));
   if (missing) {
     l.status = Status(StatusCode::CudaUnavailable,
                       "libcuda.so.1 lacks " + which + " (driver too old)");

@@ -39,7 +39,6 @@ struct CudaDriver {
   decltype(&::cuLaunchKernel) launchKernel;
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync;
   decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync; // graph mode's page table into its fixed buffer
-  decltype(&::cuMemcpyAsync) memcpyAsync;         // queueCopies without a batch call
   // Host-lowered programs (HostCalls.cpp): index arrays back to the host,
   // the per-image workspace, managed buffers.
   decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync;
@@ -68,10 +67,6 @@ struct CudaDriver {
   /// Optional (CUDA 12.4+ drivers; declared here so that older headers
   /// build): null when absent; Module::load then checks no parameter sizes.
   CUresult (*funcGetParamInfo)(CUfunction, size_t, size_t *, size_t *);
-  /// Optional (CUDA 12.8+ drivers; the CUDA 13 signature, cuMemcpyBatchAsync_v2):
-  /// null when absent; queueCopies then makes one call per copy.
-  CUresult (*memcpyBatchAsync)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
-                               CUmemcpyAttributes *, size_t *, size_t, CUstream);
 };
 
 /// Loads libcuda.so.1 and cuInit()s once; returns the table or nullptr with

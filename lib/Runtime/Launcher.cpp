@@ -473,92 +473,24 @@ Status streamIsCapturing(uint64_t stream, bool *capturing) {
   return Status::success();
 }
 
-Status queueCopies(const CopyRequest *copies, int32_t count, uint64_t stream) {
-  if (count < 0 || (count > 0 && !copies))
-    return Status(StatusCode::InvalidArgument, "copies: null or a negative count");
-  constexpr int32_t kMaxBatch = 8;
-  CUdeviceptr dsts[kMaxBatch], srcs[kMaxBatch];
-  size_t sizes[kMaxBatch];
-  size_t n = 0, nonEmpty = 0;
-  for (int32_t i = 0; i < count; ++i)
-    if (copies[i].bytes && nonEmpty++ < kMaxBatch) {
-      dsts[n] = CUdeviceptr(copies[i].dst);
-      srcs[n] = CUdeviceptr(copies[i].src);
-      sizes[n++] = copies[i].bytes;
-    }
-  if (nonEmpty == 0)
-    return Status::success(); // nothing to queue: no device needed
-  Status s;
-  const CudaDriver *d = cudaDriver(&s);
-  if (!d)
-    return s;
-  if (d->memcpyBatchAsync && n > 1 && nonEmpty <= size_t(kMaxBatch)) {
-    // Every source is read in stream order (the host buffers are the
-    // caller's to keep until the copies have run: UploadFence).
-    CUmemcpyAttributes attrs;
-    std::memset(&attrs, 0, sizeof(attrs));
-    attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    size_t first = 0;
-    const bool legacy = stream == 0 || stream == uint64_t(uintptr_t(CU_STREAM_LEGACY));
-    CUstream st = legacy ? CU_STREAM_PER_THREAD : reinterpret_cast<CUstream>(stream);
-    if (d->memcpyBatchAsync(dsts, srcs, sizes, n, &attrs, &first, 1, st) == CUDA_SUCCESS)
-      return Status::success();
-    // A driver that refuses the batch (a pageable source, say) queued
-    // nothing: the copies go one by one, whose errors say what is wrong.
-  }
-  for (int32_t i = 0; i < count; ++i) {
-    const CopyRequest &c = copies[i];
-    if (!c.bytes)
-      continue;
-    CUresult r = d->memcpyAsync(CUdeviceptr(c.dst), CUdeviceptr(c.src), c.bytes,
-                                reinterpret_cast<CUstream>(stream));
-    if (r != CUDA_SUCCESS)
-      return cudaFailure(*d, "cuMemcpyAsync", r);
-  }
-  return Status::success();
-}
-
-/// The copies of uploadPlan: one per span of the plan (planUploadSpans).
-static int32_t planCopies(const PlanView &plan, uint64_t deviceWorkspace,
-                          CopyRequest out[3]) {
-  PlanSpan spans[3];
-  int32_t n = planUploadSpans(plan, spans);
-  const uint64_t host = uint64_t(reinterpret_cast<uintptr_t>(plan.words));
-  for (int32_t i = 0; i < n; ++i)
-    out[i] = {host + spans[i].offset, deviceWorkspace + spans[i].offset,
-              spans[i].bytes};
-  return n;
-}
-
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream) {
   if (!plan.words || !deviceWorkspace)
     return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
   Status s;
-  if (!cudaDriver(&s)) // a plan's upload always needs the device
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
     return s;
-  CopyRequest copies[3];
-  int32_t n = planCopies(plan, deviceWorkspace, copies);
-  return queueCopies(copies, n, stream);
-}
-
-Status uploadPlanWith(const PlanView &plan, uint64_t deviceWorkspace,
-                      size_t deviceBytes, uint64_t stream,
-                      const CopyRequest *extra, int32_t numExtra) {
-  if (!plan.words || !deviceWorkspace)
-    return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
-  if (numExtra < 0 || numExtra > 4 || (numExtra > 0 && !extra))
-    return Status(StatusCode::InvalidArgument,
-                  "extra copies: null, negative or more than 4");
-  if (Status s = checkDeviceWorkspace(plan, deviceWorkspace, deviceBytes); !s.ok())
-    return s;
-  Status s;
-  if (!cudaDriver(&s))
-    return s;
-  CopyRequest copies[7];
-  int32_t n = planCopies(plan, deviceWorkspace, copies);
-  for (int32_t i = 0; i < numExtra; ++i)
-    copies[n++] = extra[i];
-  return queueCopies(copies, n, stream);
+  PlanSpan spans[3];
+  int32_t n = planUploadSpans(plan, spans);
+  const char *host = reinterpret_cast<const char *>(plan.words);
+  for (int32_t i = 0; i < n; ++i) {
+    CUresult r = d->memcpyHtoDAsync(CUdeviceptr(deviceWorkspace + spans[i].offset),
+                                    host + spans[i].offset, spans[i].bytes,
+                                    reinterpret_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS)
+      return cudaFailure(*d, "cuMemcpyHtoDAsync", r);
+  }
+  return Status::success();
 }
 
 /// Fills `pb` for kernel `k` from the plan's device arrays and `args`.
@@ -790,11 +722,6 @@ Status Module::load(const void *, size_t, std::string_view, std::unique_ptr<Modu
   return noCuda();
 }
 Status uploadPlan(const PlanView &, uint64_t, uint64_t) { return noCuda(); }
-Status queueCopies(const CopyRequest *, int32_t, uint64_t) { return noCuda(); }
-Status uploadPlanWith(const PlanView &, uint64_t, size_t, uint64_t, const CopyRequest *,
-                      int32_t) {
-  return noCuda();
-}
 Status copyToDevice(const void *, size_t, uint64_t, uint64_t) { return noCuda(); }
 Status copyOnDevice(uint64_t, size_t, uint64_t, uint64_t) { return noCuda(); }
 UploadFence::~UploadFence() = default;

@@ -209,9 +209,8 @@ void checkNotCapturing(uint64_t stream) {
 /// A PlanConfig converted once (the dict's conversion costs more than the
 /// planner at decode sizes), for plan() of every step: `plan` takes the
 /// host arrays as addresses (CPU tensors' data_ptr()) and the maxima of the
-/// step, plans, and queues the uploads in one batch (the plan, size-checked
-/// against the device workspace, and the index arrays through a pinned
-/// staging buffer),
+/// step, plans, and queues the uploads (the plan, size-checked against the
+/// device workspace, then the index arrays through a pinned staging buffer),
 /// all in one call with no Python object built per element.
 class PyPlanner {
 public:
@@ -234,8 +233,7 @@ public:
   /// destinations are adjacent go up in one copy; `device_ws` and `staging`
   /// 0: no upload, for tests and CPU measurements), and `kv_indices_bytes`
   /// of the device array `kv_indices` to `kv_indices_dst` (graph mode's
-  /// fixed page table; skipped when 0 or the same), all queued as one batch
-  /// of copies (attnRtPlanAndUploadWith). Returns the
+  /// fixed page table; skipped when 0 or the same). Returns the
   /// summary with "host_bytes", or None, having done nothing, when a
   /// workspace is smaller than the config needs or a request holds fewer
   /// than `min_kv_len` keys (the caller's full path then says which).
@@ -296,37 +294,37 @@ public:
       // The last step's copies may still read the pinned buffers.
       if (fence)
         check(attnRtFenceWait(fence->get()));
-      if (deviceWs) {
-        // The plan's copies and the step's others go up in one batch: the
-        // index arrays staged back to back, one copy per run of adjacent
-        // destinations, and graph mode's page table into the fixed buffer
-        // the graph captured.
-        attnRtCopy copies[4];
-        size_t numCopies = 0;
-        if (staging) {
-          char *st = reinterpret_cast<char *>(staging);
-          size_t off = 0;
-          for (const auto &a : arrays) {
-            if (!a.dst)
-              continue;
-            std::memcpy(st + off, reinterpret_cast<const void *>(a.src), a.bytes);
-            attnRtCopy *last = numCopies ? &copies[numCopies - 1] : nullptr;
-            if (last && a.dst == last->dst + last->bytes)
-              last->bytes += a.bytes;
-            else
-              copies[numCopies++] = {uint64_t(reinterpret_cast<uintptr_t>(st + off)), a.dst,
-                                     a.bytes};
-            off += a.bytes;
-          }
-        }
-        if (kvIndicesDst && kvIndicesDst != kvIndices && kvIndicesBytes)
-          copies[numCopies++] = {kvIndices, kvIndicesDst, kvIndicesBytes};
-        // Sized: the runtime checks the plan against deviceWsBytes.
-        check(attnRtPlanAndUploadWith(&c_, &in, ws, hostWsBytes, deviceWs, deviceWsBytes,
-                                      stream, copies, numCopies, &s));
-      } else { // plan only (CPU tests and measurements)
+      if (deviceWs) // sized: the runtime checks the plan against deviceWsBytes
+        check(attnRtPlanAndUpload(&c_, &in, ws, hostWsBytes, deviceWs,
+                                  deviceWsBytes, stream, &s));
+      else // plan only (CPU tests and measurements)
         check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
+      if (staging) {
+        // Stage the arrays back to back; one copy per run of adjacent destinations.
+        char *st = reinterpret_cast<char *>(staging);
+        size_t off = 0, runStart = 0, runBytes = 0;
+        uint64_t runDst = 0;
+        for (const auto &a : arrays) {
+          if (!a.dst)
+            continue;
+          std::memcpy(st + off, reinterpret_cast<const void *>(a.src), a.bytes);
+          if (runBytes && a.dst != runDst + runBytes) {
+            check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
+            runBytes = 0;
+          }
+          if (!runBytes) {
+            runStart = off;
+            runDst = a.dst;
+          }
+          runBytes += a.bytes;
+          off += a.bytes;
+        }
+        if (runBytes)
+          check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
       }
+      // Graph mode: the page table into the fixed buffer the graph captured.
+      if (deviceWs && kvIndicesDst && kvIndicesDst != kvIndices)
+        check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst, stream));
       if (fence && deviceWs)
         check(attnRtFenceRecord(fence->get(), stream));
     }

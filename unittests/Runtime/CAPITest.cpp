@@ -152,18 +152,4 @@ TEST(CAPI, CopiesRefuseNullPointersAndSkipEmptyOnes) {
   // Nothing to copy: no device needed.
   EXPECT_EQ(attnRtCopyOnDevice(0, 0, 0, 0), ATTN_RT_OK);
   EXPECT_EQ(attnRtCopyToDevice(nullptr, 0, 0, 0), ATTN_RT_OK);
-  // A batch: each copy's pointers checked, at most 8, empty ones skipped.
-  attnRtCopy copies[9] = {};
-  copies[1] = {0, 256, 64};
-  EXPECT_EQ(attnRtCopyBatch(copies, 2, 0), ATTN_RT_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(attnRtLastError()).find("copy 1 has a null source"),
-            std::string::npos);
-  EXPECT_EQ(attnRtCopyBatch(nullptr, 1, 0), ATTN_RT_INVALID_ARGUMENT);
-  EXPECT_EQ(attnRtCopyBatch(copies, 9, 0), ATTN_RT_INVALID_ARGUMENT);
-  copies[1] = {};
-  EXPECT_EQ(attnRtCopyBatch(copies, 8, 0), ATTN_RT_OK);
-  EXPECT_EQ(attnRtPlanAndUploadWith(nullptr, nullptr, nullptr, 0, 256, 0, 0, copies, 5,
-                                    nullptr),
-            ATTN_RT_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(attnRtLastError()).find("more than 4"), std::string::npos);
 }

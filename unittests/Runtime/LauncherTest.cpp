@@ -14,11 +14,6 @@
 
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
-
-#include <cstring>
-#include <vector>
-
 using namespace attnrt;
 
 namespace {
@@ -138,89 +133,6 @@ TEST(LauncherDevice, UploadFenceRecordsAndWaits) {
   s = streamIsCapturing(0, &capturing);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_FALSE(capturing);
-}
-
-namespace {
-
-/// Driver calls the copy test needs beyond the runtime's, resolved from
-/// libcuda.so.1 (no CUDA headers in the tests).
-struct CopyTestDriver {
-  int (*alloc)(uint64_t *, size_t) = nullptr;
-  int (*free)(uint64_t) = nullptr;
-  int (*hostAlloc)(void **, size_t, unsigned) = nullptr;
-  int (*hostFree)(void *) = nullptr;
-  int (*memsetAsync)(uint64_t, unsigned, size_t, void *) = nullptr;
-  int (*dtoh)(void *, uint64_t, size_t) = nullptr;
-  int (*sync)() = nullptr;
-  bool load() {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-      return false;
-    alloc = reinterpret_cast<decltype(alloc)>(dlsym(h, "cuMemAlloc_v2"));
-    free = reinterpret_cast<decltype(free)>(dlsym(h, "cuMemFree_v2"));
-    hostAlloc = reinterpret_cast<decltype(hostAlloc)>(dlsym(h, "cuMemHostAlloc"));
-    hostFree = reinterpret_cast<decltype(hostFree)>(dlsym(h, "cuMemFreeHost"));
-    memsetAsync = reinterpret_cast<decltype(memsetAsync)>(dlsym(h, "cuMemsetD32Async"));
-    dtoh = reinterpret_cast<decltype(dtoh)>(dlsym(h, "cuMemcpyDtoH_v2"));
-    sync = reinterpret_cast<decltype(sync)>(dlsym(h, "cuCtxSynchronize"));
-    return alloc && free && hostAlloc && hostFree && memsetAsync && dtoh && sync;
-  }
-};
-
-} // namespace
-
-TEST(LauncherDevice, QueuesCopiesInOneBatchInStreamOrder) {
-  // A plan()'s copies: three from pinned host memory, one device to device,
-  // queued on the legacy NULL stream (which the batch call reaches through
-  // the per-thread stream) right behind a 256 MB memset of the same
-  // destinations: the copies must land after it, not under it.
-  skipWithoutGpu();
-  if (IsSkipped())
-    return;
-  CopyTestDriver d;
-  ASSERT_TRUE(d.load());
-  constexpr size_t kWords = 64 << 20, kSmall = 1000;
-  uint64_t big = 0, table = 0;
-  ASSERT_EQ(d.alloc(&big, kWords * 4), 0);
-  ASSERT_EQ(d.alloc(&table, kSmall * 4), 0);
-  void *pinned = nullptr;
-  ASSERT_EQ(d.hostAlloc(&pinned, 3 * kSmall * 4, 0), 0);
-  auto *host = static_cast<int32_t *>(pinned);
-  for (size_t i = 0; i < 3 * kSmall; ++i)
-    host[i] = int32_t(i + 1);
-  // The device source: filled by a batch of one (the plain path).
-  CopyRequest fill{uint64_t(reinterpret_cast<uintptr_t>(host)), table, kSmall * 4};
-  ASSERT_TRUE(queueCopies(&fill, 1, 0).ok());
-  ASSERT_EQ(d.sync(), 0);
-  std::vector<int32_t> got(kSmall);
-  ASSERT_EQ(d.dtoh(got.data(), table, kSmall * 4), 0);
-  EXPECT_EQ(got[kSmall - 1], int32_t(kSmall));
-  for (uint64_t stream : {uint64_t(0), uint64_t(1) /* CU_STREAM_LEGACY */}) {
-    ASSERT_EQ(d.memsetAsync(big, 7, kWords, nullptr), 0);
-    // Destinations at the start, the middle and the end of the memset's range.
-    const uint64_t at[4] = {big, big + kWords * 2, big + kWords * 4 - kSmall * 4,
-                            big + 4 * kSmall * 4};
-    const uint64_t src = uint64_t(reinterpret_cast<uintptr_t>(host));
-    CopyRequest copies[5] = {{src, at[0], kSmall * 4},
-                             {src + kSmall * 4, at[1], kSmall * 4},
-                             {src + 2 * kSmall * 4, at[2], kSmall * 4},
-                             {src, big + 8 * kSmall * 4, 0}, // empty: skipped
-                             {table, at[3], kSmall * 4}};
-    Status s = queueCopies(copies, 5, stream);
-    ASSERT_TRUE(s.ok()) << s.message();
-    ASSERT_EQ(d.sync(), 0);
-    for (int c = 0; c < 4; ++c) {
-      ASSERT_EQ(d.dtoh(got.data(), at[c], kSmall * 4), 0);
-      const int32_t first = c < 3 ? int32_t(c * kSmall + 1) : 1;
-      EXPECT_EQ(got[0], first) << "copy " << c << ", stream " << stream;
-      EXPECT_EQ(got[kSmall - 1], first + int32_t(kSmall) - 1) << "copy " << c;
-    }
-    ASSERT_EQ(d.dtoh(got.data(), big + 8 * kSmall * 4, 4), 0);
-    EXPECT_EQ(got[0], 7) << "the empty copy wrote nothing";
-  }
-  d.hostFree(pinned);
-  d.free(big);
-  d.free(table);
 }
 
 TEST(LauncherNoDevice, UploadFenceWithoutCuda) {

@@ -118,24 +118,6 @@ private:
 Status checkKernelMatchesPlan(const KernelManifest &kernel, const PlanConfig &config,
                               int32_t candidate);
 
-/// One copy of a batch: `bytes` from `src` to the device address `dst`;
-/// `src` is a unified address (pinned host memory, or device memory).
-struct CopyRequest {
-  uint64_t src = 0, dst = 0;
-  size_t bytes = 0;
-};
-
-/// Queues `copies` on `stream`, in stream order as a whole and in no order
-/// among themselves (their destinations must not overlap), as one driver
-/// call where the driver batches copies (cuMemcpyBatchAsync, CUDA 12.8+) and
-/// one call each otherwise; copies of 0 bytes are skipped. The batch call
-/// refuses the legacy NULL stream (PyTorch's default), so the batch then goes
-/// to the per-thread default stream, a blocking stream that orders itself
-/// with the legacy one both ways: it waits for the legacy stream's earlier
-/// work, and the legacy stream's later work waits for it. What a plan()'s
-/// copies cost the host that way: bench/NOTES.md (v24).
-Status queueCopies(const CopyRequest *copies, int32_t count, uint64_t stream);
-
 /// Copies the flat plan (host workspace) to the start of the device workspace:
 /// the parts its counts cover (planUploadSpans), a cuMemcpyHtoDAsync each on
 /// `stream` (truly async when the host buffer is pinned); what lies beyond
@@ -146,11 +128,6 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
                   size_t deviceBytes, uint64_t stream);
 /// The same without the size check (the caller vouches for the workspace).
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream);
-/// uploadPlan (size-checked) with `extra` copies (a step's index arrays, say)
-/// queued with the plan's in one batch (queueCopies).
-Status uploadPlanWith(const PlanView &plan, uint64_t deviceWorkspace,
-                      size_t deviceBytes, uint64_t stream,
-                      const CopyRequest *extra, int32_t numExtra);
 
 /// Orders the reuse of pinned host buffers that async copies read (a plan's
 /// host workspace and staging): record() marks the work `stream` has queued
