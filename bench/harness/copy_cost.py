@@ -79,6 +79,16 @@ def main():
         cur = median_us(lambda: fn(streams["current"]))
         mine = median_us(lambda: fn(streams["own"]))
         print(f"{label:<44} {cur:>15.2f} {mine:>11.2f}", flush=True)
+    # The rest of a plan call's driver work: the upload fence (an event's record, then a wait
+    # on it the next step, by then complete) and the capture check.
+    event = ctypes.c_void_p()
+    assert cuda.cuEventCreate(ctypes.byref(event), 2) == 0  # CU_EVENT_DISABLE_TIMING
+    status = ctypes.c_int()
+    for label, fn in (("cuEventRecord", lambda: cuda.cuEventRecord(event, ctypes.c_void_p(streams["current"]))),
+                      ("cuEventSynchronize (complete)", lambda: cuda.cuEventSynchronize(event)),
+                      ("cuStreamIsCapturing", lambda: cuda.cuStreamIsCapturing(
+                          ctypes.c_void_p(streams["current"]), ctypes.byref(status)))):
+        print(f"{label:<44} {median_us(fn):>15.2f}", flush=True)
     for label, us in graph_of_copies(cuda, median_us, streams["current"], streams["own"]):
         print(f"{label:<44} {us:>15.2f}", flush=True)
 
@@ -186,6 +196,15 @@ def graph_of_copies(cuda, median_us, stream, own):
             cuda.cuGraphLaunch(exe, vp(stream))
 
         rows.append((f"  after setting its {len(params)} memcpy nodes again", median_us(updated)))
+        # What a new batch changes: the plan's size and the page table's source and size.
+        two = [params[0], params[-1]] if len(params) >= 2 else params
+
+        def updated_two():
+            for node, p in two:
+                cuda.cuGraphExecMemcpyNodeSetParams(exe, node, ctypes.byref(p), ctx)
+            cuda.cuGraphLaunch(exe, vp(stream))
+
+        rows.append((f"  after setting {len(two)} of them again", median_us(updated_two)))
     except Exception as e:  # report, do not fail the table above
         rows.append((f"CUDA graph rows failed: {type(e).__name__}: {e}", float("nan")))
     return rows
