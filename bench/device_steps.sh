@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# One GPU call of session 17 (run on the H200 from the repo root): build the
-# runtime, unpack the kernel packs carried as tarballs, then the steps named
-# in STEPS (default: tests), each bounded:
+# One call of the device tool, run on the GPU machine from the repo root
+# (session 17 on; earlier sessions kept a copy of it in their results
+# folder): build the runtime, unpack the kernel packs carried as tarballs
+# (out/kernels.tgz, out/fi-kernels.tgz), then the steps named in STEPS
+# (default: tests), each bounded:
 #   tests  ctest, the whole pytest suite (sm_90a kernels), the sm_90 kernels
 #          on the prefill/tile/page-index/strided tests, the host-lowered program
 #   fi     FlashInfer's own test files (bench/flashinfer-tests; their files
 #          copied by its get-tests.sh into the ignored tests/ and carried)
 #   plan   plan() breakdowns (bench/harness/plan_overhead.py)
-#   ab     plan() of the old package (out/old-src) and the new one, alternating
+#   ab     plan() of an older package (out/old-src: `git archive <commit>` of
+#          it, carried) and this one, built side by side, timed alternately
 #   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
-# Logs come back as one tarball (the device tool returns at most 8 files).
+# COMMIT names the tree in the logs (the device carries no .git). Logs come
+# back as one tarball (the device tool returns at most 8 files); the caller
+# commits a summary under bench/results/.
 set -uo pipefail
 L=/tmp/logs; mkdir -p "$L"
 FINAL=${OUT:-/tmp/out}
@@ -68,9 +73,9 @@ if [[ $steps == *" copy "* ]]; then
   cat "$L/copy-cost.log" >> "$L/summary.txt"
 fi
 if [[ $steps == *" ab "* ]]; then
-  # plan() before and after the plan ABI v2 on this host: the old runtime and
-  # package (deaae2b, unpacked into out/old-src) built beside the new one, the
-  # same script timing both, twice alternating.
+  # plan() before and after a change on one host: the old runtime and package
+  # (out/old-src) built beside this one, the same script timing both, twice
+  # alternating (hosts differ more than most changes do).
   old=/tmp/attn-old-build
   cmake -G Ninja -S out/old-src -B $old -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
     -DATTN_ENABLE_TESTS=OFF -DPython3_EXECUTABLE="$(command -v python3)" > "$L/old-cmake.log" 2>&1
