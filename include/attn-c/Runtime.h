@@ -187,31 +187,6 @@ ATTN_RT_EXPORT attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes,
  * the fixed buffer a CUDA graph captured): cuMemcpyDtoDAsync. */
 ATTN_RT_EXPORT attnRtStatus attnRtCopyOnDevice(uint64_t src, size_t bytes,
                                                uint64_t dst, uint64_t stream);
-/* One copy: `bytes` from `src` to `dst`, both unified addresses (pinned host
- * memory or device memory). */
-typedef struct attnRtCopy {
-  uint64_t src, dst;
-  size_t bytes;
-} attnRtCopy;
-/* The copies attnRtUploadPlanSized would queue for the plan attnRtPlan just
- * wrote into `host_workspace` (the planner's own output: not validated
- * again): at most 3, into `out`, their number in `count`. WorkspaceTooSmall
- * when `device_bytes` is below what the plan reaches. */
-ATTN_RT_EXPORT attnRtStatus attnRtPlanCopies(const void *host_workspace,
-                                             uint64_t device_workspace,
-                                             size_t device_bytes, attnRtCopy out[3],
-                                             size_t *count);
-/* A step's copies as one CUDA graph of memcpy nodes (Launcher.h, CopyGraph):
- * one launch on `stream` instead of a driver call per copy; built at the
- * first launch and again when the number of copies changes, the nodes whose
- * copy changed set again. Copies run in stream order as a whole, in no
- * order among themselves; host sources must stay until they have run. */
-typedef struct attnRtCopyGraph *attnRtCopyGraph_t;
-ATTN_RT_EXPORT attnRtStatus attnRtCopyGraphCreate(attnRtCopyGraph_t *graph);
-ATTN_RT_EXPORT attnRtStatus attnRtCopyGraphLaunch(attnRtCopyGraph_t graph,
-                                                  const attnRtCopy *copies,
-                                                  size_t count, uint64_t stream);
-ATTN_RT_EXPORT void attnRtCopyGraphDestroy(attnRtCopyGraph_t graph);
 /* A fence over pinned host buffers that async copies read (a plan's host
  * workspace and staging, refilled every step): attnRtFenceRecord marks the
  * work queued on `stream` so far, attnRtFenceWait blocks until that work has

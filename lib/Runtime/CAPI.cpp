@@ -15,7 +15,6 @@
 #include "attn/Runtime/Launcher.h"
 #include "attn/Runtime/Plan.h"
 
-#include <cstddef>
 #include <limits>
 #include <string>
 
@@ -31,9 +30,6 @@ Status copyOnDevice(uint64_t src, size_t bytes, uint64_t dst, uint64_t stream);
 } // namespace attnrt
 
 static_assert(sizeof(attnRtTileCandidate) == sizeof(TileCandidate));
-static_assert(sizeof(attnRtCopy) == sizeof(CopyRequest) &&
-              offsetof(attnRtCopy, dst) == offsetof(CopyRequest, dst) &&
-              offsetof(attnRtCopy, bytes) == offsetof(CopyRequest, bytes));
 static_assert(int(ATTN_RT_UNSUPPORTED) == int(StatusCode::Unsupported));
 
 static thread_local std::string lastError;
@@ -360,54 +356,6 @@ attnRtStatus attnRtCopyOnDevice(uint64_t src, size_t bytes, uint64_t dst,
     return report(copyOnDevice(src, bytes, dst, stream));
   });
 }
-
-attnRtStatus attnRtPlanCopies(const void *ws, uint64_t device, size_t deviceBytes,
-                              attnRtCopy out[3], size_t *count) {
-  return guarded([&] {
-    if (!ws || !device || !out || !count)
-      return invalidArg("attnRtPlanCopies: a pointer is null");
-    const PlanView v{static_cast<const int32_t *>(ws)};
-    if (Status s = checkDeviceWorkspace(v, device, deviceBytes); !s.ok())
-      return report(s);
-    PlanSpan spans[3];
-    const int32_t n = planUploadSpans(v, spans);
-    const uint64_t host = uint64_t(reinterpret_cast<uintptr_t>(ws));
-    for (int32_t i = 0; i < n; ++i)
-      out[i] = {host + spans[i].offset, device + spans[i].offset, spans[i].bytes};
-    *count = size_t(n);
-    return report(Status::success());
-  });
-}
-
-struct attnRtCopyGraph {
-  CopyGraph graph;
-};
-
-attnRtStatus attnRtCopyGraphCreate(attnRtCopyGraph_t *graph) {
-  return guarded([&] {
-    if (!graph)
-      return invalidArg("attnRtCopyGraphCreate: graph is null");
-    *graph = new attnRtCopyGraph();
-    return report(Status::success());
-  });
-}
-
-attnRtStatus attnRtCopyGraphLaunch(attnRtCopyGraph_t graph, const attnRtCopy *copies,
-                                   size_t count, uint64_t stream) {
-  return guarded([&] {
-    if (!graph || (count && !copies) || count > 64)
-      return invalidArg("attnRtCopyGraphLaunch: graph or copies null, or more than 64 copies");
-    for (size_t i = 0; i < count; ++i)
-      if (copies[i].bytes && (!copies[i].src || !copies[i].dst))
-        return report(Status(StatusCode::InvalidArgument,
-                             "attnRtCopyGraphLaunch: copy " + std::to_string(i) +
-                                 " has a null source or destination"));
-    return report(graph->graph.launch(reinterpret_cast<const CopyRequest *>(copies),
-                                      int32_t(count), stream));
-  });
-}
-
-void attnRtCopyGraphDestroy(attnRtCopyGraph_t graph) { delete graph; }
 
 struct attnRtFence {
   UploadFence fence;

@@ -72,7 +72,6 @@ static Loaded load() {
   ATTN_RESOLVE(launchKernel, cuLaunchKernel)
   ATTN_RESOLVE(memcpyHtoDAsync, cuMemcpyHtoDAsync)
   ATTN_RESOLVE(memcpyDtoDAsync, cuMemcpyDtoDAsync)
-  ATTN_RESOLVE(memcpyAsync, cuMemcpyAsync)
   ATTN_RESOLVE(eventCreate, cuEventCreate)
   ATTN_RESOLVE(eventRecord, cuEventRecord)
   ATTN_RESOLVE(eventSynchronize, cuEventSynchronize)
@@ -87,17 +86,6 @@ static Loaded load() {
   l.table.funcGetParamInfo =
       reinterpret_cast<decltype(l.table.funcGetParamInfo)>(
           dlsym(lib, "cuFuncGetParamInfo"));
-#define ATTN_RESOLVE_OPTIONAL(field, fn)                                       \
-  l.table.field = reinterpret_cast<decltype(l.table.field)>(                   \
-      dlsym(lib, ATTN_STR(fn)));
-  ATTN_RESOLVE_OPTIONAL(graphCreate, cuGraphCreate)
-  ATTN_RESOLVE_OPTIONAL(graphAddMemcpyNode, cuGraphAddMemcpyNode)
-  ATTN_RESOLVE_OPTIONAL(graphInstantiateWithFlags, cuGraphInstantiateWithFlags)
-  ATTN_RESOLVE_OPTIONAL(graphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams)
-  ATTN_RESOLVE_OPTIONAL(graphLaunch, cuGraphLaunch)
-  ATTN_RESOLVE_OPTIONAL(graphExecDestroy, cuGraphExecDestroy)
-  ATTN_RESOLVE_OPTIONAL(graphDestroy, cuGraphDestroy)
-#undef ATTN_RESOLVE_OPTIONAL
   if (missing) {
     l.status = Status(StatusCode::CudaUnavailable,
                       "libcuda.so.1 lacks " + which + " (driver too old)");

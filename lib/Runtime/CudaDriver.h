@@ -39,7 +39,6 @@ struct CudaDriver {
   decltype(&::cuLaunchKernel) launchKernel;
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync;
   decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync; // graph mode's page table into its fixed buffer
-  decltype(&::cuMemcpyAsync) memcpyAsync;         // CopyGraph's copies one by one
   // Host-lowered programs (HostCalls.cpp): index arrays back to the host,
   // the per-image workspace, managed buffers.
   decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync;
@@ -68,15 +67,6 @@ struct CudaDriver {
   /// Optional (CUDA 12.4+ drivers; declared here so that older headers
   /// build): null when absent; Module::load then checks no parameter sizes.
   CUresult (*funcGetParamInfo)(CUfunction, size_t, size_t *, size_t *);
-  /// Optional: CopyGraph's entry points (null when absent: it then queues
-  /// its copies one by one with memcpyAsync).
-  decltype(&::cuGraphCreate) graphCreate;
-  decltype(&::cuGraphAddMemcpyNode) graphAddMemcpyNode;
-  decltype(&::cuGraphInstantiateWithFlags) graphInstantiateWithFlags;
-  decltype(&::cuGraphExecMemcpyNodeSetParams) graphExecMemcpyNodeSetParams;
-  decltype(&::cuGraphLaunch) graphLaunch;
-  decltype(&::cuGraphExecDestroy) graphExecDestroy;
-  decltype(&::cuGraphDestroy) graphDestroy;
 };
 
 /// Loads libcuda.so.1 and cuInit()s once; returns the table or nullptr with

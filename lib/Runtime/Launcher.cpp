@@ -408,117 +408,6 @@ Status copyOnDevice(uint64_t src, size_t bytes, uint64_t dst, uint64_t stream) {
                            : cudaFailure(*d, "cuMemcpyDtoDAsync", r);
 }
 
-namespace {
-
-/// A 1-D copy as CUDA_MEMCPY3D, both sides unified addresses.
-CUDA_MEMCPY3D memcpyParams(const CopyRequest &c) {
-  CUDA_MEMCPY3D p;
-  std::memset(&p, 0, sizeof(p));
-  p.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
-  p.srcDevice = CUdeviceptr(c.src);
-  p.srcPitch = c.bytes;
-  p.srcHeight = 1;
-  p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-  p.dstDevice = CUdeviceptr(c.dst);
-  p.dstPitch = c.bytes;
-  p.dstHeight = 1;
-  p.WidthInBytes = c.bytes;
-  p.Height = 1;
-  p.Depth = 1;
-  return p;
-}
-
-bool sameCopy(const CopyRequest &a, const CopyRequest &b) {
-  return a.src == b.src && a.dst == b.dst && a.bytes == b.bytes;
-}
-
-} // namespace
-
-CopyGraph::~CopyGraph() { reset(); }
-
-void CopyGraph::reset() {
-  if (const CudaDriver *d = cudaDriver(nullptr)) { // fails only at driver teardown
-    if (exec_)
-      d->graphExecDestroy(static_cast<CUgraphExec>(exec_));
-    if (graph_)
-      d->graphDestroy(static_cast<CUgraph>(graph_));
-  }
-  exec_ = graph_ = ctx_ = nullptr;
-  nodes_.clear();
-  last_.clear();
-}
-
-Status CopyGraph::launch(const CopyRequest *copies, int32_t count, uint64_t stream) {
-  if (count < 0 || (count > 0 && !copies))
-    return Status(StatusCode::InvalidArgument, "copies: null or a negative count");
-  std::vector<CopyRequest> now;
-  now.reserve(size_t(count));
-  for (int32_t i = 0; i < count; ++i)
-    if (copies[i].bytes)
-      now.push_back(copies[i]);
-  if (now.empty())
-    return Status::success();
-  Status s;
-  const CudaDriver *d = cudaDriver(&s);
-  if (!d)
-    return s;
-  const CUstream st = reinterpret_cast<CUstream>(stream);
-  if (!d->graphCreate || !d->graphAddMemcpyNode || !d->graphInstantiateWithFlags ||
-      !d->graphExecMemcpyNodeSetParams || !d->graphLaunch || !d->graphExecDestroy ||
-      !d->graphDestroy || now.size() < 3) {
-    // One by one: a driver without graphs, or too few copies for a graph
-    // launch (~6 us with its nodes set again) to beat their calls (~2.6 us each).
-    for (const CopyRequest &c : now) {
-      CUresult r = d->memcpyAsync(CUdeviceptr(c.dst), CUdeviceptr(c.src), c.bytes, st);
-      if (r != CUDA_SUCCESS)
-        return cudaFailure(*d, "cuMemcpyAsync", r);
-    }
-    return Status::success();
-  }
-  CUcontext ctx = nullptr;
-  if (CUresult r = d->ctxGetCurrent(&ctx); r != CUDA_SUCCESS)
-    return cudaFailure(*d, "cuCtxGetCurrent", r);
-  // Set again the nodes whose copy changed; anything the driver refuses, or
-  // another shape or context, builds the graph anew.
-  bool rebuild = !exec_ || ctx != ctx_ || now.size() != last_.size();
-  for (size_t i = 0; i < now.size() && !rebuild; ++i) {
-    if (sameCopy(now[i], last_[i]))
-      continue;
-    CUDA_MEMCPY3D p = memcpyParams(now[i]);
-    rebuild = d->graphExecMemcpyNodeSetParams(static_cast<CUgraphExec>(exec_),
-                                              static_cast<CUgraphNode>(nodes_[i]), &p,
-                                              ctx) != CUDA_SUCCESS;
-  }
-  if (rebuild) {
-    reset();
-    CUgraph g = nullptr;
-    if (CUresult r = d->graphCreate(&g, 0); r != CUDA_SUCCESS)
-      return cudaFailure(*d, "cuGraphCreate", r);
-    graph_ = g;
-    for (const CopyRequest &c : now) {
-      CUDA_MEMCPY3D p = memcpyParams(c);
-      CUgraphNode node = nullptr;
-      if (CUresult r = d->graphAddMemcpyNode(&node, g, nullptr, 0, &p, ctx);
-          r != CUDA_SUCCESS) {
-        reset();
-        return cudaFailure(*d, "cuGraphAddMemcpyNode", r);
-      }
-      nodes_.push_back(node);
-    }
-    CUgraphExec exec = nullptr;
-    if (CUresult r = d->graphInstantiateWithFlags(&exec, g, 0); r != CUDA_SUCCESS) {
-      reset();
-      return cudaFailure(*d, "cuGraphInstantiateWithFlags", r);
-    }
-    exec_ = exec;
-    ctx_ = ctx;
-  }
-  last_ = std::move(now);
-  if (CUresult r = d->graphLaunch(static_cast<CUgraphExec>(exec_), st); r != CUDA_SUCCESS)
-    return cudaFailure(*d, "cuGraphLaunch", r);
-  return Status::success();
-}
-
 UploadFence::~UploadFence() {
   if (!event_)
     return;
@@ -835,16 +724,6 @@ Status Module::load(const void *, size_t, std::string_view, std::unique_ptr<Modu
 Status uploadPlan(const PlanView &, uint64_t, uint64_t) { return noCuda(); }
 Status copyToDevice(const void *, size_t, uint64_t, uint64_t) { return noCuda(); }
 Status copyOnDevice(uint64_t, size_t, uint64_t, uint64_t) { return noCuda(); }
-CopyGraph::~CopyGraph() = default;
-void CopyGraph::reset() {}
-Status CopyGraph::launch(const CopyRequest *copies, int32_t count, uint64_t) {
-  if (count < 0 || (count > 0 && !copies))
-    return Status(StatusCode::InvalidArgument, "copies: null or a negative count");
-  for (int32_t i = 0; i < count; ++i)
-    if (copies[i].bytes)
-      return noCuda();
-  return Status::success();
-}
 UploadFence::~UploadFence() = default;
 Status UploadFence::record(uint64_t) { return noCuda(); }
 Status UploadFence::wait() { return recorded_ ? noCuda() : Status::success(); }

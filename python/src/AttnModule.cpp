@@ -215,9 +215,6 @@ void checkNotCapturing(uint64_t stream) {
 class PyPlanner {
 public:
   explicit PyPlanner(const py::dict &config) : c_(toConfig(config)) {}
-  ~PyPlanner() { attnRtCopyGraphDestroy(graph_); }
-  PyPlanner(const PyPlanner &) = delete;
-  PyPlanner &operator=(const PyPlanner &) = delete;
 
   /// (host_bytes, device_bytes) under these maxima.
   py::tuple sizes(int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens) {
@@ -236,9 +233,7 @@ public:
   /// destinations are adjacent go up in one copy; `device_ws` and `staging`
   /// 0: no upload, for tests and CPU measurements), and `kv_indices_bytes`
   /// of the device array `kv_indices` to `kv_indices_dst` (graph mode's
-  /// fixed page table; skipped when 0 or the same), launched together
-  /// through the planner's attnRtCopyGraph (one CUDA-graph launch for graph
-  /// mode's three or four copies). Returns the
+  /// fixed page table; skipped when 0 or the same). Returns the
   /// summary with "host_bytes", or None, having done nothing, when a
   /// workspace is smaller than the config needs or a request holds fewer
   /// than `min_kv_len` keys (the caller's full path then says which).
@@ -299,39 +294,37 @@ public:
       // The last step's copies may still read the pinned buffers.
       if (fence)
         check(attnRtFenceWait(fence->get()));
-      check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
-      if (deviceWs) {
-        // The step's copies, launched together (attnRtCopyGraph: one graph
-        // launch for graph mode's 3-4 copies, one call each for eager's
-        // two): the plan's spans (the device workspace size checked), the
-        // index arrays staged back to back (one copy per run of adjacent
-        // destinations), and graph mode's page table into the fixed buffer
-        // the captured kernels read.
-        attnRtCopy copies[7];
-        size_t n = 0;
-        check(attnRtPlanCopies(ws, deviceWs, deviceWsBytes, copies, &n));
-        if (staging) {
-          char *st = reinterpret_cast<char *>(staging);
-          size_t off = 0;
-          for (const auto &a : arrays) {
-            if (!a.dst)
-              continue;
-            std::memcpy(st + off, reinterpret_cast<const void *>(a.src), a.bytes);
-            attnRtCopy &prev = copies[n - 1];
-            if (prev.dst + prev.bytes == a.dst && prev.src + prev.bytes ==
-                                                      uint64_t(reinterpret_cast<uintptr_t>(st + off)))
-              prev.bytes += a.bytes;
-            else
-              copies[n++] = {uint64_t(reinterpret_cast<uintptr_t>(st + off)), a.dst, a.bytes};
-            off += a.bytes;
+      if (deviceWs) // sized: the runtime checks the plan against deviceWsBytes
+        check(attnRtPlanAndUpload(&c_, &in, ws, hostWsBytes, deviceWs,
+                                  deviceWsBytes, stream, &s));
+      else // plan only (CPU tests and measurements)
+        check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
+      if (staging) {
+        // Stage the arrays back to back; one copy per run of adjacent destinations.
+        char *st = reinterpret_cast<char *>(staging);
+        size_t off = 0, runStart = 0, runBytes = 0;
+        uint64_t runDst = 0;
+        for (const auto &a : arrays) {
+          if (!a.dst)
+            continue;
+          std::memcpy(st + off, reinterpret_cast<const void *>(a.src), a.bytes);
+          if (runBytes && a.dst != runDst + runBytes) {
+            check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
+            runBytes = 0;
           }
+          if (!runBytes) {
+            runStart = off;
+            runDst = a.dst;
+          }
+          runBytes += a.bytes;
+          off += a.bytes;
         }
-        if (kvIndicesDst && kvIndicesDst != kvIndices)
-          copies[n++] = {kvIndices, kvIndicesDst, kvIndicesBytes};
-        if (!graph_)
-          check(attnRtCopyGraphCreate(&graph_));
-        check(attnRtCopyGraphLaunch(graph_, copies, n, stream));
+        if (runBytes)
+          check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
       }
+      // Graph mode: the page table into the fixed buffer the graph captured.
+      if (deviceWs && kvIndicesDst && kvIndicesDst != kvIndices)
+        check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst, stream));
       if (fence && deviceWs)
         check(attnRtFenceRecord(fence->get(), stream));
     }
@@ -347,7 +340,6 @@ private:
     c_.max_kv_tokens = c_.fixed_split_tokens > 0 ? maxKvTokens : 0;
   }
   attnRtPlanConfig c_;
-  attnRtCopyGraph_t graph_ = nullptr; ///< the step's copies (made at the first upload)
 };
 
 /// A host workspace: an int address (pinned memory from PyTorch) or a

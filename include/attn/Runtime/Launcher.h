@@ -33,7 +33,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace attnrt {
 
@@ -118,42 +117,6 @@ private:
 /// packing, heads, head_dim, KV indexing). ManifestMismatch names the field.
 Status checkKernelMatchesPlan(const KernelManifest &kernel, const PlanConfig &config,
                               int32_t candidate);
-
-/// One copy: `bytes` from `src` to `dst`, both unified addresses (pinned
-/// host memory or device memory).
-struct CopyRequest {
-  uint64_t src = 0, dst = 0;
-  size_t bytes = 0;
-};
-
-/// A step's copies queued as one CUDA graph of memcpy nodes on the caller's
-/// stream: one cuGraphLaunch where a driver call per copy costs the host
-/// 2.6-5 us each (measured on H100 hosts: a CUDA-graph decode plan's four
-/// copies 13.1 us this way, the two nodes a new batch changes set again,
-/// against 26.4 one by one; bench/NOTES.md v24). The graph is built at the
-/// first launch and again when the number of copies or the current context
-/// changes; a copy whose source, destination or size differs from the last
-/// launch's has its node set again (cuGraphExecMemcpyNodeSetParams; a
-/// change the driver refuses rebuilds the graph). The copies run in stream
-/// order as a whole and in no order among themselves (destinations must not
-/// overlap); sources are read when they run, so the caller keeps host
-/// sources until then (UploadFence). Copies of 0 bytes are left out.
-/// Without the driver's graph entry points it queues them one by one.
-class CopyGraph {
-public:
-  CopyGraph() = default;
-  ~CopyGraph();
-  CopyGraph(const CopyGraph &) = delete;
-  CopyGraph &operator=(const CopyGraph &) = delete;
-
-  Status launch(const CopyRequest *copies, int32_t count, uint64_t stream);
-
-private:
-  void reset();
-  void *graph_ = nullptr, *exec_ = nullptr, *ctx_ = nullptr;
-  std::vector<void *> nodes_;
-  std::vector<CopyRequest> last_;
-};
 
 /// Copies the flat plan (host workspace) to the start of the device workspace:
 /// the parts its counts cover (planUploadSpans), a cuMemcpyHtoDAsync each on
