@@ -13,6 +13,14 @@
 #          it, carried) and this one, built side by side, timed alternately
 #   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
+#   kab    kernels before and after a change on one GPU: the benchmark's
+#          KAB_ONLY workloads without peers (default the prefill ones), with
+#          the kernel pack out/kernels-base.tgz and then out/kernels.tgz,
+#          twice alternating; then once more with the peers (SDPA, Flex) on
+#          the new pack
+#   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1): the
+#          full set of the attention kernel's launch, its details page and its
+#          SASS with per-instruction stall samples (CSV)
 # COMMIT names the tree in the logs (the device carries no .git). Logs come
 # back as one tarball (the device tool returns at most 8 files); the caller
 # commits a summary under bench/results/.
@@ -30,7 +38,7 @@ build=/tmp/attn-build
 cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
   -DPython3_EXECUTABLE="$(command -v python3)" > "$L/cmake.log" 2>&1
 ninja -C $build > "$L/ninja.log" 2>&1 || { tail -30 "$L/ninja.log"; exit 1; }
-for pack in kernels fi-kernels; do
+for pack in kernels kernels-base fi-kernels; do
   if [ -f out/$pack.tgz ]; then
     mkdir -p out/$pack && tar --no-same-owner -C out/$pack -xzf out/$pack.tgz && chmod -R go-w out/$pack
   fi
@@ -92,5 +100,33 @@ fi
 if [[ $steps == *" bench "* ]]; then
   timeout ${BENCH_TIMEOUT:-200} python3 bench/harness/run_bench.py --out "$L" --no-sweeps ${BENCH_ARGS:-} > "$L/bench.log" 2>&1
   stamp "bench rc=$?"
+fi
+if [[ $steps == *" kab "* ]]; then
+  only=${KAB_ONLY:-P1,P2,P3-d64,P3-d256,P5}
+  for round in 1 2; do
+    for which in base new; do
+      pack=$PWD/out/kernels; [ $which = base ] && pack=$PWD/out/kernels-base
+      ATTN_CACHE_DIR=$pack timeout 150 python3 bench/harness/run_bench.py --out "$L/kab-$which-$round" \
+        --only "$only" --no-peers > "$L/kab-$which-$round.log" 2>&1
+      stamp "kab $which round $round rc=$?"
+      grep -E "^[A-Z][0-9]" "$L/kab-$which-$round.log" | sed "s/^/  $which $round /" | tee -a "$L/summary.txt"
+    done
+  done
+  timeout 200 python3 bench/harness/run_bench.py --out "$L/kab-peers" --only "$only" > "$L/kab-peers.log" 2>&1
+  stamp "kab with peers (new kernels) rc=$?"
+  grep -E "^[A-Z][0-9]|ceilings" "$L/kab-peers.log" | tee -a "$L/summary.txt"
+fi
+if [[ $steps == *" ncu "* ]]; then
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for w in ${NCU_WORKLOADS:-P1}; do
+    timeout ${NCU_TIMEOUT:-240} "$NCU" --clock-control none -k regex:attn_ --launch-skip 2 --launch-count 2 \
+      --set full --import-source no -f -o "$L/ncu-$w" python3 bench/harness/profile_workload.py "$w" \
+      > "$L/ncu-$w.log" 2>&1
+    stamp "ncu $w rc=$?"
+    "$NCU" --import "$L/ncu-$w.ncu-rep" --page details > "$L/ncu-$w-details.txt" 2>&1
+    "$NCU" --import "$L/ncu-$w.ncu-rep" --page source --csv --print-source sass > "$L/ncu-$w-sass.csv" 2>&1
+    grep -E "attn_|Duration|Executed Instructions |Issue Slots Busy|Compute \(SM\) Throughput" \
+      "$L/ncu-$w-details.txt" | head -20 >> "$L/summary.txt"
+  done
 fi
 stamp "done"
