@@ -14,10 +14,11 @@
 #   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
 #   kab    kernels before and after a change on one GPU: the benchmark's
-#          KAB_ONLY workloads without peers (default the prefill ones), with
-#          the kernel pack out/kernels-base.tgz and then out/kernels.tgz,
-#          twice alternating; then once more with the peers (SDPA, Flex) on
-#          the new pack
+#          KAB_ONLY workloads without peers (default the prefill ones) with
+#          each kernel pack of KAB_PACKS (folders under out/, carried as
+#          out/<pack>.tgz; default kernels-base and kernels), twice
+#          alternating; then once with the peers (SDPA, Flex) on out/kernels
+#          (KAB_NO_PEERS skips it)
 #   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1): the
 #          full set of the attention kernel's launch, its details page and its
 #          SASS with per-instruction stall samples (CSV)
@@ -38,7 +39,7 @@ build=/tmp/attn-build
 cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
   -DPython3_EXECUTABLE="$(command -v python3)" > "$L/cmake.log" 2>&1
 ninja -C $build > "$L/ninja.log" 2>&1 || { tail -30 "$L/ninja.log"; exit 1; }
-for pack in kernels kernels-base fi-kernels; do
+for pack in kernels kernels-base kernels-exp fi-kernels; do
   if [ -f out/$pack.tgz ]; then
     mkdir -p out/$pack && tar --no-same-owner -C out/$pack -xzf out/$pack.tgz && chmod -R go-w out/$pack
   fi
@@ -104,17 +105,18 @@ fi
 if [[ $steps == *" kab "* ]]; then
   only=${KAB_ONLY:-P1,P2,P3-d64,P3-d256,P5}
   for round in 1 2; do
-    for which in base new; do
-      pack=$PWD/out/kernels; [ $which = base ] && pack=$PWD/out/kernels-base
-      ATTN_CACHE_DIR=$pack timeout 150 python3 bench/harness/run_bench.py --out "$L/kab-$which-$round" \
-        --only "$only" --no-peers > "$L/kab-$which-$round.log" 2>&1
-      stamp "kab $which round $round rc=$?"
-      grep -E "^[A-Z][0-9]" "$L/kab-$which-$round.log" | sed "s/^/  $which $round /" | tee -a "$L/summary.txt"
+    for pack in ${KAB_PACKS:-kernels-base kernels}; do
+      ATTN_CACHE_DIR=$PWD/out/$pack timeout 150 python3 bench/harness/run_bench.py --out "$L/kab-$pack-$round" \
+        --only "$only" --no-peers > "$L/kab-$pack-$round.log" 2>&1
+      stamp "kab $pack round $round rc=$?"
+      grep -E "^[A-Z][0-9]" "$L/kab-$pack-$round.log" | sed "s/^/  $pack $round /" | tee -a "$L/summary.txt"
     done
   done
-  timeout 200 python3 bench/harness/run_bench.py --out "$L/kab-peers" --only "$only" > "$L/kab-peers.log" 2>&1
-  stamp "kab with peers (new kernels) rc=$?"
-  grep -E "^[A-Z][0-9]|ceilings" "$L/kab-peers.log" | tee -a "$L/summary.txt"
+  if [ -z "${KAB_NO_PEERS:-}" ]; then
+    timeout 200 python3 bench/harness/run_bench.py --out "$L/kab-peers" --only "$only" > "$L/kab-peers.log" 2>&1
+    stamp "kab with peers (out/kernels) rc=$?"
+    grep -E "^[A-Z][0-9]|ceilings" "$L/kab-peers.log" | tee -a "$L/summary.txt"
+  fi
 fi
 if [[ $steps == *" ncu "* ]]; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
