@@ -169,11 +169,6 @@ static SmallVector<Value> inlinePtx(ImplicitLocOpBuilder &b, StringRef ptx,
   return values;
 }
 
-/// A shared-memory byte address (index) as the i64 an asm operand takes.
-static Value toI64(ImplicitLocOpBuilder &b, Value index) {
-  return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
-}
-
 /// `values` through `ptx`, tied: the asm does not change them.
 static SmallVector<Value> orderedThrough(ImplicitLocOpBuilder &b,
                                          StringRef ptx, ValueRange values) {
@@ -211,23 +206,6 @@ SmallVector<Value> mlir::attn::detail::wgmmaWait(ImplicitLocOpBuilder &b,
   return orderedThrough(
       b, ("wgmma.wait_group.sync.aligned " + Twine(pending) + ";").str(),
       values);
-}
-
-SmallVector<Value> mlir::attn::detail::wgmmaWaitAfter(ImplicitLocOpBuilder &b,
-                                                      int32_t pending,
-                                                      ValueRange values,
-                                                      Value fenceAddress,
-                                                      ValueRange fenced) {
-  assert(fenced.size() == 2 && "the fence stores two f32 values");
-  // Operands: the results tied to `values` ($0 ..), then the address and
-  // the fenced values.
-  const size_t n = values.size();
-  std::string ptx = ("st.shared.v2.f32 [$" + Twine(n) + "], {$" + Twine(n + 1) +
-                     ", $" + Twine(n + 2) + "};\nwgmma.wait_group.sync.aligned " +
-                     Twine(pending) + ";")
-                        .str();
-  return inlinePtx(b, ptx, values.getTypes(), values,
-                   {toI64(b, fenceAddress), fenced[0], fenced[1]});
 }
 
 SmallVector<Value> mlir::attn::detail::wgmmaMMA(
@@ -295,6 +273,10 @@ void mlir::attn::detail::fenceProxyAsyncShared(ImplicitLocOpBuilder &b) {
 //===----------------------------------------------------------------------===//
 // mbarriers, named barriers, register budgets
 //===----------------------------------------------------------------------===//
+
+static Value toI64(ImplicitLocOpBuilder &b, Value index) {
+  return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
+}
 
 void mlir::attn::detail::mbarrierInit(ImplicitLocOpBuilder &b, Value address,
                                       int64_t count) {

@@ -182,17 +182,6 @@ void wgmmaCommit(mlir::ImplicitLocOpBuilder &b);
 llvm::SmallVector<mlir::Value> wgmmaWait(mlir::ImplicitLocOpBuilder &b,
                                          int32_t pending,
                                          mlir::ValueRange values);
-/// wgmmaWait, preceded in the same asm statement by a store of the two f32
-/// `fenced` values to the 8 shared-memory bytes at `fenceAddress` (index):
-/// ptxas does not move the wait above the store, so the wait stays after
-/// the instructions computing `fenced`. A bare wait_group is hoisted by
-/// ptxas to just after its last wgmma's issue when nothing depends on it
-/// (seen in the SASS of the pipelined prefill kernel: the softmax it was
-/// written after then ran behind it, overlapping no P V).
-llvm::SmallVector<mlir::Value>
-wgmmaWaitAfter(mlir::ImplicitLocOpBuilder &b, int32_t pending,
-               mlir::ValueRange values, mlir::Value fenceAddress,
-               mlir::ValueRange fenced);
 /// The descriptor of a 128-byte-swizzled operand at shared-memory byte
 /// address `address` (index), with leading and stride byte offsets.
 mlir::Value wgmmaDescriptor(mlir::ImplicitLocOpBuilder &b, mlir::Value address,

@@ -265,11 +265,7 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       SmallVector<Value> acc;
       for (auto &frag : st.acc)
         acc.append(frag.begin(), frag.end());
-      // The wait is pinned after the softmax by a store of its row sums
-      // (wgmmaWaitAfter): the P V in flight runs under all of it.
-      Value fence = kb.add(getSharedBase(kb), kb.idx(ctx.smem.fenceOffset));
-      acc = mlir::attn::detail::wgmmaWaitAfter(b, int32_t(*pending), acc, fence,
-                                               {st.l[0], st.l[1]});
+      acc = mlir::attn::detail::wgmmaWait(b, int32_t(*pending), acc);
       for (size_t i = 0; i < st.acc.size(); ++i)
         for (int64_t e = 0; e < 4; ++e)
           st.acc[i][e] = acc[4 * i + e];

@@ -48,10 +48,6 @@ TileSharedMemory mlir::attn::getTileSharedMemory(TileAttr tile,
     l.barrierOffset = (l.bytes + 7) / 8 * 8;
     l.bytes = l.barrierOffset + 2 * S * 8;
   }
-  if (isKVLoopPipelined(tile, mma)) {
-    l.fenceOffset = l.bytes;
-    l.bytes += 8;
-  }
   return l;
 }
 

@@ -58,11 +58,6 @@ struct TileSharedMemory {
   /// offset, `stages` "full" ones (the producer's copies of a slot landed)
   /// then `stages` "empty" ones (the consumers are done with a slot).
   int64_t barrierOffset = 0;
-  /// Software-pipelined kernels (isKVLoopPipelined): 8 bytes at this byte
-  /// offset that each consumer thread stores its two row sums to just before
-  /// it waits for the previous tile's P V (getScheduleFence). Nothing reads
-  /// them: the store pins the wait after the softmax.
-  int64_t fenceOffset = 0;
   /// Everything, in bytes.
   int64_t bytes = 0;
 
