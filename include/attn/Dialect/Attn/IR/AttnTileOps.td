@@ -349,8 +349,9 @@ def Attn_TileOnlineSoftmaxOp : Attn_TileOp<"online_softmax", [
     accumulator, come from GEMMs left `in_flight`; the op waits for them
     (leaving at most `n` of the thread's later GEMMs running) before it
     reads the scores, and before it rescales the accumulator, which is its
-    last step: the softmax of a tile runs while the previous tile's P V
-    does (the software-pipelined K/V loop of docs/Kernels.md).
+    last step: in the PTX the softmax of a tile comes while the previous
+    tile's P V runs (the software-pipelined K/V loop of docs/Kernels.md,
+    which says where ptxas moves the wait).
 
     ```mlir
     %st1, %p = attn.tile.online_softmax %st0, %s, %item, %kv scale(%sm_scale)

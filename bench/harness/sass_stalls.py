@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Where a kernel's warps wait, instruction by instruction, from Nsight Compute.
+
+    python3 bench/harness/sass_stalls.py ncu-P1-sass.csv[.gz] [--top 40] [--regions]
+        [--range ADDR_LO ADDR_HI]
+
+Reads the SASS page that bench/device_steps.sh's `ncu` step writes
+(`ncu --import R.ncu-rep --page source --csv --print-source sass`; the first
+kernel of the file) and prints the warp-state samples by stall reason, by
+opcode (with the instructions executed), and the instructions that hold the
+most samples with their top reasons. `--regions` groups consecutive
+instructions by how often they ran (the producer's loop, the consumers' loop,
+the masked path and the epilogue fall apart this way); `--range` lists the
+instructions between two addresses (their last five hex digits), with their
+execution count and samples, to read a loop's schedule.
+"""
+
+import argparse
+import collections
+import csv
+import gzip
+import sys
+
+
+def read(path):
+    """(header index, rows) of the first kernel in the CSV."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", newline="") as f:
+        rows = list(csv.reader(f))
+    header = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    ix = {h: i for i, h in enumerate(rows[header])}
+    body = []
+    for r in rows[header + 1:]:
+        if r and r[0] in ("Kernel Name", "Address"):
+            break
+        if len(r) >= len(ix):
+            body.append(r)
+    return ix, body
+
+
+def num(r, ix, col):
+    v = r[ix[col]]
+    return int(v) if v and v not in ("-",) else 0
+
+
+def opcode(source):
+    parts = source.split()
+    if not parts:
+        return "?"
+    op = parts[1] if parts[0].startswith("@") and len(parts) > 1 else parts[0]
+    return op.split(".")[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--regions", action="store_true")
+    ap.add_argument("--range", nargs=2, metavar=("LO", "HI"))
+    a = ap.parse_args()
+    ix, body = read(a.csv)
+    reasons = [h for h in ix if h.startswith("stall_") and "Not Issued" not in h]
+    total = sum(num(r, ix, "# Samples") for r in body) or 1
+    by_reason = collections.Counter()
+    by_op, exec_op = collections.Counter(), collections.Counter()
+    for r in body:
+        for h in reasons:
+            by_reason[h] += num(r, ix, h)
+        op = opcode(r[ix["Source"]])
+        by_op[op] += num(r, ix, "# Samples")
+        exec_op[op] += num(r, ix, "Instructions Executed")
+    executed = sum(exec_op.values()) or 1
+    print(f"{total} samples, {executed / 1e6:.1f}M warp instructions executed")
+    print("stall reasons (share of samples):")
+    for h, v in by_reason.most_common(12):
+        print(f"  {h[6:]:<20} {100 * v / total:5.1f}%")
+    print("opcodes (share of samples; warp instructions executed):")
+    for op, v in by_op.most_common(24):
+        print(f"  {op:<12} {100 * v / total:5.1f}%  {exec_op[op] / 1e6:8.2f}M ({100 * exec_op[op] / executed:4.1f}%)")
+    print(f"the {a.top} instructions with the most samples:")
+    ranked = sorted(body, key=lambda r: -num(r, ix, "# Samples"))[:a.top]
+    for r in ranked:
+        top = sorted(((num(r, ix, h), h[6:]) for h in reasons), reverse=True)[:3]
+        why = ", ".join(f"{n} {v}" for v, n in top if v)
+        print(f"  {100 * num(r, ix, '# Samples') / total:5.2f}% {r[ix['Address']][-5:]} "
+              f"{r[ix['Source']].strip()[:58]:<58} ran {num(r, ix, 'Instructions Executed') / 1e3:7.0f}k | {why}")
+    if a.regions:
+        print("regions (consecutive instructions that ran about as often; share of samples, top reasons):")
+        groups, prev = [], None
+        for r in body:
+            band = num(r, ix, "Instructions Executed") // 50000
+            if band != prev:
+                groups.append([band, r, r, collections.Counter(), 0])
+                prev = band
+            g = groups[-1]
+            g[2] = r
+            g[4] += 1
+            for h in reasons:
+                g[3][h] += num(r, ix, h)
+        for band, first, last, acc, n in groups:
+            s = sum(acc.values())
+            if s > 0.005 * total:
+                why = ", ".join(f"{h[6:]} {100 * v / s:.0f}%" for h, v in acc.most_common(3))
+                print(f"  {first[ix['Address']][-5:]}-{last[ix['Address']][-5:]} ran ~{band * 50}k, "
+                      f"{n:4d} instructions, {100 * s / total:5.1f}% | {why}")
+    if a.range:
+        lo, hi = a.range
+        for r in body:
+            if lo <= r[ix["Address"]][-5:] <= hi:
+                print(f"{r[ix['Address']][-5:]} {num(r, ix, 'Instructions Executed'):>8} "
+                      f"{num(r, ix, '# Samples'):>6} {r[ix['Source']].strip()[:90]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
