@@ -32,7 +32,7 @@ for v in "--sinks" "--pos-encoding-mode ROPE_LLAMA31" "--logits-scale 0.5"; do
   pc --heads 32/8 --head-dim 128 --kinds decode,prefill,ragged $v  # sinks, Llama-3.1 RoPE, logits scale
 done
 pc --heads 32/8 --head-dim 128 --kinds ragged --custom-mask                    # masks in CUDA graphs
-for d in 80 96; do pc --heads 32/8 --head-dim $d --kinds decode,prefill,ragged; done  # general head dims
+for d in 64 80 96; do pc --heads 32/8 --head-dim $d --kinds decode,prefill,ragged; done  # general head dims (64: three warpgroups)
 pc --heads 32/8 --head-dim 128 --kinds decode,prefill --page-size 3,48,544     # general page sizes
 pc --heads 32/8 --head-dim 128 --kinds decode --layout HND                     # strided views (HND)
 pc --heads 32/8 --head-dim 128 --kinds ragged --strided-kv                     # fused-QKV / HND ragged K/V

@@ -56,6 +56,12 @@ gen c10_pg_d128_pack4_causal_s3 bf16 128 32 8  16     NHD 32   causal \
 gen c11_pg_hnd_d128_f16_s3      f16  128 8  8  16     HND 2048 -      "$S3"
 gen c12_rag_d64_kv256_causal_s3 bf16 64  32 8  ragged NHD 2048 causal \
     "q = 128, kv = 256, warps = 8, stages = 3, gqa_pack = 1"
+# Three computing warpgroups (a 192-row tile; head dim 64 on sm_90a only).
+Q192="q = 192, kv = 128, warps = 12, stages = 2, gqa_pack = 4"
+if [ "${CHIP:-sm_90}" = sm_90a ]; then
+  gen c13_rag_d64_q192_causal   bf16 64  32 8  ragged NHD 2048 causal "$Q192"
+  gen c14_rag_d64_q192          bf16 64  32 8  ragged NHD 2048 -      "$Q192"
+fi
 if [ -n "${PERF:-}" ]; then
   gen perf_p1_kv64_causal       bf16 128 32 8  ragged NHD 8192 causal "$Q128"
   gen perf_p1_kv128_causal      bf16 128 32 8  ragged NHD 8192 causal \
@@ -82,6 +88,11 @@ if [ -n "${PERF:-}" ]; then
       "q = 128, kv = 32, warps = 8, stages = 2, gqa_pack = 1"
   gen perf_p3_d256_kv64_causal  bf16 256 32 8  ragged NHD 8192 causal \
       "q = 128, kv = 64, warps = 8, stages = 2, gqa_pack = 1"
+  if [ "${CHIP:-sm_90}" = sm_90a ]; then  # session 18: 474.5 TFLOP/s against 407.7 (kv256, pack 4)
+    gen perf_p3_d64_kv256_pack4_causal bf16 64 32 8 ragged NHD 32 causal \
+        "q = 128, kv = 256, warps = 8, stages = 2, gqa_pack = 4"
+    gen perf_p3_d64_q192_kv128_causal bf16 64 32 8 ragged NHD 32 causal "$Q192"
+  fi
 fi
 ls "$O"
 grep -h "registers" "$O"/*.log

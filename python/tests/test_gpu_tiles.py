@@ -100,7 +100,7 @@ def test_decode_q_len_per_req_needs_enough_keys():
 
 # Head dims of real models that are not multiples of 64 (Phi-3: 96), page
 # sizes that are not powers of two.
-@pytest.mark.parametrize("d,page", [(80, 16), (96, 16), (128, 3), (128, 48), (128, 544)])
+@pytest.mark.parametrize("d,page", [(64, 16), (80, 16), (96, 16), (128, 3), (128, 48), (128, 544)])
 def test_decode_general_shapes(d, page):
     import torch
     gen = torch.Generator().manual_seed(d + page)
@@ -115,7 +115,7 @@ def test_decode_general_shapes(d, page):
     torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
 
 
-@pytest.mark.parametrize("d,page", [(80, 16), (96, 16), (128, 3), (128, 48), (128, 544)])
+@pytest.mark.parametrize("d,page", [(64, 16), (80, 16), (96, 16), (128, 3), (128, 48), (128, 544)])
 @pytest.mark.parametrize("qo_lens,kv_lens", [([8] * 6, [300, 8, 1000, 77, 64, 2000]),
                                               ([512, 3, 130], [1024, 600, 130])])
 def test_prefill_general_shapes(d, page, qo_lens, kv_lens):
@@ -124,7 +124,7 @@ def test_prefill_general_shapes(d, page, qo_lens, kv_lens):
     torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
 
 
-@pytest.mark.parametrize("d", [80, 96])
+@pytest.mark.parametrize("d", [64, 80, 96])
 def test_ragged_prefill_general_head_dims(d):
     import torch
     gen = torch.Generator().manual_seed(d)

@@ -180,6 +180,12 @@ TEST(TileLayout, WgmmaTakesWholeWarpgroupsOfSwizzledRows) {
   // The tile chooser gives the wgmma tile its 32 KB K/V tiles.
   EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90a).getKv(), 128);
   EXPECT_EQ(chooseTile(&ctx, 128, 64, sm90a).getKv(), 256);
+  // A 192-row tile is three computing warpgroups (an explicit tile; not
+  // chosen yet): wgmma on sm_90a, 512 threads with the producer's.
+  TileAttr q192 = TileAttr::get(&ctx, 192, 128, 12, 2, 4, 1);
+  EXPECT_EQ(getTileMMA(q192, 64, sm90a), TileMMA::Wgmma);
+  EXPECT_EQ(getTileThreads(q192, TileMMA::Wgmma), 512);
+  EXPECT_EQ(getTileMMA(q192, 64, sm90), TileMMA::MmaSync);
   EXPECT_EQ(chooseTile(&ctx, 128, 256, sm90a).getKv(), 64);
   EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90).getKv(), 64);
 }

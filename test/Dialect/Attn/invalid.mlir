@@ -50,7 +50,7 @@ func.func private @f() attributes {f = #attn.composed<[#attn.bsr<block_rows = 64
 
 // -----
 
-// expected-error @+1 {{query tile q must be 16, 64 or 128, got 32}}
+// expected-error @+1 {{query tile q must be 16, 64, 128 or 192, got 32}}
 func.func private @f() attributes {t = #attn.tile<q = 32, kv = 64, warps = 4>}
 
 // -----

@@ -174,8 +174,8 @@ LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t q, int64_t kv, int64_t warps,
                                int64_t stages, int64_t gqaPack,
                                int64_t ctasPerSM) {
-  if (!llvm::is_contained({16, 64, 128}, q))
-    return emitError() << "query tile q must be 16, 64 or 128, got " << q;
+  if (!llvm::is_contained({16, 64, 128, 192}, q))
+    return emitError() << "query tile q must be 16, 64, 128 or 192, got " << q;
   if (kv < 16 || kv > 256 || kv % 16)
     return emitError() << "KV tile kv must be a multiple of 16 in [16, 256], "
                           "got "

@@ -137,6 +137,11 @@ mlir::attn::checkTileFits(TileAttr tile, int64_t headDim,
                           const TargetInfo &target,
                           function_ref<InFlightDiagnostic()> emitError) {
   TileMMA mma = getTileMMA(tile, headDim, target);
+  if (tile.getQ() == 192 && mma != TileMMA::Wgmma)
+    return emitError() << "tile " << tile << " takes three computing "
+                       << "warpgroups, which only the wgmma lowering has (sm_90a, "
+                       << "head dim a multiple of 64); " << target.getName()
+                       << " with head dim " << headDim << " lowers to mma.sync";
   int64_t bytes = getTileSharedMemory(tile, headDim, mma).bytes;
   int64_t threads = getTileThreads(tile, mma);
   if (bytes > target.getSharedMemoryPerBlock())

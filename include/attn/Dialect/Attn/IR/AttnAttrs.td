@@ -210,8 +210,9 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
     The work shape of one CTA of the generated kernel, filled in by
     `attn-select-tile` and `attn-pack-gqa`:
 
-    * `q`: query rows per tile: 1 (CUDA-core decode), 16, 64 or 128 (tensor
-      cores). With GQA packing the rows are (query, head) pairs.
+    * `q`: query rows per tile: 16, 64, 128 or 192 (192: three computing
+      warpgroups, wgmma targets only). With GQA packing the rows are
+      (query, head) pairs.
     * `kv`: KV tokens per main-loop step (a power of two, 16..256). Decode
       tiles (`q = 16`) step each warp through its own `kv` tokens with its
       own online softmax; larger tiles share one KV tile among all warps.
@@ -231,6 +232,7 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
 
     ```mlir
     #decode = #attn.tile<q = 16, kv = 16, warps = 3, stages = 2, gqa_pack = 4, ctas_per_sm = 4>
+    #prefill_d64_sm90a = #attn.tile<q = 192, kv = 128, warps = 12, stages = 2, gqa_pack = 4>
     ```
   }];
   let parameters = (ins
