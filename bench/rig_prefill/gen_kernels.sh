@@ -61,6 +61,7 @@ Q192="q = 192, kv = 128, warps = 12, stages = 2, gqa_pack = 4"
 if [ "${CHIP:-sm_90}" = sm_90a ]; then
   gen c13_rag_d64_q192_causal   bf16 64  32 8  ragged NHD 2048 causal "$Q192"
   gen c14_rag_d64_q192          bf16 64  32 8  ragged NHD 2048 -      "$Q192"
+  gen c15_pg_d64_q192_causal    bf16 64  32 8  16     NHD 2048 causal "$Q192"
 fi
 if [ -n "${PERF:-}" ]; then
   gen perf_p1_kv64_causal       bf16 128 32 8  ragged NHD 8192 causal "$Q128"

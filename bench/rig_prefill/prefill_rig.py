@@ -213,13 +213,32 @@ def reference(pb, sm_scale, causal):
 
 
 def launch(fn, k, pb, pl, o, lse, po, plse, sm_scale, stream=None):
+    """Launches with the arguments the kernel's contract names (attn_kernels.json's
+    `args`, in order): the rig binds each role by name, so a kernel whose
+    argument list grew (page stride, page count and index-error word of the
+    paged kernels) gets what it declares, or a KeyError naming what the rig
+    lacks, never a misaligned argument list."""
     u = lambda t: np.uint64(t.data_ptr())
-    args = [u(pl["cta_indptr"]), u(pl["work_items"]), u(po), u(plse),
-            np.int32(pl["slot_rows"]), u(pb["q"]), u(pb["kc"]), u(pb["vc"]), u(o), u(lse),
-            u(pb["qo_indptr"]), u(pb["kv_indptr"])]
-    if pb["paged"]:
-        args += [u(pb["kv_indices"]), u(pb["kv_last"])]
-    args.append(np.float32(sm_scale))
+    if pb["paged"] and "index_error" not in pb:
+        pb["index_error"] = torch.zeros(1, dtype=torch.int32, device=DEV)
+    page_elems = pb["kc"][0].numel() if pb["paged"] else 0
+    values = {
+        "cta_indptr": lambda: u(pl["cta_indptr"]), "work_items": lambda: u(pl["work_items"]),
+        "partial_o": lambda: u(po), "partial_lse": lambda: u(plse),
+        "slot_rows": lambda: np.int32(pl["slot_rows"]),
+        "q": lambda: u(pb["q"]), "k_cache": lambda: u(pb["kc"]), "v_cache": lambda: u(pb["vc"]),
+        "k": lambda: u(pb["kc"]), "v": lambda: u(pb["vc"]),
+        "o": lambda: u(o), "lse": lambda: u(lse),
+        "qo_indptr": lambda: u(pb["qo_indptr"]), "kv_indptr": lambda: u(pb["kv_indptr"]),
+        "kv_indices": lambda: u(pb["kv_indices"]), "kv_last_len": lambda: u(pb["kv_last"]),
+        "page_stride": lambda: np.int64(page_elems), "num_pages": lambda: np.int32(pb["kc"].shape[0]),
+        "index_error": lambda: u(pb["index_error"]), "sm_scale": lambda: np.float32(sm_scale),
+    }
+    args = []
+    for a in k["args"]:
+        if a["name"] not in values:
+            raise KeyError(f"the rig has no value for kernel argument {a['name']!r} ({a.get('kind')})")
+        args.append(values[a["name"]]())
     fn((pl["num_ctas"], 1, 1), (k["threads"], 1, 1), tuple(args), shared_mem=k["shared_bytes"],
        stream=stream)
 
