@@ -131,10 +131,11 @@ MLIR_CAPI_EXPORTED MlirTypeID attnComposedAttrGetTypeID(void);
 
 MLIR_CAPI_EXPORTED bool attnAttributeIsATile(MlirAttribute attr);
 
-/* q in {16, 64, 128}; kv a multiple of 16 in [16, 256]; warps in [1, 16]
- * (q / 16 when q > 16); stages in [1, 8]; gqa_pack in [1, q]; ctas_per_sm in
- * [1, 32]. The textual defaults are stages 2, gqa_pack 1, ctas_per_sm 1. A
- * null attribute when the parameters are invalid. */
+/* q in {16, 64, 128, 192} (192: wgmma targets only); kv a multiple of 16 in
+ * [16, 256]; warps in [1, 16] (q / 16 when q > 16); stages in [1, 8];
+ * gqa_pack in [1, q]; ctas_per_sm in [1, 32]. The textual defaults are
+ * stages 2, gqa_pack 1, ctas_per_sm 1. A null attribute when the parameters
+ * are invalid. */
 MLIR_CAPI_EXPORTED MlirAttribute attnTileAttrGet(MlirContext ctx, int64_t q,
                                                  int64_t kv, int64_t warps,
                                                  int64_t stages,
