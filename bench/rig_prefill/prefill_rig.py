@@ -212,12 +212,13 @@ def reference(pb, sm_scale, causal):
     return out, lse
 
 
-def launch(fn, k, pb, pl, o, lse, po, plse, sm_scale, stream=None):
-    """Launches with the arguments the kernel's contract names (attn_kernels.json's
-    `args`, in order): the rig binds each role by name, so a kernel whose
-    argument list grew (page stride, page count and index-error word of the
-    paged kernels) gets what it declares, or a KeyError naming what the rig
-    lacks, never a misaligned argument list."""
+def kernel_args(k, pb, pl, o, lse, po, plse, sm_scale):
+    """The kernel's arguments in the order its contract names them
+    (attn_kernels.json's `args`): the rig binds each role by name, so a kernel
+    whose argument list grew (page stride, page count and index-error word of
+    the paged kernels) gets what it declares, or a KeyError naming what the
+    rig lacks, never a misaligned argument list. Bound once per problem, not
+    in the timed loop."""
     u = lambda t: np.uint64(t.data_ptr())
     if pb["paged"] and "index_error" not in pb:
         pb["index_error"] = torch.zeros(1, dtype=torch.int32, device=DEV)
@@ -239,8 +240,11 @@ def launch(fn, k, pb, pl, o, lse, po, plse, sm_scale, stream=None):
         if a["name"] not in values:
             raise KeyError(f"the rig has no value for kernel argument {a['name']!r} ({a.get('kind')})")
         args.append(values[a["name"]]())
-    fn((pl["num_ctas"], 1, 1), (k["threads"], 1, 1), tuple(args), shared_mem=k["shared_bytes"],
-       stream=stream)
+    return tuple(args)
+
+
+def launch(fn, k, pl, args, stream=None):
+    fn((pl["num_ctas"], 1, 1), (k["threads"], 1, 1), args, shared_mem=k["shared_bytes"], stream=stream)
 
 
 def merge_partials(pb, k, pl, po, plse, o, lse):
@@ -271,7 +275,7 @@ def check(fn, k, qo_lens, kv_lens, seed, causal, split=False):
     ns = max(pl["num_slots"], 1)
     po = torch.full((ns, pl["slot_rows"], pb["D"]), float("nan"), dtype=torch.float32, device=DEV)
     plse = torch.full((ns, pl["slot_rows"]), float("nan"), dtype=torch.float32, device=DEV)
-    launch(fn, k, pb, pl, o, lse, po, plse, sm_scale)
+    launch(fn, k, pl, kernel_args(k, pb, pl, o, lse, po, plse, sm_scale))
     torch.cuda.synchronize()
     if split:
         merge_partials(pb, k, pl, po, plse, o, lse)
@@ -330,7 +334,8 @@ def time_kernel(fn, k, qo_lens, kv_lens, ctas_per_sm, sched="lpt", fixed=None, p
     plse = torch.empty((1, pl["slot_rows"]), dtype=torch.float32, device=DEV)
     stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     sm_scale = 1.0 / math.sqrt(pb["D"])
-    ms = bench(lambda: launch(fn, k, pb, pl, o, lse, po, plse, sm_scale, stream))
+    args = kernel_args(k, pb, pl, o, lse, po, plse, sm_scale)
+    ms = bench(lambda: launch(fn, k, pl, args, stream))
     return ms, pb, o
 
 
