@@ -161,6 +161,10 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   PassManager pm(&s.context);
   mlir::attn::AttnPrepareOptions prepare;
   prepare.chip = target.chip;
+  if (o.kv_tma != 0 && o.kv_tma != 1)
+    return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
+                  llvm::formatv("kv_tma {0} is not 0 or 1", o.kv_tma));
+  prepare.kvTma = o.kv_tma == 1;
   mlir::attn::buildAttnPreparePipeline(pm, prepare);
   if (failed(pm.run(*module)))
     return s.fail(ATTN_COMPILER_PIPELINE_ERROR);
@@ -311,6 +315,7 @@ void attnCompilerOptionsInit(attnCompilerOptions *options) {
   options->cuda_path = nullptr;
   options->manifest_only = 0;
   options->candidate = -1;
+  options->kv_tma = 0;
   options->opt_level = 3;
   options->emit_cubin = 1;
 }

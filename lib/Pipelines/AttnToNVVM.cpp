@@ -28,6 +28,10 @@ struct AttnToNVVMOptions : public PassPipelineOptions<AttnToNVVMOptions> {
       *this, "candidates",
       llvm::cl::desc("keep every fitting tile for the runtime planner"),
       llvm::cl::init(false)};
+  Option<bool> kvTma{
+      *this, "kv-tma",
+      llvm::cl::desc("load ragged K/V tiles by TMA where the tile can"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -38,7 +42,7 @@ void mlir::attn::registerAttnToNVVMPipeline() {
       "convert-attn-to-gpu, attn-lower-to-nvvm",
       [](OpPassManager &pm, const AttnToNVVMOptions &options) {
         mlir::attn::buildAttnPreparePipeline(
-            pm, {options.chip, options.candidates});
+            pm, {options.chip, options.candidates, options.kvTma});
         mlir::attn::AttnOutlineKernelsPassOptions outline;
         outline.chip = options.chip;
         pm.addPass(mlir::attn::createAttnOutlineKernelsPass(outline));

@@ -7,8 +7,8 @@
 // The order matters: nvgpu ops become nvvm ops while memrefs still exist;
 // vector transfers and scf are lowered before the LLVM conversions; the
 // target attribute is attached before convert-gpu-to-nvvm so the data layout
-// and index width come from it; the dynamic shared memory fix runs last,
-// on LLVM globals.
+// and index width come from it; the dynamic shared memory fix and the
+// by-value tensor-map parameters run last, on LLVM globals and functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +73,7 @@ void mlir::attn::buildLowerToNVVMPipeline(OpPassManager &pm,
   gpu.addPass(LLVM::createNVVMOptimizeForTargetPass());
   gpu.addPass(createReconcileUnrealizedCastsPass());
   gpu.addPass(mlir::attn::createExternalizeDynamicSharedMemoryPass());
+  gpu.addPass(mlir::attn::createGridConstantParamsPass());
 }
 
 void mlir::attn::registerAttnPipelines() {
@@ -85,4 +86,6 @@ void mlir::attn::registerAttnPipelines() {
       [] { return mlir::attn::createExternalizeDynamicSharedMemoryPass(); });
   PassRegistration<Pass>(
       [] { return mlir::attn::createApproximateTrigPass(); });
+  PassRegistration<Pass>(
+      [] { return mlir::attn::createGridConstantParamsPass(); });
 }

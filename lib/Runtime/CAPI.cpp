@@ -105,6 +105,7 @@ static bool toArgs(const attnRtArg *in, int32_t n, KernelArg *out) {
     case ArgKind::I32: out[i].i32 = in[i].value.i32; break;
     case ArgKind::I64: out[i].i64 = in[i].value.i64; break;
     case ArgKind::F32: out[i].f32 = in[i].value.f32; break;
+    case ArgKind::TensorMap: return false; // encoded by the launcher
     }
   }
   return true;

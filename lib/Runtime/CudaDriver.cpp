@@ -86,6 +86,9 @@ static Loaded load() {
   l.table.funcGetParamInfo =
       reinterpret_cast<decltype(l.table.funcGetParamInfo)>(
           dlsym(lib, "cuFuncGetParamInfo"));
+  l.table.tensorMapEncodeTiled =
+      reinterpret_cast<decltype(l.table.tensorMapEncodeTiled)>(
+          dlsym(lib, "cuTensorMapEncodeTiled"));
   if (missing) {
     l.status = Status(StatusCode::CudaUnavailable,
                       "libcuda.so.1 lacks " + which + " (driver too old)");

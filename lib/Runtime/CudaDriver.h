@@ -67,6 +67,9 @@ struct CudaDriver {
   /// Optional (CUDA 12.4+ drivers; declared here so that older headers
   /// build): null when absent; Module::load then checks no parameter sizes.
   CUresult (*funcGetParamInfo)(CUfunction, size_t, size_t *, size_t *);
+  /// Optional (CUDA 12+ drivers): null when absent; kernels that load K/V
+  /// by TMA then refuse to launch.
+  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled;
 };
 
 /// Loads libcuda.so.1 and cuInit()s once; returns the table or nullptr with

@@ -214,6 +214,9 @@ Status bindParams(const KernelManifest &k, const KernelManifest &merge,
       a = KernelArg::float32(p->name.c_str(), f);
       break;
     }
+    case ArgKind::TensorMap: // parseManifest refuses it
+      return mismatch("attention: variant parameter '" + p->name +
+                      "' is a tensor map");
     }
     out->push_back(a);
   }

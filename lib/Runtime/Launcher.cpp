@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Runtime/Launcher.h"
+#include "attn/Runtime/TensorMap.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -117,10 +118,13 @@ Status runMerge(const Module &m, std::string_view mergeKernel,
 }
 
 namespace {
-/// Kernel parameters on the stack: 64 eight-byte slots.
+/// Kernel parameters on the stack: 64 eight-byte slots, and the tensor maps
+/// (128 bytes each, 64-byte aligned) a kernel takes by value.
 struct ParamBlock {
   uint64_t slots[64];
   void *params[64];
+  alignas(64) unsigned char maps[4][128];
+  int32_t numMaps = 0;
 };
 } // namespace
 
@@ -139,6 +143,11 @@ static Status bindCallerArg(const KernelManifest &k, const ManifestArg &a,
     return Status(StatusCode::ManifestMismatch,
                   "kernel \"" + k.name + "\" argument \"" + a.name +
                       "\" is not bound by the caller");
+  if (a.kind == ArgKind::TensorMap)
+    return Status(StatusCode::InvalidArgument,
+                  "kernel \"" + k.name + "\" argument \"" + a.name +
+                      "\" is a tensor map the launcher encodes; callers pass "
+                      "its source \"" + a.source + "\"");
   if (found->kind != a.kind)
     return Status(StatusCode::ManifestMismatch,
                   "kernel \"" + k.name + "\" argument \"" + a.name + "\" is " +
@@ -150,6 +159,7 @@ static Status bindCallerArg(const KernelManifest &k, const ManifestArg &a,
   case ArgKind::I32: std::memcpy(slot, &found->i32, 4); break;
   case ArgKind::I64: std::memcpy(slot, &found->i64, 8); break;
   case ArgKind::F32: std::memcpy(slot, &found->f32, 4); break;
+  case ArgKind::TensorMap: break; // refused above
   }
   return Status::success();
 }
@@ -318,7 +328,9 @@ static Status checkParams(const CudaDriver &d, CUfunction f,
     if (r != CUDA_SUCCESS)
       return Status::success(); // the driver cannot tell for this image
     const ArgKind kind = k.args[i].kind;
-    const size_t want = kind == ArgKind::Ptr || kind == ArgKind::I64 ? 8 : 4;
+    const size_t want = kind == ArgKind::TensorMap                  ? 128
+                        : kind == ArgKind::Ptr || kind == ArgKind::I64 ? 8
+                                                                       : 4;
     if (size != want)
       return mismatch("parameter " + std::to_string(i) + " (\"" +
                       k.args[i].name + "\", " + argKindName(kind) + ") is " +
@@ -493,6 +505,71 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t strea
   return Status::success();
 }
 
+/// The caller's argument `name` of kind `kind`, or null.
+static const KernelArg *findCallerArg(const KernelArg *args, int32_t numArgs,
+                                      const std::string &name, ArgKind kind) {
+  for (int32_t j = 0; j < numArgs; ++j)
+    if (args[j].name && name == args[j].name && args[j].kind == kind)
+      return &args[j];
+  return nullptr;
+}
+
+/// Encodes tensor map `a` of kernel `k` (TensorMap.h) from the caller's
+/// source buffer and row strides into the next map slot of `pb`.
+static Status bindTensorMap(const KernelManifest &k, const ManifestArg &a,
+                            const KernelArg *args, int32_t numArgs,
+                            ParamBlock *pb, void **param) {
+  const KernelArg *source = findCallerArg(args, numArgs, a.source, ArgKind::Ptr);
+  if (!source)
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" tensor map \"" + a.name +
+                      "\": its source \"" + a.source +
+                      "\" is not bound by the caller");
+  const bool strided = k.argIndex("kv_token_stride") >= 0;
+  int64_t tokenStride = 0, headStride = 0;
+  if (strided) {
+    const KernelArg *t = findCallerArg(args, numArgs, "kv_token_stride", ArgKind::I64);
+    const KernelArg *h = findCallerArg(args, numArgs, "kv_head_stride", ArgKind::I64);
+    if (!t || !h)
+      return Status(StatusCode::ManifestMismatch,
+                    "kernel \"" + k.name + "\" tensor map \"" + a.name +
+                        "\": kv_token_stride and kv_head_stride (i64) are "
+                        "not bound by the caller");
+    tokenStride = t->i64;
+    headStride = h->i64;
+  }
+  KVTensorMapDesc m;
+  if (Status st = describeKVTensorMap(k, source->ptr, strided, tokenStride,
+                                      headStride, &m);
+      !st.ok())
+    return st;
+  Status st;
+  const CudaDriver *d = cudaDriver(&st);
+  if (!d)
+    return st;
+  if (!d->tensorMapEncodeTiled)
+    return Status(StatusCode::CudaUnavailable,
+                  "kernel \"" + k.name + "\" loads K/V by TMA; the driver "
+                  "lacks cuTensorMapEncodeTiled");
+  if (pb->numMaps == int32_t(std::size(pb->maps)))
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" takes more than " +
+                      std::to_string(std::size(pb->maps)) + " tensor maps");
+  void *map = pb->maps[pb->numMaps++];
+  const cuuint32_t elementStrides[3] = {1, 1, 1};
+  CUresult r = d->tensorMapEncodeTiled(
+      static_cast<CUtensorMap *>(map),
+      m.f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+      3, reinterpret_cast<void *>(m.address), m.dims, m.strides, m.box,
+      elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return cudaFailure(*d, "cuTensorMapEncodeTiled", r);
+  *param = map;
+  return Status::success();
+}
+
 /// Fills `pb` for kernel `k` from the plan's device arrays and `args`.
 static Status bindArgs(const KernelManifest &k, const PlanView &plan,
                        uint64_t ws, const KernelArg *args, int32_t numArgs,
@@ -520,6 +597,12 @@ static Status bindArgs(const KernelManifest &k, const PlanView &plan,
     if (a.kind == ArgKind::I32 && a.name == plan_args::kSlotRows) {
       int32_t rows = plan.slotRows();
       std::memcpy(&pb->slots[i], &rows, 4);
+      continue;
+    }
+    if (a.kind == ArgKind::TensorMap) {
+      if (Status b = bindTensorMap(k, a, args, numArgs, pb, &pb->params[i]);
+          !b.ok())
+        return b;
       continue;
     }
     if (Status b = bindCallerArg(k, a, args, numArgs, &pb->slots[i]); !b.ok())

@@ -29,6 +29,7 @@ const char *argKindName(ArgKind k) {
   case ArgKind::I32: return "i32";
   case ArgKind::I64: return "i64";
   case ArgKind::F32: return "f32";
+  case ArgKind::TensorMap: return "tensormap";
   }
   return "?";
 }
@@ -111,7 +112,9 @@ struct Reader {
     else if (s == "i32") *out = ArgKind::I32;
     else if (s == "i64") *out = ArgKind::I64;
     else if (s == "f32") *out = ArgKind::F32;
-    else return fail(where + ": unknown kind \"" + s + "\" (ptr, i32, i64, f32)");
+    else if (s == "tensormap") *out = ArgKind::TensorMap;
+    else return fail(where + ": unknown kind \"" + s +
+                     "\" (ptr, i32, i64, f32, tensormap)");
     return true;
   }
 };
@@ -207,6 +210,11 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
         !r.getInt(*tile, "stages", tw, &out->stages, false) ||
         !r.getInt(*tile, "gqa_pack", tw, &out->gqa_pack, false))
       return false;
+    if (const Value *tma = tile->get("kv_tma")) {
+      if (tma->kind != Value::Kind::Bool)
+        return r.fail(tw + ": \"kv_tma\" must be true or false");
+      out->kv_tma = tma->boolean;
+    }
     if (out->tile_q <= 0 || out->tile_kv <= 0 || out->gqa_pack <= 0 ||
         (out->num_qo_heads / out->num_kv_heads) % out->gqa_pack)
       return r.fail(tw + ": q, kv must be positive and gqa_pack divide the "
@@ -272,6 +280,8 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
       if (!r.getString(vp->array[i], "name", pw, &p.name) ||
           !r.getString(vp->array[i], "type", pw, &type) || !r.kind(type, pw, &p.type))
         return false;
+      if (p.type == ArgKind::TensorMap)
+        return r.fail(pw + ": a variant parameter is ptr, i32, i64 or f32");
       out->variant_params.push_back(std::move(p));
     }
   }
@@ -291,7 +301,22 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
                          "NUL, control characters or spaces");
     if (!seen.insert(a.name).second)
       return r.fail(aw + ": duplicate argument name \"" + a.name + "\"");
+    if (a.kind == ArgKind::TensorMap &&
+        !r.getString(args->array[i], "source", aw, &a.source))
+      return false;
     out->args.push_back(std::move(a));
+  }
+  // A tensor map describes a buffer the kernel also takes, by pointer.
+  for (const ManifestArg &a : out->args) {
+    if (a.kind != ArgKind::TensorMap)
+      continue;
+    int32_t s = out->argIndex(a.source);
+    if (out->role != KernelRole::Attention)
+      return r.fail(where + ": tensor map \"" + a.name +
+                    "\" in a kernel that is not an attention kernel");
+    if (s < 0 || out->args[s].kind != ArgKind::Ptr)
+      return r.fail(where + ": tensor map \"" + a.name + "\" describes \"" +
+                    a.source + "\", which is not a ptr argument of the kernel");
   }
   // The runtime-bound arguments each role cannot work without.
   struct Required {

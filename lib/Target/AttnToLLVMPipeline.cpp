@@ -55,11 +55,16 @@ struct AttnToLLVMOptions : public PassPipelineOptions<AttnToLLVMOptions> {
       *this, "candidates",
       llvm::cl::desc("keep every fitting tile for the runtime planner"),
       llvm::cl::init(false)};
+  Option<bool> kvTma{
+      *this, "kv-tma",
+      llvm::cl::desc("load ragged K/V tiles by TMA where the tile can"),
+      llvm::cl::init(false)};
 };
 
 void buildAttnToLLVMPipeline(OpPassManager &pm,
                              const AttnToLLVMOptions &options) {
-  mlir::attn::buildAttnPreparePipeline(pm, {options.chip, options.candidates});
+  mlir::attn::buildAttnPreparePipeline(
+      pm, {options.chip, options.candidates, options.kvTma});
   mlir::attn::AttnOutlineKernelsPassOptions outline;
   outline.chip = options.chip;
   pm.addPass(mlir::attn::createAttnOutlineKernelsPass(outline));

@@ -88,6 +88,8 @@ static std::string getArgKind(mlir::Type type) {
     return "i64";
   if (type.isF32())
     return "f32";
+  if (mlir::isa<mlir::LLVM::LLVMPointerType>(type))
+    return "tensormap";
   return "";
 }
 
@@ -115,6 +117,14 @@ mlir::attn::getKernelManifest(mlir::gpu::GPUFuncOp kernel,
     json::Object arg{{"name", argName.getValue()}, {"kind", kind}};
     if (auto memref = mlir::dyn_cast<mlir::MemRefType>(type))
       arg["dtype"] = getTypeName(memref.getElementType());
+    if (kind == "tensormap") {
+      auto source = kernel.getArgAttrOfType<mlir::StringAttr>(i, kTensorMapOfAttr);
+      if (!source)
+        return manifestError("kernel @" + name + ": tensor map argument '" +
+                             argName.getValue() +
+                             "' names no buffer (attn.tensor_map_of)");
+      arg["source"] = source.getValue();
+    }
     args.push_back(std::move(arg));
     if (kernel.getArgAttrOfType<mlir::TypeAttr>(i, kArgParamTypeAttr))
       variantParams.push_back(
@@ -155,6 +165,8 @@ mlir::attn::getKernelManifest(mlir::gpu::GPUFuncOp kernel,
                                  {"warps", tile.getWarps()},
                                  {"stages", tile.getStages()},
                                  {"gqa_pack", tile.getGqaPack()}};
+    if (tile.getKvTma())
+      entry.getObject("tile")->try_emplace("kv_tma", true);
     entry["cost"] = json::Object{{"per_item", launch.getCostPerItem()},
                                  {"per_kv_token", launch.getCostPerKvToken()},
                                  {"min_chunk_tokens", launch.getMinChunk()}};

@@ -84,15 +84,19 @@ def pack_digests_env():
     return os.environ.get("ATTN_PACK_DIGESTS") or None
 
 
-def cache_key(ir, arch, emit="cubin", candidate=None):
+def cache_key(ir, arch, emit="cubin", candidate=None, kv_tma=False):
     """The entry name for attn IR compiled for ``arch``.
 
     ``emit``: "cubin", "ptx" or "manifest" (the launch contracts only);
-    ``candidate``: a tile candidate's index, or None for all of them.
+    ``candidate``: a tile candidate's index, or None for all of them;
+    ``kv_tma``: compiled with ragged K/V tiles by TMA (``ATTN_KV_TMA``; a key
+    of its own, and without it the keys of before it existed).
     """
+    fields = {"format": CACHE_FORMAT, "ir": ir, "arch": arch, "emit": emit, "candidate": candidate}
+    if kv_tma:
+        fields["kv_tma"] = True
     h = hashlib.sha256()
-    h.update(json.dumps({"format": CACHE_FORMAT, "ir": ir, "arch": arch, "emit": emit,
-                         "candidate": candidate}, sort_keys=True).encode())
+    h.update(json.dumps(fields, sort_keys=True).encode())
     return h.hexdigest()
 
 

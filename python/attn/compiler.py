@@ -16,6 +16,11 @@ With ``ATTN_RECORD_MISSES=PATH`` a runtime-only build appends one JSON line
 to PATH for every kernel it misses (:func:`record_miss`) before raising
 KernelNotFoundError; ``python -m attn.precompile --from-record PATH``
 compiles exactly those where the compiler is.
+
+``ATTN_KV_TMA=1`` compiles ragged attention with whole K/V tiles loaded by
+TMA where the tile can (the warp-specialized wgmma tiles of sm_90a;
+:func:`kv_tma_for`): an opt-in while it is measured, with cache keys of its
+own, so set it alike where kernels are precompiled and where they run.
 """
 
 import dataclasses
@@ -63,18 +68,33 @@ def compiler_version():
     return f"{version} build {build}" if build else version
 
 
-def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None):
+KV_TMA_ENV = "ATTN_KV_TMA"
+
+
+def kv_tma_for(spec):
+    """Whether ``spec``'s kernels are compiled with ragged K/V tiles loaded by
+    TMA: ``ATTN_KV_TMA=1`` and a ragged AttentionSpec (a paged cache's pages
+    are gathered by cp.async either way). ValueError for a value other than
+    0 or 1, naming the variable."""
+    value = os.environ.get(KV_TMA_ENV, "")
+    if value not in ("", "0", "1"):
+        raise ValueError(f"attn: {KV_TMA_ENV} must be 0 or 1, got {value!r:.20}")
+    return value == "1" and getattr(spec, "indexing", None) == "ragged"
+
+
+def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None, kv_tma=False):
     """Compiles attn IR text; returns the binding's result dict.
 
     ``manifest_only``: the launch contracts alone (no lowering, milliseconds);
-    ``candidate``: only that tile candidate's kernels (None: all).
+    ``candidate``: only that tile candidate's kernels (None: all);
+    ``kv_tma``: ragged K/V tiles by TMA where the tile can.
     Raises CompileError with the compiler's diagnostics on failure.
     """
     if not _native.has_compiler():
         raise KernelNotFoundError("attn: this build has no compiler (runtime-only)")
     r = _native.native().compile(ir, chip=arch, emit_cubin=emit_cubin,
                                  cuda_path=os.environ.get("CUDA_HOME", ""), manifest_only=manifest_only,
-                                 candidate=-1 if candidate is None else int(candidate))
+                                 candidate=-1 if candidate is None else int(candidate), kv_tma=bool(kv_tma))
     if not r["ok"]:
         raise CompileError(r["status"], r["diagnostics"], what=what)
     return r
@@ -109,7 +129,8 @@ def _log_hit(hit, what, spec, arch, key, in_memory):
 def _lookup_or_compile(spec, arch, cache, emit, candidate):
     cache = cache or default_cache()
     ir = spec.to_ir()
-    key = cache_key(ir, arch, emit, candidate)
+    kv_tma = kv_tma_for(spec)
+    key = cache_key(ir, arch, emit, candidate, kv_tma)
     version = compiler_version()
     what = "the launch contracts" if emit == "manifest" else (
         "the kernels" if candidate is None else f"tile candidate {candidate}'s kernels")
@@ -133,11 +154,13 @@ def _lookup_or_compile(spec, arch, cache, emit, candidate):
         logger.debug("kernel cache miss: %s of %s for %s (key %s) in %s; compiling", what, spec_summary(spec),
                      arch, key[:16], cache.directory)
         t0 = time.perf_counter()
-        r = compile_ir(ir, arch, emit == "cubin", manifest_only=emit == "manifest", candidate=candidate)
+        r = compile_ir(ir, arch, emit == "cubin", manifest_only=emit == "manifest", candidate=candidate,
+                       kv_tma=kv_tma)
         ms = (time.perf_counter() - t0) * 1e3
         image = b"" if emit == "manifest" else r["cubin"] if emit == "cubin" else r["ptx"].encode()
         kernel = CachedKernel(image, r["manifest"], version, "compiled", stages=r["stages"])
-        cache.store(key, kernel, inputs={"arch": arch, "emit": emit, "candidate": candidate, "spec": repr(spec),
+        cache.store(key, kernel, inputs={"arch": arch, "emit": emit, "candidate": candidate, "kv_tma": kv_tma,
+                                         "spec": repr(spec),
                                          "generator": r["generator"],
                                          "stages_ms": [[n, round(ms, 3)] for n, ms in r["stages"]]})
     if logger.isEnabledFor(logging.INFO):
@@ -227,7 +250,8 @@ def record_miss(spec, arch, emit, candidate, key, directory):
         return
     try:
         line = json.dumps({"attn_miss": RECORD_FORMAT, "spec": spec_to_json(spec), "arch": arch, "emit": emit,
-                           "candidate": candidate, "key": key, "cache_dir": str(directory),
+                           "candidate": candidate, "key": key, "kv_tma": kv_tma_for(spec),
+                           "cache_dir": str(directory),
                            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                           sort_keys=True, separators=(",", ":")) + "\n"
         data = line.encode()

@@ -151,6 +151,9 @@ def read_record(path, out=None):
                 if emit not in ("manifest", "cubin", "ptx"):
                     raise ValueError(f"bad emit kind {emit!r:.40}")
                 spec = _compiler.spec_from_json(doc.get("spec"))
+                if bool(doc.get("kv_tma", False)) != _compiler.kv_tma_for(spec):
+                    raise ValueError(f"recorded with {_compiler.KV_TMA_ENV}={int(bool(doc.get('kv_tma')))}; "
+                                     "set it alike here, or the kernels compiled will have other keys")
             except (ValueError, TypeError) as e:
                 print(f"{path}:{n}: skipped: {e}", file=out)
                 continue

@@ -742,7 +742,7 @@ PYBIND11_MODULE(_attn, m) {
       "compile",
       [](const std::string &ir, const std::string &chip, bool emit_cubin,
          const std::string &features, const std::string &cuda_path,
-         int opt_level, bool manifest_only, int candidate) {
+         int opt_level, bool manifest_only, int candidate, bool kv_tma) {
         attnCompilerOptions o;
         attnCompilerOptionsInit(&o);
         if (!chip.empty())
@@ -753,6 +753,7 @@ PYBIND11_MODULE(_attn, m) {
         o.emit_cubin = emit_cubin ? 1 : 0;
         o.manifest_only = manifest_only ? 1 : 0;
         o.candidate = candidate;
+        o.kv_tma = kv_tma ? 1 : 0;
         attnCompilerResult_t r = nullptr;
         attnCompilerStatus s;
         {
@@ -764,12 +765,13 @@ PYBIND11_MODULE(_attn, m) {
       py::arg("ir"), py::arg("chip") = "", py::arg("emit_cubin") = true,
       py::arg("features") = "", py::arg("cuda_path") = "",
       py::arg("opt_level") = 3, py::arg("manifest_only") = false,
-      py::arg("candidate") = -1,
+      py::arg("candidate") = -1, py::arg("kv_tma") = false,
       "Compiles attn IR; returns a dict: ok, status, diagnostics, ir (after "
       "attn-prepare-pipeline), ptx, cubin (bytes), manifest (JSON), generator, "
       "stages [(name, ms)]. chip '': the compiler's default; manifest_only: "
       "only the kernels' contracts; "
-      "candidate >= 0: only that tile candidate's kernels.");
+      "candidate >= 0: only that tile candidate's kernels; kv_tma: ragged K/V "
+      "tiles by TMA where the tile can.");
 #else
   m.attr("has_compiler") = false;
 #endif

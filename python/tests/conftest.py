@@ -85,7 +85,7 @@ def fake_compiler(monkeypatch):
         calls = []
         manifest = json.dumps({"kernels": [{"name": k, "role": "attention"} for k in kernels or ("attn_x",)]})
 
-        def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None):
+        def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None, kv_tma=False):
             calls.append((arch, "manifest" if manifest_only else candidate))
             return {"ok": True, "cubin": b"\x7fELF " + arch.encode(), "ptx": "// ptx", "manifest": manifest,
                     "stages": [], "generator": "fake"}

@@ -226,7 +226,7 @@ def test_invalid_log_level_at_import_warns(tmp_path):
 
 
 def _fake_compiler(monkeypatch):
-    def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None):
+    def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None, kv_tma=False):
         return {"ok": True, "cubin": b"\x7fELF compiled", "ptx": "// ptx", "manifest": MANIFEST,
                 "stages": [("parse", 0.5), ("ptxas", 12.0)], "generator": "fake"}
     monkeypatch.setattr(compiler, "compile_ir", compile_ir)

@@ -336,7 +336,7 @@ def _fake_compiler(monkeypatch, seconds=0.0):
     """compile_ir replaced by a slow fake; returns the list of its calls."""
     calls = []
 
-    def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None):
+    def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None, kv_tma=False):
         calls.append(candidate)
         time.sleep(seconds)
         return {"ok": True, "cubin": b"\x7fELF compiled", "ptx": "// ptx", "manifest": MANIFEST,

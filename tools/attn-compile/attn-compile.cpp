@@ -79,6 +79,11 @@ static llvm::cl::opt<bool> candidates(
     "candidates",
     llvm::cl::desc("keep every fitting tile for the runtime planner"),
     llvm::cl::init(false), llvm::cl::cat(attnCategory));
+static llvm::cl::opt<bool> kvTma(
+    "kv-tma",
+    llvm::cl::desc("load ragged K/V tiles by TMA where the tile can "
+                   "(warp-specialized wgmma tiles, sm_90a)"),
+    llvm::cl::init(false), llvm::cl::cat(attnCategory));
 
 namespace {
 
@@ -160,7 +165,8 @@ void reportAttention(AttentionOp op, const TargetInfo &target,
     os << "q=" << tile.getQ() << " kv=" << tile.getKv()
        << " warps=" << tile.getWarps() << " stages=" << tile.getStages()
        << " gqa_pack=" << tile.getGqaPack()
-       << " ctas_per_sm=" << tile.getCtasPerSm() << "  (" << smem / 1024
+       << " ctas_per_sm=" << tile.getCtasPerSm()
+       << (tile.getKvTma() ? " kv_tma" : "") << "  (" << smem / 1024
        << " KiB of " << target.getSharedMemoryPerBlock() / 1024
        << " KiB shared memory)";
   };
@@ -230,6 +236,7 @@ int main(int argc, char **argv) {
   AttnSelectTilePassOptions tileOptions;
   tileOptions.chip = chip;
   tileOptions.candidates = candidates;
+  tileOptions.kvTma = kvTma;
   if (failed(runStage(*module, createAttnExpandVariantsPass(), times)) ||
       failed(runStage(*module, createAttnDecomposeComposedPass(), times)) ||
       failed(runStage(*module, createAttnSelectTilePass(tileOptions), times)) ||

@@ -190,6 +190,27 @@ TEST(TileLayout, WgmmaTakesWholeWarpgroupsOfSwizzledRows) {
   EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90).getKv(), 64);
 }
 
+TEST(TileHeuristics, OnlyTheWarpSpecializedTileLoadsKVByTMA) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect>();
+  TargetInfo sm90a = *TargetInfo::lookup("sm_90a");
+  TargetInfo sm90 = *TargetInfo::lookup("sm_90");
+  TileAttr q128 = chooseTile(&ctx, 128, 128, sm90a);
+  EXPECT_FALSE(q128.getKvTma()); // cp.async unless asked for (kv-tma)
+  EXPECT_TRUE(canLoadKVByTMA(q128, 128, sm90a));
+  TileAttr tma = withKVByTMA(q128, 128, sm90a);
+  EXPECT_TRUE(tma.getKvTma());
+  EXPECT_EQ(tma.getKv(), q128.getKv());
+  EXPECT_EQ(tma.getStages(), q128.getStages());
+  // No producer warpgroup: mma.sync (sm_90, head dim 96) or the 64-row tile.
+  EXPECT_FALSE(canLoadKVByTMA(chooseTile(&ctx, 128, 128, sm90), 128, sm90));
+  EXPECT_FALSE(canLoadKVByTMA(q128, 96, sm90a));
+  TileAttr q64 = chooseTile(&ctx, 64, 128, sm90a);
+  EXPECT_EQ(withKVByTMA(q64, 128, sm90a), q64);
+  EXPECT_EQ(withKVByTMA(chooseTile(&ctx, 16, 128, sm90a), 128, sm90a),
+            chooseTile(&ctx, 16, 128, sm90a));
+}
+
 TEST(TileHeuristics, ATileTooBigForTheChipIsNamed) {
   MLIRContext ctx;
   ctx.loadDialect<AttnDialect>();

@@ -244,3 +244,52 @@ TEST(Manifest, MergeLaunchShapeAndPDL) {
   EXPECT_EQ(s.code(), StatusCode::ManifestParseError);
   EXPECT_NE(s.message().find("merge_rows_per_cta"), std::string::npos) << s.message();
 }
+
+namespace {
+/// kExample's attention kernel loading K/V by TMA: tile kv_tma and the two
+/// tensor maps, each naming the buffer it describes.
+std::string withTensorMaps(const std::string &kMapSource) {
+  std::string s = replace(kExample, "\"gqa_pack\": 4}",
+                          "\"gqa_pack\": 4, \"kv_tma\": true}");
+  return replace(s, "{\"name\": \"sm_scale\", \"kind\": \"f32\"},",
+                 "{\"name\": \"k_map\", \"kind\": \"tensormap\", \"source\": \"" +
+                     kMapSource +
+                     "\"},\n{\"name\": \"v_map\", \"kind\": \"tensormap\", "
+                     "\"source\": \"v_cache\"},\n{\"name\": \"sm_scale\", "
+                     "\"kind\": \"f32\"},");
+}
+} // namespace
+
+TEST(Manifest, TensorMapsNameTheBufferTheyDescribe) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(withTensorMaps("k_cache"), &m).ok());
+  const KernelManifest &k = m.kernels[0];
+  EXPECT_TRUE(k.kv_tma);
+  int32_t i = k.argIndex("k_map");
+  ASSERT_GE(i, 0);
+  EXPECT_EQ(k.args[i].kind, ArgKind::TensorMap);
+  EXPECT_EQ(k.args[i].source, "k_cache");
+  EXPECT_STREQ(argKindName(ArgKind::TensorMap), "tensormap");
+  EXPECT_FALSE(m.kernels[1].kv_tma);
+
+  // The source must be a pointer argument of the same kernel.
+  for (const char *bad : {"sm_scale", "nothing"}) {
+    Status s = parseManifest(withTensorMaps(bad), &m);
+    EXPECT_EQ(s.code(), StatusCode::ManifestParseError) << bad;
+    EXPECT_NE(s.message().find("not a ptr argument"), std::string::npos)
+        << s.message();
+  }
+  Status s = parseManifest(
+      replace(withTensorMaps("k_cache"), "\"source\": \"v_cache\"", "\"from\": 1"),
+      &m);
+  EXPECT_NE(s.message().find("source"), std::string::npos) << s.message();
+  // A variant parameter is never a tensor map; kv_tma is a boolean.
+  s = parseManifest(replace(kExample, "\"type\": \"i32\"", "\"type\": \"tensormap\""),
+                    &m);
+  EXPECT_NE(s.message().find("ptr, i32, i64 or f32"), std::string::npos)
+      << s.message();
+  s = parseManifest(replace(kExample, "\"gqa_pack\": 4}",
+                            "\"gqa_pack\": 4, \"kv_tma\": 1}"),
+                    &m);
+  EXPECT_NE(s.message().find("kv_tma"), std::string::npos) << s.message();
+}

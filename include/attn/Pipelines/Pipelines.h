@@ -60,6 +60,9 @@ void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
 /// linkage, so NVPTX emits `.extern .shared .b8 name[]` rather than demoting
 /// them to a 1-byte internal array.
 std::unique_ptr<mlir::Pass> createExternalizeDynamicSharedMemoryPass();
+/// Marks the llvm.func arguments a kernel lists in attn.grid_constant_args
+/// (tensor maps) as by-value grid constants (GridConstantParams.cpp).
+std::unique_ptr<mlir::Pass> createGridConstantParamsPass();
 
 /// `attn-approximate-trig`: reduces f32 math.sin/math.cos into [-pi, pi]
 /// (three-term Cody-Waite) and marks them `afn`, so they lower to

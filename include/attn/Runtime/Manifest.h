@@ -27,7 +27,10 @@ namespace attnrt {
 constexpr int32_t kManifestVersion = 1;
 
 /// Kind of one kernel parameter, as the manifest's "kind" string names it.
-enum class ArgKind : int32_t { Ptr = 0, I32 = 1, I64 = 2, F32 = 3 };
+/// TensorMap: a 128-byte CUtensorMap passed by value, which the launcher
+/// encodes from the buffer argument the manifest names as its "source"
+/// (never passed by a caller; TensorMap.h).
+enum class ArgKind : int32_t { Ptr = 0, I32 = 1, I64 = 2, F32 = 3, TensorMap = 4 };
 
 /// Kernel role: "attention" runs the work list, "merge" runs the merge map;
 /// the row kernels "merge_states" (merge N attention states by LSE) and
@@ -69,6 +72,8 @@ enum class MergeGrid : int32_t { Units = 0, UnitRows = 1 };
 struct ManifestArg {
   std::string name;
   ArgKind kind = ArgKind::Ptr;
+  /// TensorMap: the pointer argument whose rows the map describes.
+  std::string source;
 };
 
 struct ManifestVariantParam {
@@ -83,6 +88,9 @@ struct KernelManifest {
   int32_t shared_bytes = 0; ///< dynamic shared memory
   // "tile": attention kernels only.
   int32_t tile_q = 0, tile_kv = 0, warps = 0, stages = 0, gqa_pack = 1;
+  /// "kv_tma" (optional): whole K/V tiles arrive by TMA through the
+  /// kernel's tensor-map arguments.
+  bool kv_tma = false;
   // "format".
   int32_t block_rows = 1, block_cols = 1;
   KVLayout layout = KVLayout::NHD;

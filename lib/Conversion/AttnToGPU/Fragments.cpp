@@ -306,6 +306,36 @@ void mlir::attn::detail::mbarrierWait(ImplicitLocOpBuilder &b, Value address,
             {}, {}, {toI64(b, address), parity});
 }
 
+void mlir::attn::detail::mbarrierExpectTx(ImplicitLocOpBuilder &b,
+                                          Value address, int64_t bytes) {
+  inlinePtx(b,
+            ("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], " +
+             Twine(bytes) + ";")
+                .str(),
+            {}, {}, {toI64(b, address)});
+}
+
+void mlir::attn::detail::tmaLoad(ImplicitLocOpBuilder &b, Value dst,
+                                 Value map, ValueRange coords, Value barrier) {
+  // A shared::cta address is a shared::cluster address of this CTA. The map
+  // is a kernel parameter read in place (grid constant): its generic
+  // address, which the back end takes with cvta.param.
+  std::string ptx;
+  llvm::raw_string_ostream os(ptx);
+  os << "cp.async.bulk.tensor." << coords.size()
+     << "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], "
+        "[$1, {";
+  llvm::ListSeparator sep(", ");
+  for (size_t i = 0; i < coords.size(); ++i)
+    os << sep << "$" << i + 3;
+  os << "}], [$2];";
+  SmallVector<Value> inputs = {
+      toI64(b, dst), LLVM::PtrToIntOp::create(b, b.getI64Type(), map),
+      toI64(b, barrier)};
+  llvm::append_range(inputs, coords);
+  inlinePtx(b, ptx, {}, {}, inputs);
+}
+
 void mlir::attn::detail::namedBarrier(ImplicitLocOpBuilder &b, int64_t id,
                                       int64_t threads) {
   inlinePtx(b, ("bar.sync " + Twine(id) + ", " + Twine(threads) + ";").str(),

@@ -199,6 +199,16 @@ void mbarrierInval(mlir::ImplicitLocOpBuilder &b, mlir::Value address);
 void mbarrierArrive(mlir::ImplicitLocOpBuilder &b, mlir::Value address);
 void mbarrierWait(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
                   mlir::Value parity);
+/// `mbarrier.expect_tx` (sm_90): the current phase of the mbarrier at
+/// `address` also waits for `bytes` more bytes of asynchronous copies.
+void mbarrierExpectTx(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                      int64_t bytes);
+/// `cp.async.bulk.tensor` (sm_90, TMA): the box of the tensor map `map` (an
+/// `!llvm.ptr` to a CUtensorMap) at `coords` (i32, innermost first) into
+/// shared memory at byte address `dst` (index); its bytes complete the
+/// transaction count of the mbarrier at `barrier` (index).
+void tmaLoad(mlir::ImplicitLocOpBuilder &b, mlir::Value dst, mlir::Value map,
+             mlir::ValueRange coords, mlir::Value barrier);
 /// `bar.sync id, threads`: a barrier of `threads` threads (whole warps).
 void namedBarrier(mlir::ImplicitLocOpBuilder &b, int64_t id, int64_t threads);
 /// `bar.arrive id, threads`: counts this warp in, without waiting.

@@ -230,3 +230,19 @@ func.func @f(%r: !attn.kv_range<64>, %item: !attn.item, %k: memref<?xbf16>, %s: 
   %p = attn.tile.kv_prologue %r, %item, %k, %k rows(stride %s, %s) : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<64> -> !attn.kv_pipe<64x128xbf16>
   return
 }
+
+// -----
+
+func.func @f(%r: !attn.kv_range<128>, %item: !attn.item, %k: memref<?xbf16>) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90a", threads = 384, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 128, kv = 128, warps = 8, kv_tma = true>, format = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged>>} {
+  // expected-error @+1 {{the kernel's tile loads K/V by TMA (kv_tma): maps(k_map, v_map) is required}}
+  %p = attn.tile.kv_prologue %r, %item, %k, %k : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<128> -> !attn.kv_pipe<128x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%r: !attn.kv_range<128>, %item: !attn.item, %k: memref<?xbf16>, %m: !llvm.ptr) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90a", threads = 384, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 128, kv = 128, warps = 8>, format = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged>>} {
+  // expected-error @+1 {{maps(...) is for tiles that load K/V by TMA (kv_tma)}}
+  %p = attn.tile.kv_prologue %r, %item, %k, %k maps(%m, %m : !llvm.ptr, !llvm.ptr) : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<128> -> !attn.kv_pipe<128x128xbf16>
+  return
+}

@@ -53,6 +53,8 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mmasync;
@@ -69,6 +71,8 @@ namespace {
 struct Caches {
   Value k, v, kvIndices, pageStride, numPages, indexError;
   Value tokenStride, headStride;
+  /// kv_tma tiles: the tensor maps of k and v (!llvm.ptr).
+  Value kMap, vMap;
 };
 
 /// Where copy `i` of this thread lands in a tile: its row (key within the
@@ -99,6 +103,15 @@ CopySlot getCopySlot(KernelBuilder &kb, const KernelContext &ctx,
   if ((i + 1) * threads > total)
     slot.exists = kb.slt(linear, kb.idx(total));
   return slot;
+}
+
+/// Runs `body` when `cond` holds.
+void emitIf(ImplicitLocOpBuilder &b, Value cond,
+            llvm::function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body();
 }
 
 /// The first key of this thread's tile `j` of the range.
@@ -229,6 +242,43 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
   return ids;
 }
 
+/// Bytes of one 64-column panel row (the 128-byte swizzle span).
+constexpr int64_t kPanelRowBytes = 128;
+
+/// kv_tma: the whole tile starting at key `start` into ring slot `stage`,
+/// by the first producer thread: one box of `N` keys x 64 columns of one KV
+/// head per panel of K and of V, counted into the slot's full barrier
+/// before they are issued. The boxes land in the layout the cp.async copies
+/// write (getSharedElement): the tensor maps swizzle 128 bytes, the XOR of
+/// a row's 16-byte chunks with its row within the 1024-byte atom, and every
+/// panel's rows start at a multiple of 8.
+void issueTileByTMA(KernelBuilder &kb, const KernelContext &ctx,
+                    const ItemValues &item, const Caches &caches, Value start,
+                    Value stage) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  ThreadCoords tc(kb);
+  emitIf(b, kb.eq(tc.tid, kb.idx(ctx.threads())), [&] {
+    const int64_t panels = ctx.smem.columnBlocks;
+    const int64_t boxBytes = ctx.N * kPanelRowBytes;
+    Value full = getRingBarrier(kb, ctx, stage);
+    mlir::attn::detail::mbarrierExpectTx(b, full, 2 * panels * boxBytes);
+    Value base = getSharedBase(kb);
+    Value kRow = getKRow(kb, ctx, tc, stage), vRow = getVRow(kb, ctx, kRow);
+    Value token = kb.toI32(kb.add(item.kvBase, start));
+    Value head = kb.toI32(item.kvHead);
+    for (int64_t p = 0; p < panels; ++p) {
+      Value column = kb.i32(p * 64);
+      for (auto [row, map] : {std::pair(kRow, caches.kMap),
+                              std::pair(vRow, caches.vMap)}) {
+        Value dst = kb.add(
+            base, kb.mul(kb.add(row, kb.idx(p * ctx.smem.totalRows)),
+                         kPanelRowBytes));
+        mlir::attn::detail::tmaLoad(b, dst, map, {column, head, token}, full);
+      }
+    }
+  });
+}
+
 /// Issues the copies of this thread's tile `tile` of the range into ring
 /// slot `stage`, through the page indices `ids`.
 void issueTile(KernelBuilder &kb, const KernelContext &ctx,
@@ -249,6 +299,23 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
     Value left =
         kb.maxs(kb.mins(kb.sub(item.kvEnd, start), kb.idx(ctx.N)), zero);
     keysLeft = kb.toI32(kb.select(kb.slt(tile, range.count), left, zero));
+  }
+  // Whole tiles by TMA; a tile with keys past the item's end (or past the
+  // range: none) keeps the copies below, in the else branch, which
+  // zero-fill those keys. The guard leaves the builder after the branch.
+  std::optional<OpBuilder::InsertionGuard> afterTMABranch;
+  if (caches.kMap) {
+    afterTMABranch.emplace(b);
+    auto ifOp = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keysLeft,
+                                 kb.i32(ctx.N)),
+        /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      issueTileByTMA(kb, ctx, item, caches, start, stage);
+    }
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
   }
   const int64_t Hkv = ctx.Hkv;
   // Whole pages (getPagesPerTile): copy i reads row (row0 + i x rowStep) %
@@ -371,17 +438,17 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
   }
 }
 
-Caches getCaches(KernelBuilder &kb, ValueRange k, ValueRange v,
-                 ValueRange kvIndices, ValueRange pageStride,
-                 ValueRange tokenStride, ValueRange headStride,
-                 ValueRange numPages, ValueRange indexError) {
+template <typename Adaptor>
+Caches getCaches(KernelBuilder &kb, Adaptor adaptor) {
   auto first = [](ValueRange r) { return r.empty() ? Value() : r.front(); };
   auto index = [&](ValueRange r) {
     return r.empty() ? Value() : kb.toIndex(r.front());
   };
-  return {k.front(),          v.front(),         first(kvIndices),
-          index(pageStride),  first(numPages),   first(indexError),
-          index(tokenStride), index(headStride)};
+  return {first(adaptor.getKeyCache()),    first(adaptor.getValueCache()),
+          first(adaptor.getKvIndices()),   index(adaptor.getPageStride()),
+          first(adaptor.getNumPages()),    first(adaptor.getIndexError()),
+          index(adaptor.getTokenStride()), index(adaptor.getHeadStride()),
+          first(adaptor.getKeyMap()),      first(adaptor.getValueMap())};
 }
 
 //===----------------------------------------------------------------------===//
@@ -400,15 +467,6 @@ Value getFullBarrier(KernelBuilder &kb, const KernelContext &ctx, Value tile) {
 Value getEmptyBarrier(KernelBuilder &kb, const KernelContext &ctx,
                       Value tile) {
   return getRingBarrier(kb, ctx, kb.add(kb.remu(tile, ctx.S), kb.idx(ctx.S)));
-}
-
-/// Runs `body` when `cond` holds.
-void emitIf(ImplicitLocOpBuilder &b, Value cond,
-            llvm::function_ref<void()> body) {
-  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  body();
 }
 
 /// The producer: item tile `tile` (kernel tile `base + tile`) into its slot
@@ -537,10 +595,7 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
     KernelBuilder kb(b);
     ItemValues item = ItemValues::unflatten(adaptor.getItem());
     RangeValues range = RangeValues::unflatten(adaptor.getRange());
-    Caches caches = getCaches(kb, adaptor.getKeyCache(), adaptor.getValueCache(),
-                              adaptor.getKvIndices(), adaptor.getPageStride(),
-                              adaptor.getTokenStride(), adaptor.getHeadStride(),
-                              adaptor.getNumPages(), adaptor.getIndexError());
+    Caches caches = getCaches(kb, adaptor);
     if (ctx.specialized && !isProducerOp(op)) {
       // Consumers copy nothing; their pipe carries no page indices.
       if (takesTurns(ctx))
@@ -583,10 +638,7 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
     KernelBuilder kb(b);
     ItemValues item = ItemValues::unflatten(adaptor.getItem());
     PipeValues pipe = PipeValues::unflatten(adaptor.getPipe());
-    Caches caches = getCaches(kb, adaptor.getKeyCache(), adaptor.getValueCache(),
-                              adaptor.getKvIndices(), adaptor.getPageStride(),
-                              adaptor.getTokenStride(), adaptor.getHeadStride(),
-                              adaptor.getNumPages(), adaptor.getIndexError());
+    Caches caches = getCaches(kb, adaptor);
     const RangeValues &range = pipe.range;
     Value j = adaptor.getIteration().front();
     const int64_t S = ctx.S;

@@ -173,7 +173,7 @@ SmallVector<BsrAttr> mlir::attn::getFormatViews(Attribute format) {
 LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t q, int64_t kv, int64_t warps,
                                int64_t stages, int64_t gqaPack,
-                               int64_t ctasPerSM) {
+                               int64_t ctasPerSM, bool kvTma) {
   if (!llvm::is_contained({16, 64, 128, 192}, q))
     return emitError() << "query tile q must be 16, 64, 128 or 192, got " << q;
   if (kv < 16 || kv > 256 || kv % 16)
@@ -192,6 +192,9 @@ LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "] (the tile's rows), got " << gqaPack;
   if (ctasPerSM < 1 || ctasPerSM > 32)
     return emitError() << "ctas_per_sm must be in [1, 32], got " << ctasPerSM;
+  if (kvTma && q == 16)
+    return emitError() << "kv_tma loads the K/V tiles all warps share; a "
+                          "16-row decode tile gives each warp its own";
   return success();
 }
 

@@ -257,13 +257,30 @@ static LogicalResult verifyPages(Operation *op, LaunchAttr launch,
   return success();
 }
 
+/// The tensor maps of a K/V pipeline op: present exactly when its kernel's
+/// tile loads K/V by TMA (kv_tma), both or neither.
+static LogicalResult verifyMaps(Operation *op, LaunchAttr launch,
+                                Value keyMap, Value valueMap) {
+  const bool tma = launch.getTile() && launch.getTile().getKvTma();
+  if (bool(keyMap) != bool(valueMap))
+    return op->emitOpError() << "maps(...) names the tensor maps of both K "
+                                "and V";
+  if (tma != bool(keyMap))
+    return op->emitOpError()
+           << (tma ? "the kernel's tile loads K/V by TMA (kv_tma): "
+                     "maps(k_map, v_map) is required"
+                   : "maps(...) is for tiles that load K/V by TMA (kv_tma)");
+  return success();
+}
+
 LogicalResult TileKVPrologueOp::verify() {
   FailureOr<LaunchAttr> launch = getLaunchOrFail(*this);
   if (failed(launch))
     return failure();
   if (failed(verifyPages(*this, *launch, getKvIndices(), getPageStride(),
                          getTokenStride(), getHeadStride(), getNumPages(),
-                         getIndexError())))
+                         getIndexError())) ||
+      failed(verifyMaps(*this, *launch, getKeyMap(), getValueMap())))
     return failure();
   KVPipeType pipe = getPipe().getType();
   return checkKVType(*this, "the pipeline's tile", pipe.getKeys(),
@@ -278,7 +295,8 @@ LogicalResult TileKVNextOp::verify() {
     return emitOpError() << "the pipeline keeps its type";
   if (failed(verifyPages(*this, *launch, getKvIndices(), getPageStride(),
                          getTokenStride(), getHeadStride(), getNumPages(),
-                         getIndexError())))
+                         getIndexError())) ||
+      failed(verifyMaps(*this, *launch, getKeyMap(), getValueMap())))
     return failure();
   KVTileType tile = getTile().getType();
   if (failed(checkKVType(*this, "the K/V tile", tile.getKeys(), tile.getDim(),

@@ -6,6 +6,8 @@
 
 #include "attn/Dialect/Attn/Transforms/KernelSignature.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -54,6 +56,7 @@ MemRefType mlir::attn::getKernelBufferType(Type elementType) {
 SmallVector<KernelArgument>
 mlir::attn::getAttentionKernelArguments(Type dtype, bool paged,
                                         bool stridedKV, bool customMask,
+                                        bool kvTma,
                                         ArrayRef<VariantParamArg> params) {
   MLIRContext *ctx = dtype.getContext();
   Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
@@ -87,6 +90,12 @@ mlir::attn::getAttentionKernelArguments(Type dtype, bool paged,
   if (customMask) {
     args.push_back({"custom_mask", buf(i8), {}});
     args.push_back({"mask_indptr", buf(i32), {}});
+  }
+  if (kvTma) {
+    // Encoded by the runtime at launch (docs/Manifest.md, tensor maps).
+    auto map = LLVM::LLVMPointerType::get(ctx);
+    args.push_back({"k_map", map, {}, "k_cache"});
+    args.push_back({"v_map", map, {}, "v_cache"});
   }
   args.push_back({"sm_scale", f32, {}});
   for (const VariantParamArg &p : params)
@@ -174,11 +183,18 @@ gpu::GPUFuncOp mlir::attn::createKernel(OpBuilder &b, Location loc,
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(launch.getThreads()), 1, 1}));
   func->setAttr(LaunchAttr::getAttrName(), launch);
+  SmallVector<int64_t> byValue;
   for (auto [i, arg] : llvm::enumerate(args)) {
     func.setArgAttr(i, kArgNameAttr, b.getStringAttr(arg.name));
     if (arg.paramType)
       func.setArgAttr(i, kArgParamTypeAttr, TypeAttr::get(arg.paramType));
+    if (!arg.tensorMapOf.empty()) {
+      func.setArgAttr(i, kTensorMapOfAttr, b.getStringAttr(arg.tensorMapOf));
+      byValue.push_back(i);
+    }
   }
+  if (!byValue.empty())
+    func->setAttr(kGridConstantArgsAttr, b.getDenseI64ArrayAttr(byValue));
   return func;
 }
 

@@ -34,6 +34,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -138,6 +139,8 @@ std::string getAttentionKernelName(const AttentionInfo &info, TileAttr tile) {
                           tile.getQ(), tile.getKv(), tile.getStages(),
                           tile.getGqaPack(), tile.getCtasPerSm())
                 .str();
+  if (tile.getKvTma())
+    shape += "_tma";
   return shape + variantSuffix(info, /*mask=*/true);
 }
 
@@ -212,6 +215,8 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   const bool strided = info.view.getStrided();
   Value tokenStride = strided ? arg("kv_token_stride") : Value();
   Value headStride = strided ? arg("kv_head_stride") : Value();
+  Value keyMap = tile.getKvTma() ? arg("k_map") : Value();
+  Value valueMap = tile.getKvTma() ? arg("v_map") : Value();
 
   const int64_t rows = tile.getQ(), D = info.headDim;
   const int64_t keys = tile.getKeysPerStep();
@@ -258,7 +263,8 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   Value pipe = TileKVPrologueOp::create(b, loc, pipeType, range, item,
                                         arg("k_cache"), arg("v_cache"),
                                         kvIndices, pageStride, tokenStride,
-                                        headStride, numPages, indexError);
+                                        headStride, numPages, indexError,
+                                        keyMap, valueMap);
   auto query = TileLoadQueryOp::create(b, loc, queryType, item, arg("q"));
   hooks.fill(b, loc, query.getTransform(), HookKind::query_transform);
   Value mask = info.customMask ? arg("custom_mask") : Value();
@@ -269,7 +275,7 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
     auto next = TileKVNextOp::create(b, loc, kvType, pipeType, inFlight, j, item,
                                      arg("k_cache"), arg("v_cache"), kvIndices,
                                      pageStride, tokenStride, headStride,
-                                     numPages, indexError);
+                                     numPages, indexError, keyMap, valueMap);
     hooks.fill(b, loc, next.getKeyTransform(), HookKind::key_transform);
     return next;
   };
@@ -473,6 +479,11 @@ struct AttnOutlineKernelsPass
       auto emitError = [&] { return op.emitOpError(); };
       if (failed(checkTileFits(tile, info->headDim, target, emitError)))
         return failure();
+      if (tile.getKvTma() && info->paged())
+        return op.emitOpError()
+               << "tile " << tile << " loads K/V by TMA, which reads tiles of "
+               << "contiguous rows; the paged format " << info->view
+               << " gathers its pages with cp.async (drop kv_tma)";
       FlatSymbolRefAttr merge =
           getOrBuildMerge(b, gm, *info, getMergeRows(tile, info->headDim),
                           target, op.getLoc());
@@ -495,7 +506,8 @@ struct AttnOutlineKernelsPass
             b, op.getLoc(), gm, name,
             getAttentionKernelArguments(info->dtype, info->paged(),
                                         info->view.getStrided(),
-                                        info->customMask, info->params),
+                                        info->customMask, tile.getKvTma(),
+                                        info->params),
             launch);
         buildAttentionBody(b, func, *info, tile, isKVLoopPipelined(tile, mma));
       }

@@ -28,7 +28,7 @@ static TileAttr packTile(AttentionOp op, TileAttr tile) {
   int64_t pack = chooseGqaPack(op.getGroupSize(), rows, tile.getQ());
   return TileAttr::get(op.getContext(), tile.getQ(), tile.getKv(),
                        tile.getWarps(), tile.getStages(), pack,
-                       tile.getCtasPerSm());
+                       tile.getCtasPerSm(), tile.getKvTma());
 }
 
 namespace {

@@ -21,6 +21,7 @@ void mlir::attn::buildAttnPreparePipeline(OpPassManager &pm,
   AttnSelectTilePassOptions tileOptions;
   tileOptions.chip = options.chip;
   tileOptions.candidates = options.tileCandidates;
+  tileOptions.kvTma = options.kvTma;
   pm.addPass(createAttnSelectTilePass(tileOptions));
   pm.addPass(createAttnPackGQAPass());
 }
@@ -35,6 +36,10 @@ struct PreparePipelineOptions
       *this, "candidates",
       llvm::cl::desc("list every fitting tile for the runtime planner"),
       llvm::cl::init(false)};
+  Option<bool> kvTma{
+      *this, "kv-tma",
+      llvm::cl::desc("load ragged K/V tiles by TMA where the tile can"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -44,6 +49,7 @@ void mlir::attn::registerAttnPreparePipeline() {
       "Expand variants, decompose composed formats, select tiles, pack GQA "
       "heads",
       [](OpPassManager &pm, const PreparePipelineOptions &options) {
-        buildAttnPreparePipeline(pm, {options.chip, options.candidates});
+        buildAttnPreparePipeline(
+            pm, {options.chip, options.candidates, options.kvTma});
       });
 }

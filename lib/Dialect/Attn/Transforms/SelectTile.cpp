@@ -49,18 +49,25 @@ struct AttnSelectTilePass
       if (!given.empty())
         return WalkResult::advance();
 
+      // Ragged K/V rows may arrive by TMA (kv-tma); a page's rows never do.
+      const bool tma = kvTma && llvm::none_of(op.getViews(), [](BsrAttr view) {
+                         return view.isPaged();
+                       });
+      auto choose = [&](int64_t q) {
+        TileAttr tile = chooseTile(ctx, q, headDim, *target);
+        return tma ? withKVByTMA(tile, headDim, *target) : tile;
+      };
       int64_t rows = getExpectedQueryRows(op);
       if (candidates || ShapedType::isDynamic(rows)) {
         SmallVector<Attribute> tiles;
         for (int64_t q : {16, 64, 128})
-          tiles.push_back(chooseTile(ctx, q, headDim, *target));
+          tiles.push_back(choose(q));
         op.setTileCandidatesAttr(ArrayAttr::get(ctx, tiles));
         return WalkResult::advance();
       }
       // Few rows per request are packed with the heads of their GQA group.
       int64_t packedRows = rows * op.getGroupSize();
-      op.setTileAttr(
-          chooseTile(ctx, chooseQueryTile(packedRows), headDim, *target));
+      op.setTileAttr(choose(chooseQueryTile(packedRows)));
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

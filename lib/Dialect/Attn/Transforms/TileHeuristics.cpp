@@ -132,6 +132,21 @@ int64_t mlir::attn::chooseGqaPack(int64_t group, int64_t rows, int64_t q) {
   return 1;
 }
 
+bool mlir::attn::canLoadKVByTMA(TileAttr tile, int64_t headDim,
+                                const TargetInfo &target) {
+  return target.hasTMA() &&
+         getProducerWarps(tile, getTileMMA(tile, headDim, target)) > 0;
+}
+
+TileAttr mlir::attn::withKVByTMA(TileAttr tile, int64_t headDim,
+                                 const TargetInfo &target) {
+  if (tile.getKvTma() || !canLoadKVByTMA(tile, headDim, target))
+    return tile;
+  return TileAttr::get(tile.getContext(), tile.getQ(), tile.getKv(),
+                       tile.getWarps(), tile.getStages(), tile.getGqaPack(),
+                       tile.getCtasPerSm(), /*kv_tma=*/true);
+}
+
 LogicalResult
 mlir::attn::checkTileFits(TileAttr tile, int64_t headDim,
                           const TargetInfo &target,
@@ -142,6 +157,14 @@ mlir::attn::checkTileFits(TileAttr tile, int64_t headDim,
                        << "warpgroups, which only the wgmma lowering has (sm_90a, "
                        << "head dim a multiple of 64); " << target.getName()
                        << " with head dim " << headDim << " lowers to mma.sync";
+  if (tile.getKvTma() && !canLoadKVByTMA(tile, headDim, target))
+    return emitError() << "tile " << tile << " loads K/V by TMA, which only "
+                       << "the warp-specialized wgmma kernel's producer issues "
+                       << "(sm_90a, head dim a multiple of 64, q >= 128, "
+                       << "ctas_per_sm = 1); " << target.getName()
+                       << " with head dim " << headDim << " lowers it to "
+                       << (mma == TileMMA::Wgmma ? "wgmma without a producer"
+                                                 : "mma.sync");
   int64_t bytes = getTileSharedMemory(tile, headDim, mma).bytes;
   int64_t threads = getTileThreads(tile, mma);
   if (bytes > target.getSharedMemoryPerBlock())

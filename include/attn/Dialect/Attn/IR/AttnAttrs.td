@@ -224,6 +224,15 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
     * `ctas_per_sm`: CTAs the kernel is built to keep resident on every SM
       (the persistent grid is `num_sms * ctas_per_sm`); their shared memory
       and registers must fit one SM together.
+    * `kv_tma`: whole K/V tiles of contiguous (ragged) rows arrive by the
+      tensor memory accelerator (`cp.async.bulk.tensor`, one instruction per
+      64-column panel of K and of V, issued by one producer thread) instead
+      of the producer warpgroup's 16-byte cp.async copies; a tile that ends
+      past the item's keys still takes cp.async, which zero-fills them.
+      Warp-specialized wgmma tiles only (sm_90a), ragged formats only: a
+      page's rows are gathered by cp.async. The kernel takes two more
+      arguments, `k_map` and `v_map`, the tensor maps the runtime encodes
+      at launch from `k_cache` and `v_cache`.
 
     A 16-row tile is a decode tile: each warp walks its own share of the KV
     tiles with its own online softmax, and the warps combine once per work
@@ -233,6 +242,7 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
     ```mlir
     #decode = #attn.tile<q = 16, kv = 16, warps = 3, stages = 2, gqa_pack = 4, ctas_per_sm = 4>
     #prefill_d64_sm90a = #attn.tile<q = 192, kv = 128, warps = 12, stages = 2, gqa_pack = 4>
+    #prefill_tma = #attn.tile<q = 128, kv = 128, warps = 8, stages = 2, kv_tma = true>
     ```
   }];
   let parameters = (ins
@@ -241,8 +251,17 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
     "int64_t":$warps,
     DefaultValuedParameter<"int64_t", "2">:$stages,
     DefaultValuedParameter<"int64_t", "1">:$gqa_pack,
-    DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm
+    DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm,
+    DefaultValuedParameter<"bool", "false">:$kv_tma
   );
+  let skipDefaultBuilders = 1;
+  let builders = [
+    AttrBuilder<(ins "int64_t":$q, "int64_t":$kv, "int64_t":$warps,
+                     "int64_t":$stages, "int64_t":$gqa_pack,
+                     "int64_t":$ctas_per_sm, CArg<"bool", "false">:$kv_tma), [{
+      return $_get($_ctxt, q, kv, warps, stages, gqa_pack, ctas_per_sm, kv_tma);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -30,6 +30,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Attn_Buffer : MemRefRankOf<[AnyType], [1]>;
 def Attn_I32Buffer : MemRefRankOf<[I32], [1]>;
+// A tensor map (CUtensorMap) in the kernel's parameters, by its address.
+def Attn_TensorMap : Type<CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self)">,
+                          "a tensor map's address (!llvm.ptr)">;
 def Attn_F32Buffer : MemRefRankOf<[F32], [1]>;
 def Attn_I8Buffer : MemRefRankOf<[I8], [1]>;
 
@@ -187,6 +190,10 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     Dense ragged formats take no strides: their rows are where `layout`
     puts them.
 
+    Ragged formats of a `kv_tma` tile also take `maps(%k_map, %v_map)`, the
+    tensor maps of `%k` and `%v` (3-D: dim, KV heads, tokens, with the
+    rows' strides); whole tiles then arrive by `cp.async.bulk.tensor`.
+
     Paged formats also take `bounds(%num_pages, %index_error)`: a page
     index outside `[0, num_pages)` (the caller's page table is wrong) is
     never dereferenced. Page 0 is read in its place and a nonzero word is
@@ -218,7 +225,9 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     Optional<I64>:$token_stride,
     Optional<I64>:$head_stride,
     Optional<I32>:$num_pages,
-    Optional<Attn_I32Buffer>:$index_error
+    Optional<Attn_I32Buffer>:$index_error,
+    Optional<Attn_TensorMap>:$key_map,
+    Optional<Attn_TensorMap>:$value_map
   );
   let results = (outs Attn_KVPipeType:$pipe);
   let assemblyFormat = [{
@@ -226,6 +235,7 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     (`pages` `(` $kv_indices^ `:` type($kv_indices) `,` `stride` $page_stride `)`)?
     (`rows` `(` `stride` $token_stride^ `,` $head_stride `)`)?
     (`bounds` `(` $num_pages^ `,` $index_error `:` type($index_error) `)`)?
+    (`maps` `(` $key_map^ `,` $value_map `:` type($key_map) `,` type($value_map) `)`)?
     attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($range))
     `->` qualified(type($pipe))
   }];
@@ -241,7 +251,8 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
     the variants' key transforms, applied to its keys at their positions),
     and refills the pipeline. Paged formats find and check their pages as
     `kv_prologue` does (`pages`, `bounds`), strided ragged ones address
-    their rows alike (`rows`).
+    their rows alike (`rows`), and `kv_tma` tiles load through the same
+    tensor maps (`maps`).
 
     ```mlir
     %kv, %next = attn.tile.kv_next %pipe, %j, %item, %k, %v
@@ -261,7 +272,9 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
     Optional<I64>:$token_stride,
     Optional<I64>:$head_stride,
     Optional<I32>:$num_pages,
-    Optional<Attn_I32Buffer>:$index_error
+    Optional<Attn_I32Buffer>:$index_error,
+    Optional<Attn_TensorMap>:$key_map,
+    Optional<Attn_TensorMap>:$value_map
   );
   let results = (outs Attn_KVTileType:$tile, Attn_KVPipeType:$next);
   let regions = (region AnyRegion:$key_transform);
@@ -270,6 +283,7 @@ def Attn_TileKVNextOp : Attn_TileOp<"kv_next", [AllTypesMatch<["pipe", "next"]>,
     (`pages` `(` $kv_indices^ `:` type($kv_indices) `,` `stride` $page_stride `)`)?
     (`rows` `(` `stride` $token_stride^ `,` $head_stride `)`)?
     (`bounds` `(` $num_pages^ `,` $index_error `:` type($index_error) `)`)?
+    (`maps` `(` $key_map^ `,` $value_map `:` type($key_map) `,` type($value_map) `)`)?
     attr-dict `:` type($key_cache) `,` type($value_cache) `,` qualified(type($pipe))
     `->` qualified(type($tile)) (`key_transform` $key_transform^)?
   }];

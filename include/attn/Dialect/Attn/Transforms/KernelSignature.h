@@ -21,6 +21,12 @@
 //   i1                   i32 (0 / non-zero)  "i32"
 //   memref<?xf32>        flat f32 buffer     "ptr" ([num_qo_heads])
 //
+// Tensor maps (tiles with kv_tma) are `!llvm.ptr` arguments in the gpu.func
+// and 128-byte by-value parameters (`.param .align 64 .b8 [128]`, read in
+// place as `__grid_constant__`) in the PTX: the function lists them in
+// `attn.grid_constant_args`, and each names the buffer argument it describes
+// in `attn.tensor_map_of` (manifest kind "tensormap", with its "source").
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_DIALECT_ATTN_TRANSFORMS_KERNELSIGNATURE_H
@@ -37,6 +43,10 @@ namespace mlir::attn {
 /// The attributes a kernel's arguments carry.
 inline constexpr llvm::StringLiteral kArgNameAttr = "attn.name";
 inline constexpr llvm::StringLiteral kArgParamTypeAttr = "attn.param_type";
+inline constexpr llvm::StringLiteral kTensorMapOfAttr = "attn.tensor_map_of";
+/// On a kernel: the indices of its by-value tensor-map parameters.
+inline constexpr llvm::StringLiteral kGridConstantArgsAttr =
+    "attn.grid_constant_args";
 
 /// A variant parameter as a kernel argument: its unique argument name, the
 /// type it travels as, and its declared type.
@@ -57,6 +67,8 @@ struct KernelArgument {
   Type type;
   /// The declared type of a variant parameter, else null.
   Type paramType;
+  /// A tensor map: the name of the buffer argument it describes.
+  std::string tensorMapOf = {};
 };
 
 /// The flat global buffer of `elementType` a pointer argument is (the
@@ -67,10 +79,11 @@ MemRefType getKernelBufferType(Type elementType);
 /// slots, then q, k_cache, v_cache, o, lse, qo_indptr, kv_indptr,
 /// [kv_indices, page_stride, kv_last_len, num_pages, index_error (paged) |
 /// kv_token_stride, kv_head_stride (ragged, strided = true)],
-/// [custom_mask, mask_indptr], sm_scale and the variants' parameters.
+/// [custom_mask, mask_indptr], [k_map, v_map (kv_tma: tensor maps of
+/// k_cache and v_cache)], sm_scale and the variants' parameters.
 SmallVector<KernelArgument>
 getAttentionKernelArguments(Type dtype, bool paged, bool stridedKV,
-                            bool customMask,
+                            bool customMask, bool kvTma,
                             ArrayRef<VariantParamArg> params);
 
 /// The arguments of a merge kernel: plan, merge_indptr, merge_units,

@@ -29,6 +29,8 @@ inline constexpr llvm::StringLiteral kKernelsAttrName = "attn.kernels";
 struct AttnPrepareOptions {
   std::string chip = kDefaultChip;
   bool tileCandidates = false;
+  /// attn-select-tile's kv-tma: ragged K/V by TMA where the tile can.
+  bool kvTma = false;
 };
 
 /// expand-variants, decompose-composed, select-tile, pack-gqa: everything

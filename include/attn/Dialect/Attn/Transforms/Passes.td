@@ -94,6 +94,10 @@ def AttnSelectTilePass : Pass<"attn-select-tile"> {
     length. A tile the IR already has is checked against `chip` (shared
     memory per CTA and per SM, threads per SM) and kept.
 
+    With `kv-tma=true`, the tiles the pass chooses for ragged formats load
+    whole K/V tiles by TMA (`kv_tma`) where they can: the warp-specialized
+    wgmma tiles of sm_90a. Paged formats and other tiles keep cp.async.
+
     Before:
     ```mlir
     attn.attention ... format(#attn.bsr<block_rows = 1, block_cols = 16>) ...
@@ -109,6 +113,9 @@ def AttnSelectTilePass : Pass<"attn-select-tile"> {
            "the target GPU (a chip TargetInfo knows: sm_80 ... sm_120a)">,
     Option<"candidates", "candidates", "bool", /*default=*/"false",
            "list every fitting tile in tile_candidates for the planner">,
+    Option<"kvTma", "kv-tma", "bool", /*default=*/"false",
+           "load whole K/V tiles of ragged formats by TMA in the tiles it "
+           "chooses that can (warp-specialized wgmma tiles: kv_tma)">,
   ];
 }
 
@@ -192,6 +199,7 @@ def AttnOutlineKernelsPass : Pass<"attn-outline-kernels", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::scf::SCFDialect"];
 }
 

@@ -39,6 +39,13 @@ TileAttr chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
 /// rows * pack <= q (1 when nothing packs).
 int64_t chooseGqaPack(int64_t group, int64_t rows, int64_t q);
 
+/// Whether `tile` can load K/V by TMA (kv_tma) with head dim `headDim` on
+/// `target`: only the warp-specialized wgmma kernel's producer issues it.
+bool canLoadKVByTMA(TileAttr tile, int64_t headDim, const TargetInfo &target);
+
+/// `tile` loading K/V by TMA where it can (canLoadKVByTMA), else `tile`.
+TileAttr withKVByTMA(TileAttr tile, int64_t headDim, const TargetInfo &target);
+
 /// Checks that `tile` with head dim `headDim` fits `target`: its shared
 /// memory in one CTA, `ctas_per_sm` of them in one SM. The message names
 /// the value and the limit.
