@@ -61,8 +61,8 @@ typedef struct attnCompilerOptions {
   int32_t candidate;     /* -1: every tile candidate's kernels; i >= 0: only
                             those of candidate i of each attention (its
                             attention kernel and merge kernel) */
-  int32_t kv_tma;        /* 1: the tiles chosen for ragged K/V load whole
-                            K/V tiles by TMA where they can (warp-specialized
+  int32_t kv_tma;        /* 1: the tiles chosen load whole K/V tiles by TMA
+                            where the tile and the pages can (warp-specialized
                             wgmma tiles, sm_90a); 0: cp.async everywhere */
 } attnCompilerOptions;
 

@@ -525,23 +525,35 @@ static Status bindTensorMap(const KernelManifest &k, const ManifestArg &a,
                   "kernel \"" + k.name + "\" tensor map \"" + a.name +
                       "\": its source \"" + a.source +
                       "\" is not bound by the caller");
-  const bool strided = k.argIndex("kv_token_stride") >= 0;
-  int64_t tokenStride = 0, headStride = 0;
-  if (strided) {
-    const KernelArg *t = findCallerArg(args, numArgs, "kv_token_stride", ArgKind::I64);
-    const KernelArg *h = findCallerArg(args, numArgs, "kv_head_stride", ArgKind::I64);
-    if (!t || !h)
-      return Status(StatusCode::ManifestMismatch,
-                    "kernel \"" + k.name + "\" tensor map \"" + a.name +
-                        "\": kv_token_stride and kv_head_stride (i64) are "
-                        "not bound by the caller");
-    tokenStride = t->i64;
-    headStride = h->i64;
+  // The row addressing the kernel takes besides the buffer, as the call
+  // binds it.
+  KVRowAddressing rows;
+  auto bound = [&](const char *name, ArgKind kind) -> const KernelArg * {
+    if (k.argIndex(name) < 0)
+      return nullptr;
+    return findCallerArg(args, numArgs, name, kind);
+  };
+  const bool paged = k.indexing == KVIndexing::Paged;
+  rows.strided = !paged && k.argIndex("kv_token_stride") >= 0;
+  const char *needs = paged ? "page_stride (i64) and num_pages (i32)"
+                            : "kv_token_stride and kv_head_stride (i64)";
+  const KernelArg *first = paged ? bound("page_stride", ArgKind::I64)
+                                 : bound("kv_token_stride", ArgKind::I64);
+  const KernelArg *second = paged ? bound("num_pages", ArgKind::I32)
+                                  : bound("kv_head_stride", ArgKind::I64);
+  if ((paged || rows.strided) && (!first || !second))
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" tensor map \"" + a.name + "\": " +
+                      needs + " are not bound by the caller");
+  if (paged) {
+    rows.pageStride = first->i64;
+    rows.numPages = second->i32;
+  } else if (rows.strided) {
+    rows.tokenStride = first->i64;
+    rows.headStride = second->i64;
   }
   KVTensorMapDesc m;
-  if (Status st = describeKVTensorMap(k, source->ptr, strided, tokenStride,
-                                      headStride, &m);
-      !st.ok())
+  if (Status st = describeKVTensorMap(k, a, source->ptr, rows, &m); !st.ok())
     return st;
   Status st;
   const CudaDriver *d = cudaDriver(&st);
@@ -556,11 +568,11 @@ static Status bindTensorMap(const KernelManifest &k, const ManifestArg &a,
                   "kernel \"" + k.name + "\" takes more than " +
                       std::to_string(std::size(pb->maps)) + " tensor maps");
   void *map = pb->maps[pb->numMaps++];
-  const cuuint32_t elementStrides[3] = {1, 1, 1};
+  const cuuint32_t elementStrides[4] = {1, 1, 1, 1};
   CUresult r = d->tensorMapEncodeTiled(
       static_cast<CUtensorMap *>(map),
       m.f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-      3, reinterpret_cast<void *>(m.address), m.dims, m.strides, m.box,
+      m.rank, reinterpret_cast<void *>(m.address), m.dims, m.strides, m.box,
       elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

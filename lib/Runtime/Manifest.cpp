@@ -302,8 +302,12 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
     if (!seen.insert(a.name).second)
       return r.fail(aw + ": duplicate argument name \"" + a.name + "\"");
     if (a.kind == ArgKind::TensorMap &&
-        !r.getString(args->array[i], "source", aw, &a.source))
+        (!r.getString(args->array[i], "source", aw, &a.source) ||
+         !r.getInt(args->array[i], "box_rows", aw, &a.box_rows)))
       return false;
+    if (a.kind == ArgKind::TensorMap && (a.box_rows < 8 || a.box_rows > 256 ||
+                                         a.box_rows % 8))
+      return r.fail(aw + ": \"box_rows\" must be a multiple of 8 in [8, 256]");
     out->args.push_back(std::move(a));
   }
   // A tensor map describes a buffer the kernel also takes, by pointer.

@@ -57,7 +57,7 @@ struct AttnToLLVMOptions : public PassPipelineOptions<AttnToLLVMOptions> {
       llvm::cl::init(false)};
   Option<bool> kvTma{
       *this, "kv-tma",
-      llvm::cl::desc("load ragged K/V tiles by TMA where the tile can"),
+      llvm::cl::desc("load K/V tiles by TMA where the tile and pages can"),
       llvm::cl::init(false)};
 };
 

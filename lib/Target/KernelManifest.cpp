@@ -13,6 +13,7 @@
 #include "attn/Target/KernelManifest.h"
 #include "attn/Version.h"
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/IR/TileLayout.h"
 #include "attn/Dialect/Attn/Transforms/KernelSignature.h"
 
 using namespace mlir::attn;
@@ -123,7 +124,15 @@ mlir::attn::getKernelManifest(mlir::gpu::GPUFuncOp kernel,
         return manifestError("kernel @" + name + ": tensor map argument '" +
                              argName.getValue() +
                              "' names no buffer (attn.tensor_map_of)");
+      if (!launch.getTile() || !launch.getFormat())
+        return manifestError("kernel @" + name + ": tensor map argument '" +
+                             argName.getValue() +
+                             "' in a kernel without a tile and a format");
       arg["source"] = source.getValue();
+      // Keys per box: the compiler's decision (getKVBoxRows), which the
+      // runtime encodes the map with.
+      arg["box_rows"] = getKVBoxRows(launch.getTile(), launch.getHeadDim(),
+                                     launch.getFormat());
     }
     args.push_back(std::move(arg));
     if (kernel.getArgAttrOfType<mlir::TypeAttr>(i, kArgParamTypeAttr))

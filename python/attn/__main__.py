@@ -25,6 +25,7 @@ ENV_VARS = {
     "ATTN_ARCH": "the chip to compile for, overriding the device's (e.g. sm_90 on Hopper: mma.sync kernels)",
     "ATTN_LOGLEVEL": "DEBUG, INFO, WARNING (default) or ERROR: the 'attn' logger's level",
     "ATTN_CHECK_INDICES": "1: every paged run() synchronizes and raises attn.PageIndexError at once for a bad page index",
+    "ATTN_KV_TMA": "1: attention loads whole K/V tiles by TMA where the tile and pages can (sm_90a; kernels keyed apart)",
     "ATTN_RECORD_MISSES": "a file a runtime-only build appends every kernel it lacks to "
                           "(python -m attn.precompile --from-record FILE compiles them)",
     "CUDA_HOME": "the CUDA toolkit the compiler assembles cubins with (ptxas)",

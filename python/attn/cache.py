@@ -89,7 +89,7 @@ def cache_key(ir, arch, emit="cubin", candidate=None, kv_tma=False):
 
     ``emit``: "cubin", "ptx" or "manifest" (the launch contracts only);
     ``candidate``: a tile candidate's index, or None for all of them;
-    ``kv_tma``: compiled with ragged K/V tiles by TMA (``ATTN_KV_TMA``; a key
+    ``kv_tma``: compiled with K/V tiles by TMA (``ATTN_KV_TMA``; a key
     of its own, and without it the keys of before it existed).
     """
     fields = {"format": CACHE_FORMAT, "ir": ir, "arch": arch, "emit": emit, "candidate": candidate}

@@ -17,10 +17,11 @@ to PATH for every kernel it misses (:func:`record_miss`) before raising
 KernelNotFoundError; ``python -m attn.precompile --from-record PATH``
 compiles exactly those where the compiler is.
 
-``ATTN_KV_TMA=1`` compiles ragged attention with whole K/V tiles loaded by
-TMA where the tile can (the warp-specialized wgmma tiles of sm_90a;
-:func:`kv_tma_for`): an opt-in while it is measured, with cache keys of its
-own, so set it alike where kernels are precompiled and where they run.
+``ATTN_KV_TMA=1`` compiles attention with whole K/V tiles loaded by TMA
+where the tile and the pages can take it (the warp-specialized wgmma tiles
+of sm_90a; :func:`kv_tma_for`): an opt-in while it is measured, with cache
+keys of its own, so set it alike where kernels are precompiled and where
+they run.
 """
 
 import dataclasses
@@ -72,14 +73,15 @@ KV_TMA_ENV = "ATTN_KV_TMA"
 
 
 def kv_tma_for(spec):
-    """Whether ``spec``'s kernels are compiled with ragged K/V tiles loaded by
-    TMA: ``ATTN_KV_TMA=1`` and a ragged AttentionSpec (a paged cache's pages
-    are gathered by cp.async either way). ValueError for a value other than
-    0 or 1, naming the variable."""
+    """Whether ``spec``'s kernels are compiled with K/V tiles loaded by TMA
+    where the tile and the pages can take it: ``ATTN_KV_TMA=1`` and an
+    attention spec (row kernels have no K/V tiles). ValueError for a value
+    other than 0 or 1, naming the variable."""
     value = os.environ.get(KV_TMA_ENV, "")
     if value not in ("", "0", "1"):
         raise ValueError(f"attn: {KV_TMA_ENV} must be 0 or 1, got {value!r:.20}")
-    return value == "1" and getattr(spec, "indexing", None) == "ragged"
+    from .variants import AttentionSpec
+    return value == "1" and isinstance(spec, AttentionSpec)
 
 
 def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False, candidate=None, kv_tma=False):
@@ -87,7 +89,7 @@ def compile_ir(ir, arch, emit_cubin=True, what="attention", manifest_only=False,
 
     ``manifest_only``: the launch contracts alone (no lowering, milliseconds);
     ``candidate``: only that tile candidate's kernels (None: all);
-    ``kv_tma``: ragged K/V tiles by TMA where the tile can.
+    ``kv_tma``: K/V tiles by TMA where the tile and the pages can.
     Raises CompileError with the compiler's diagnostics on failure.
     """
     if not _native.has_compiler():

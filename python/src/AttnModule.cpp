@@ -770,8 +770,8 @@ PYBIND11_MODULE(_attn, m) {
       "attn-prepare-pipeline), ptx, cubin (bytes), manifest (JSON), generator, "
       "stages [(name, ms)]. chip '': the compiler's default; manifest_only: "
       "only the kernels' contracts; "
-      "candidate >= 0: only that tile candidate's kernels; kv_tma: ragged K/V "
-      "tiles by TMA where the tile can.");
+      "candidate >= 0: only that tile candidate's kernels; kv_tma: K/V tiles "
+      "by TMA where the tile and the pages can.");
 #else
   m.attr("has_compiler") = false;
 #endif

@@ -227,26 +227,29 @@ def test_rebuilt_compiler_misses_the_old_cache_entries(tmp_path, monkeypatch):
 
 
 @pytest.mark.compiler
-def test_kv_tma_compiles_ragged_kernels_with_tensor_maps(native):
-    """kv_tma=True: the ragged 128-row candidate loads K/V by TMA (tensor-map
-    arguments named by their source buffer); the paged spec is unchanged."""
-    ragged = AttentionSpec(128, 32, 8, indexing="ragged", query_rows=None, variants=("causal",))
-    r = native.compile(ragged.to_ir(), chip="sm_90a", emit_cubin=False, manifest_only=True, kv_tma=True)
+@pytest.mark.parametrize("spec,box", [
+    (AttentionSpec(128, 32, 8, indexing="ragged", query_rows=None, variants=("causal",)), 128),
+    (AttentionSpec(128, 32, 8, 16, query_rows=None, variants=("causal",)), 16),
+    (AttentionSpec(128, 32, 8, 3, query_rows=None, variants=("causal",)), None)])
+def test_kv_tma_compiles_kernels_with_tensor_maps(native, spec, box):
+    """kv_tma=True: the 128-row candidate loads K/V by TMA (tensor-map
+    arguments named by their source buffer, boxes of a tile or of a page)
+    where the pages can be boxes; 3-token pages keep cp.async."""
+    r = native.compile(spec.to_ir(), chip="sm_90a", emit_cubin=False, manifest_only=True, kv_tma=True)
     assert r["ok"], r["diagnostics"]
     kernels = {k["tile"]["q"]: k for k in json.loads(r["manifest"])["kernels"] if k["role"] == "attention"}
-    assert kernels[128]["tile"].get("kv_tma") is True and "_tma" in kernels[128]["name"]
-    maps = [(a["name"], a["source"]) for a in kernels[128]["args"] if a["kind"] == "tensormap"]
-    assert maps == [("k_map", "k_cache"), ("v_map", "v_cache")]
     assert all("kv_tma" not in kernels[q]["tile"] for q in (16, 64))
-    paged = AttentionSpec(128, 32, 8, 16, query_rows=None, variants=("causal",))
-    r = native.compile(paged.to_ir(), chip="sm_90a", emit_cubin=False, manifest_only=True, kv_tma=True)
-    assert r["ok"] and '"tensormap"' not in r["manifest"] and "kv_tma" not in r["manifest"]
+    if box is None:
+        assert '"tensormap"' not in r["manifest"] and "kv_tma" not in r["manifest"]
+        return
+    assert kernels[128]["tile"].get("kv_tma") is True and "_tma" in kernels[128]["name"]
+    maps = [(a["name"], a["source"], a["box_rows"]) for a in kernels[128]["args"] if a["kind"] == "tensormap"]
+    assert maps == [("k_map", "k_cache", box), ("v_map", "v_cache", box)]
 
 
 def test_kv_tma_is_an_opt_in_with_keys_of_its_own(monkeypatch):
-    """ATTN_KV_TMA=1 keys ragged specs apart (the keys of before stay as
-    they were); paged specs and row kernels keep theirs; other values are
-    refused by name."""
+    """ATTN_KV_TMA=1 keys attention specs apart (the keys of before stay as
+    they were); row kernels keep theirs; other values are refused by name."""
     from attn import compiler
     ragged = AttentionSpec(128, 32, 8, indexing="ragged", query_rows=None)
     paged = AttentionSpec(128, 32, 8, 16)
@@ -256,7 +259,9 @@ def test_kv_tma_is_an_opt_in_with_keys_of_its_own(monkeypatch):
     assert cache_mod.cache_key(ir, "sm_90a", "cubin", 2, kv_tma=False) == cache_mod.cache_key(ir, "sm_90a", "cubin", 2)
     assert cache_mod.cache_key(ir, "sm_90a", "cubin", 2, kv_tma=True) != cache_mod.cache_key(ir, "sm_90a", "cubin", 2)
     monkeypatch.setenv("ATTN_KV_TMA", "1")
-    assert compiler.kv_tma_for(ragged) and not compiler.kv_tma_for(paged)
+    from attn.rows import MergeStatesSpec
+    assert compiler.kv_tma_for(ragged) and compiler.kv_tma_for(paged)
+    assert not compiler.kv_tma_for(MergeStatesSpec("bf16", 128, 2, False))
     monkeypatch.setenv("ATTN_KV_TMA", "yes")
     with pytest.raises(ValueError, match="ATTN_KV_TMA must be 0 or 1"):
         compiler.kv_tma_for(ragged)

@@ -81,7 +81,7 @@ static llvm::cl::opt<bool> candidates(
     llvm::cl::init(false), llvm::cl::cat(attnCategory));
 static llvm::cl::opt<bool> kvTma(
     "kv-tma",
-    llvm::cl::desc("load ragged K/V tiles by TMA where the tile can "
+    llvm::cl::desc("load K/V tiles by TMA where the tile and pages can "
                    "(warp-specialized wgmma tiles, sm_90a)"),
     llvm::cl::init(false), llvm::cl::cat(attnCategory));
 

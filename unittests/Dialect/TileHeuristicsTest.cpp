@@ -209,6 +209,25 @@ TEST(TileHeuristics, OnlyTheWarpSpecializedTileLoadsKVByTMA) {
   EXPECT_EQ(withKVByTMA(q64, 128, sm90a), q64);
   EXPECT_EQ(withKVByTMA(chooseTile(&ctx, 16, 128, sm90a), 128, sm90a),
             chooseTile(&ctx, 16, 128, sm90a));
+
+  // A box is the tile (ragged K/V, pages holding whole tiles) or one page
+  // (a multiple of 8 keys dividing the tile and of the producer's 1024 /
+  // head_dim rows per copy round); other pages have none.
+  auto ragged = BsrAttr::get(&ctx, ShapedType::kDynamic, 1, KVLayout::NHD,
+                             KVIndexing::ragged, false);
+  auto pages = [&](int64_t size) {
+    return BsrAttr::get(&ctx, ShapedType::kDynamic, size, KVLayout::NHD,
+                        KVIndexing::paged, false);
+  };
+  EXPECT_EQ(getKVBoxRows(tma, 128, ragged), 128);
+  EXPECT_EQ(getKVBoxRows(tma, 128, pages(256)), 128);
+  EXPECT_EQ(getKVBoxRows(tma, 128, pages(128)), 128);
+  EXPECT_EQ(getKVBoxRows(tma, 128, pages(16)), 16);
+  EXPECT_EQ(getKVBoxRows(tma, 128, pages(8)), 8);
+  EXPECT_EQ(getKVBoxRows(tma, 64, pages(8)), 0); // 16 rows per copy round
+  EXPECT_EQ(getKVBoxRows(tma, 128, pages(48)), 0);
+  EXPECT_EQ(getKVBoxRows(tma, 128, pages(3)), 0);
+  EXPECT_EQ(getKVBoxRows(tma, 128, pages(1)), 0);
 }
 
 TEST(TileHeuristics, ATileTooBigForTheChipIsNamed) {

@@ -254,9 +254,9 @@ std::string withTensorMaps(const std::string &kMapSource) {
   return replace(s, "{\"name\": \"sm_scale\", \"kind\": \"f32\"},",
                  "{\"name\": \"k_map\", \"kind\": \"tensormap\", \"source\": \"" +
                      kMapSource +
-                     "\"},\n{\"name\": \"v_map\", \"kind\": \"tensormap\", "
-                     "\"source\": \"v_cache\"},\n{\"name\": \"sm_scale\", "
-                     "\"kind\": \"f32\"},");
+                     "\", \"box_rows\": 16},\n{\"name\": \"v_map\", \"kind\": "
+                     "\"tensormap\", \"source\": \"v_cache\", \"box_rows\": 16},\n"
+                     "{\"name\": \"sm_scale\", \"kind\": \"f32\"},");
 }
 } // namespace
 
@@ -269,6 +269,7 @@ TEST(Manifest, TensorMapsNameTheBufferTheyDescribe) {
   ASSERT_GE(i, 0);
   EXPECT_EQ(k.args[i].kind, ArgKind::TensorMap);
   EXPECT_EQ(k.args[i].source, "k_cache");
+  EXPECT_EQ(k.args[i].box_rows, 16);
   EXPECT_STREQ(argKindName(ArgKind::TensorMap), "tensormap");
   EXPECT_FALSE(m.kernels[1].kv_tma);
 
@@ -283,6 +284,9 @@ TEST(Manifest, TensorMapsNameTheBufferTheyDescribe) {
       replace(withTensorMaps("k_cache"), "\"source\": \"v_cache\"", "\"from\": 1"),
       &m);
   EXPECT_NE(s.message().find("source"), std::string::npos) << s.message();
+  s = parseManifest(replace(withTensorMaps("k_cache"), "\"box_rows\": 16}", "\"box_rows\": 12}"),
+                    &m);
+  EXPECT_NE(s.message().find("multiple of 8"), std::string::npos) << s.message();
   // A variant parameter is never a tensor map; kv_tma is a boolean.
   s = parseManifest(replace(kExample, "\"type\": \"i32\"", "\"type\": \"tensormap\""),
                     &m);

@@ -72,8 +72,10 @@ enum class MergeGrid : int32_t { Units = 0, UnitRows = 1 };
 struct ManifestArg {
   std::string name;
   ArgKind kind = ArgKind::Ptr;
-  /// TensorMap: the pointer argument whose rows the map describes.
+  /// TensorMap: the pointer argument whose rows the map describes, and the
+  /// keys of one box (TensorMap.h).
   std::string source;
+  int32_t box_rows = 0;
 };
 
 struct ManifestVariantParam {

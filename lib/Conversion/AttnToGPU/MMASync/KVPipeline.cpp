@@ -246,34 +246,55 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
 constexpr int64_t kPanelRowBytes = 128;
 
 /// kv_tma: the whole tile starting at key `start` into ring slot `stage`,
-/// by the first producer thread: one box of `N` keys x 64 columns of one KV
-/// head per panel of K and of V, counted into the slot's full barrier
-/// before they are issued. The boxes land in the layout the cp.async copies
-/// write (getSharedElement): the tensor maps swizzle 128 bytes, the XOR of
-/// a row's 16-byte chunks with its row within the 1024-byte atom, and every
-/// panel's rows start at a multiple of 8.
+/// by the first producer thread: per 64-column panel of K and of V, one box
+/// of the tile's keys of one KV head (ragged K/V; pages holding whole
+/// tiles) or one per page of the tile (the pipe's page indices `ids`, in
+/// order), all counted into the slot's full barrier before they are issued.
+/// The boxes land in the layout the cp.async copies write
+/// (getSharedElement): the tensor maps swizzle 128 bytes, the XOR of a row's
+/// 16-byte chunks with its row within the 1024-byte atom, and every box's
+/// rows start at a multiple of 8 (getKVBoxRows).
 void issueTileByTMA(KernelBuilder &kb, const KernelContext &ctx,
                     const ItemValues &item, const Caches &caches, Value start,
-                    Value stage) {
+                    Value stage, ValueRange ids) {
   ImplicitLocOpBuilder &b = kb.builder();
   ThreadCoords tc(kb);
+  const int64_t rows = getKVBoxRows(ctx.tile, ctx.D, ctx.launch.getFormat());
+  assert(rows > 0 && ctx.N % rows == 0 && "verified by attn-outline-kernels");
+  const int64_t boxes = ctx.N / rows;
+  assert((!ctx.paged || boxes == 1 || int64_t(ids.size()) == boxes) &&
+         "the pipe carries one page index per page of the tile");
   emitIf(b, kb.eq(tc.tid, kb.idx(ctx.threads())), [&] {
     const int64_t panels = ctx.smem.columnBlocks;
-    const int64_t boxBytes = ctx.N * kPanelRowBytes;
     Value full = getRingBarrier(kb, ctx, stage);
-    mlir::attn::detail::mbarrierExpectTx(b, full, 2 * panels * boxBytes);
+    mlir::attn::detail::mbarrierExpectTx(b, full,
+                                         2 * panels * ctx.N * kPanelRowBytes);
     Value base = getSharedBase(kb);
     Value kRow = getKRow(kb, ctx, tc, stage), vRow = getVRow(kb, ctx, kRow);
-    Value token = kb.toI32(kb.add(item.kvBase, start));
     Value head = kb.toI32(item.kvHead);
+    // The coordinates of box `i` (innermost first) at column `column`:
+    // ragged (dim, head, token); paged NHD (dim, head, row, page), HND
+    // (dim, row, head, page), the row within the page 0 unless a page
+    // holds whole tiles.
+    auto coords = [&](int64_t i, Value column) -> SmallVector<Value> {
+      if (!ctx.paged)
+        return {column, head, kb.toI32(kb.add(item.kvBase, start))};
+      Value page = ids[boxes == 1 ? 0 : i];
+      Value row = boxes == 1 ? kb.toI32(kb.remu(start, ctx.PS)) : kb.i32(0);
+      if (ctx.nhd)
+        return {column, head, row, page};
+      return {column, row, head, page};
+    };
     for (int64_t p = 0; p < panels; ++p) {
       Value column = kb.i32(p * 64);
-      for (auto [row, map] : {std::pair(kRow, caches.kMap),
-                              std::pair(vRow, caches.vMap)}) {
-        Value dst = kb.add(
-            base, kb.mul(kb.add(row, kb.idx(p * ctx.smem.totalRows)),
-                         kPanelRowBytes));
-        mlir::attn::detail::tmaLoad(b, dst, map, {column, head, token}, full);
+      for (int64_t i = 0; i < boxes; ++i) {
+        SmallVector<Value> at = coords(i, column);
+        for (auto [row, map] : {std::pair(kRow, caches.kMap),
+                                std::pair(vRow, caches.vMap)}) {
+          Value viewRow = kb.add(row, kb.idx(p * ctx.smem.totalRows + i * rows));
+          mlir::attn::detail::tmaLoad(
+              b, kb.add(base, kb.mul(viewRow, kPanelRowBytes)), map, at, full);
+        }
       }
     }
   });
@@ -313,7 +334,7 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      issueTileByTMA(kb, ctx, item, caches, start, stage);
+      issueTileByTMA(kb, ctx, item, caches, start, stage, ids);
     }
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
   }

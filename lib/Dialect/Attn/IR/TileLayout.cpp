@@ -70,6 +70,24 @@ int64_t mlir::attn::getTileThreads(TileAttr tile, TileMMA mma) {
   return (tile.getWarps() + getProducerWarps(tile, mma)) * 32;
 }
 
+int64_t mlir::attn::getKVBoxRows(TileAttr tile, int64_t headDim,
+                                 BsrAttr format) {
+  const int64_t N = tile.getKv();
+  if (!format.isPaged())
+    return N;
+  const int64_t pageSize = format.getBlockCols();
+  if (pageSize % N == 0)
+    return N;
+  // The producer warpgroup's copy rounds: its threads over a row's 16-byte
+  // chunks.
+  const int64_t rowsPerRound =
+      getProducerWarps(tile, TileMMA::Wgmma) * 32 / (headDim / 8);
+  if (pageSize < N && N % pageSize == 0 && pageSize % 8 == 0 &&
+      rowsPerRound > 0 && pageSize % rowsPerRound == 0)
+    return pageSize;
+  return 0;
+}
+
 bool mlir::attn::isKVLoopPipelined(TileAttr tile, TileMMA mma) {
   return getProducerWarps(tile, mma) > 0 && tile.getStages() >= 3;
 }

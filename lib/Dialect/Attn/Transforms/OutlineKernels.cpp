@@ -479,11 +479,14 @@ struct AttnOutlineKernelsPass
       auto emitError = [&] { return op.emitOpError(); };
       if (failed(checkTileFits(tile, info->headDim, target, emitError)))
         return failure();
-      if (tile.getKvTma() && info->paged())
+      if (tile.getKvTma() && !getKVBoxRows(tile, info->headDim, info->view))
         return op.emitOpError()
-               << "tile " << tile << " loads K/V by TMA, which reads tiles of "
-               << "contiguous rows; the paged format " << info->view
-               << " gathers its pages with cp.async (drop kv_tma)";
+               << "tile " << tile << " loads K/V by TMA, one box per page or "
+               << "per tile: the pages of " << info->view
+               << " neither hold whole tiles nor are a multiple of 8 keys "
+               << "dividing the tile (and of the producer's "
+               << 1024 / info->headDim
+               << " rows per copy round); drop kv_tma";
       FlatSymbolRefAttr merge =
           getOrBuildMerge(b, gm, *info, getMergeRows(tile, info->headDim),
                           target, op.getLoc());

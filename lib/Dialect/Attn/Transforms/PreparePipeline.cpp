@@ -38,7 +38,7 @@ struct PreparePipelineOptions
       llvm::cl::init(false)};
   Option<bool> kvTma{
       *this, "kv-tma",
-      llvm::cl::desc("load ragged K/V tiles by TMA where the tile can"),
+      llvm::cl::desc("load K/V tiles by TMA where the tile and pages can"),
       llvm::cl::init(false)};
 };
 } // namespace

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Dialect/Attn/IR/TileLayout.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Dialect/Attn/Transforms/TileHeuristics.h"
 
@@ -49,13 +50,17 @@ struct AttnSelectTilePass
       if (!given.empty())
         return WalkResult::advance();
 
-      // Ragged K/V rows may arrive by TMA (kv-tma); a page's rows never do.
-      const bool tma = kvTma && llvm::none_of(op.getViews(), [](BsrAttr view) {
-                         return view.isPaged();
-                       });
+      // K/V tiles by TMA (kv-tma) where the tile and every view's pages
+      // can take boxes.
       auto choose = [&](int64_t q) {
         TileAttr tile = chooseTile(ctx, q, headDim, *target);
-        return tma ? withKVByTMA(tile, headDim, *target) : tile;
+        if (!kvTma)
+          return tile;
+        TileAttr tma = withKVByTMA(tile, headDim, *target);
+        for (BsrAttr view : op.getViews())
+          if (!getKVBoxRows(tma, headDim, view))
+            return tile;
+        return tma;
       };
       int64_t rows = getExpectedQueryRows(op);
       if (candidates || ShapedType::isDynamic(rows)) {

@@ -224,13 +224,14 @@ def Attn_TileAttr : Attn_Attr<"Tile", "tile"> {
     * `ctas_per_sm`: CTAs the kernel is built to keep resident on every SM
       (the persistent grid is `num_sms * ctas_per_sm`); their shared memory
       and registers must fit one SM together.
-    * `kv_tma`: whole K/V tiles of contiguous (ragged) rows arrive by the
-      tensor memory accelerator (`cp.async.bulk.tensor`, one instruction per
-      64-column panel of K and of V, issued by one producer thread) instead
-      of the producer warpgroup's 16-byte cp.async copies; a tile that ends
-      past the item's keys still takes cp.async, which zero-fills them.
-      Warp-specialized wgmma tiles only (sm_90a), ragged formats only: a
-      page's rows are gathered by cp.async. The kernel takes two more
+    * `kv_tma`: whole K/V tiles arrive by the tensor memory accelerator
+      (`cp.async.bulk.tensor`, boxes of a tile or of a page per 64-column
+      panel of K and of V, issued by one producer thread) instead of the
+      producer warpgroup's 16-byte cp.async copies; a tile that ends past
+      the item's keys still takes cp.async, which zero-fills them.
+      Warp-specialized wgmma tiles only (sm_90a), over ragged K/V or pages
+      that are boxes (`getKVBoxRows`: pages holding whole tiles, or of a
+      multiple of 8 keys dividing the tile). The kernel takes two more
       arguments, `k_map` and `v_map`, the tensor maps the runtime encodes
       at launch from `k_cache` and `v_cache`.
 

@@ -190,9 +190,10 @@ def Attn_TileKVPrologueOp : Attn_TileOp<"kv_prologue", [AttrSizedOperandSegments
     Dense ragged formats take no strides: their rows are where `layout`
     puts them.
 
-    Ragged formats of a `kv_tma` tile also take `maps(%k_map, %v_map)`, the
-    tensor maps of `%k` and `%v` (3-D: dim, KV heads, tokens, with the
-    rows' strides); whole tiles then arrive by `cp.async.bulk.tensor`.
+    A `kv_tma` tile also takes `maps(%k_map, %v_map)`, the tensor maps of
+    `%k` and `%v` (ragged: dim, KV heads, tokens; paged: dim, heads and page
+    rows in the layout's order, pages); whole tiles then arrive by
+    `cp.async.bulk.tensor`.
 
     Paged formats also take `bounds(%num_pages, %index_error)`: a page
     index outside `[0, num_pages)` (the caller's page table is wrong) is

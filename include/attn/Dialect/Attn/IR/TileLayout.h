@@ -88,6 +88,15 @@ TileMMA getTileMMA(TileAttr tile, int64_t headDim, const TargetInfo &target);
 int64_t getProducerWarps(TileAttr tile, TileMMA mma);
 int64_t getTileThreads(TileAttr tile, TileMMA mma);
 
+/// Keys per TMA box of a K/V tile of `tile` over `format` (kv_tma): the
+/// whole tile for ragged K/V and for pages that hold whole tiles; one page
+/// for pages of a multiple of 8 keys that divide the tile and map alike onto
+/// every producer thread's copies (a multiple of the producer's rows per copy
+/// round, 1024 / head_dim, so the pipe's page indices are the tile's pages
+/// in order). 0 where pages cannot be boxes: their rows are gathered by
+/// cp.async. A box's rows start a 1024-byte swizzle atom either way.
+int64_t getKVBoxRows(TileAttr tile, int64_t headDim, BsrAttr format);
+
 /// Whether the K/V loop of `tile`'s kernel is software-pipelined: warp-
 /// specialized wgmma tiles of three or more stages. Step j then issues
 /// S = Q Kᵀ of tile j and O += P V of tile j - 1 before the softmax of tile

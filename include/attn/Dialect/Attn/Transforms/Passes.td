@@ -94,9 +94,10 @@ def AttnSelectTilePass : Pass<"attn-select-tile"> {
     length. A tile the IR already has is checked against `chip` (shared
     memory per CTA and per SM, threads per SM) and kept.
 
-    With `kv-tma=true`, the tiles the pass chooses for ragged formats load
-    whole K/V tiles by TMA (`kv_tma`) where they can: the warp-specialized
-    wgmma tiles of sm_90a. Paged formats and other tiles keep cp.async.
+    With `kv-tma=true`, the tiles the pass chooses load whole K/V tiles by
+    TMA (`kv_tma`) where the tile and the format can: the warp-specialized
+    wgmma tiles of sm_90a, over ragged K/V or pages that are boxes
+    (`getKVBoxRows`). Other tiles and page sizes keep cp.async.
 
     Before:
     ```mlir
@@ -114,8 +115,8 @@ def AttnSelectTilePass : Pass<"attn-select-tile"> {
     Option<"candidates", "candidates", "bool", /*default=*/"false",
            "list every fitting tile in tile_candidates for the planner">,
     Option<"kvTma", "kv-tma", "bool", /*default=*/"false",
-           "load whole K/V tiles of ragged formats by TMA in the tiles it "
-           "chooses that can (warp-specialized wgmma tiles: kv_tma)">,
+           "load whole K/V tiles by TMA in the tiles it chooses where the "
+           "tile and the format can (kv_tma)">,
   ];
 }
 
