@@ -19,9 +19,10 @@
 #          out/<pack>.tgz; default kernels-base and kernels), twice
 #          alternating; then once with the peers (SDPA, Flex) on out/kernels
 #          (KAB_NO_PEERS skips it)
-#   tma    the pytest suite (or TMA_TESTS) with K/V tiles by TMA: ATTN_KV_TMA=1
-#          and the pack out/kernels-tma (precompile.sh run with ATTN_KV_TMA=1);
-#          in kab, a pack named *-tma runs with it too (skipped if this timed out)
+#   suite  the pytest suite (or SUITE_TESTS) on each kernel pack of SUITE_PACKS
+#          (default kernels-tma); a pack named *-tma (precompile.sh run with
+#          ATTN_KV_TMA=1: K/V tiles by TMA) runs with ATTN_KV_TMA=1, here and in
+#          kab, which skips a pack whose suite timed out
 #   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1): the
 #          full set of the attention kernel's launch, its details page and its
 #          SASS with per-instruction stall samples (CSV)
@@ -104,20 +105,23 @@ if [[ $steps == *" bench "* ]]; then
   timeout ${BENCH_TIMEOUT:-200} python3 bench/harness/run_bench.py --out "$L" --no-sweeps ${BENCH_ARGS:-} > "$L/bench.log" 2>&1
   stamp "bench rc=$?"
 fi
-if [[ $steps == *" tma "* ]]; then
-  tests=${TMA_TESTS:-}
-  ATTN_KV_TMA=1 ATTN_CACHE_DIR=$PWD/out/kernels-tma timeout ${TMA_TIMEOUT:-240} python3 -m pytest -q -rs \
-    -p no:cacheprovider ${tests:-python/tests} > "$L/pytest-tma.log" 2>&1
-  tma_rc=$?
-  stamp "pytest kv_tma rc=$tma_rc: $(tail -1 "$L/pytest-tma.log")"
-  grep -E "^FAILED|^ERROR" "$L/pytest-tma.log" | head -30 | tee -a "$L/summary.txt"
+declare -A suite_rc
+if [[ $steps == *" suite "* ]]; then
+  for pack in ${SUITE_PACKS:-kernels-tma}; do
+    tma=0; [[ $pack == *-tma ]] && tma=1
+    ATTN_KV_TMA=$tma ATTN_CACHE_DIR=$PWD/out/$pack timeout ${SUITE_TIMEOUT:-240} python3 -m pytest -q -rs \
+      -p no:cacheprovider ${SUITE_TESTS:-python/tests} > "$L/pytest-$pack.log" 2>&1
+    suite_rc[$pack]=$?
+    stamp "pytest on $pack rc=${suite_rc[$pack]}: $(tail -1 "$L/pytest-$pack.log")"
+    grep -E "^FAILED|^ERROR" "$L/pytest-$pack.log" | head -30 | tee -a "$L/summary.txt"
+  done
 fi
 if [[ $steps == *" kab "* ]]; then
   only=${KAB_ONLY:-P1,P2,P3-d64,P3-d256,P5}
   for round in 1 2; do
     for pack in ${KAB_PACKS:-kernels-base kernels}; do
       tma=0; [[ $pack == *-tma ]] && tma=1
-      if [[ $tma == 1 && ${tma_rc:-0} == 124 ]]; then stamp "kab $pack skipped: the kv_tma tests timed out"; continue; fi
+      if [[ ${suite_rc[$pack]:-0} == 124 ]]; then stamp "kab $pack skipped: its suite timed out"; continue; fi
       ATTN_KV_TMA=$tma ATTN_CACHE_DIR=$PWD/out/$pack timeout 150 python3 bench/harness/run_bench.py --out "$L/kab-$pack-$round" \
         --only "$only" --no-peers > "$L/kab-$pack-$round.log" 2>&1
       stamp "kab $pack round $round rc=$?"
