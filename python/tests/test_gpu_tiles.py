@@ -124,7 +124,7 @@ def test_prefill_general_shapes(d, page, qo_lens, kv_lens):
     torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
 
 
-@pytest.mark.parametrize("d", [64, 80, 96])
+@pytest.mark.parametrize("d", [64, 80, 96, 256])
 def test_ragged_prefill_general_head_dims(d):
     import torch
     gen = torch.Generator().manual_seed(d)
