@@ -20,7 +20,8 @@
 #          alternating; then once with the peers (SDPA, Flex) on out/kernels
 #          (KAB_NO_PEERS skips it)
 #   suite  the pytest suite (or SUITE_TESTS) on each kernel pack of SUITE_PACKS
-#          (default kernels-tma); a pack named *-tma (precompile.sh run with
+#          (default kernels-tma; "pack:test,test" runs those tests on it);
+#          a pack named *-tma (precompile.sh run with
 #          ATTN_KV_TMA=1: K/V tiles by TMA) runs with ATTN_KV_TMA=1, here and in
 #          kab, which skips a pack whose suite timed out
 #   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1): the
@@ -107,10 +108,12 @@ if [[ $steps == *" bench "* ]]; then
 fi
 declare -A suite_rc
 if [[ $steps == *" suite "* ]]; then
-  for pack in ${SUITE_PACKS:-kernels-tma}; do
+  for entry in ${SUITE_PACKS:-kernels-tma}; do
+    pack=${entry%%:*} tests=${SUITE_TESTS:-python/tests}
+    [[ $entry == *:* ]] && tests=${entry#*:} && tests=${tests//,/ }
     tma=0; [[ $pack == *-tma ]] && tma=1
     ATTN_KV_TMA=$tma ATTN_CACHE_DIR=$PWD/out/$pack timeout ${SUITE_TIMEOUT:-240} python3 -m pytest -q -rs \
-      -p no:cacheprovider ${SUITE_TESTS:-python/tests} > "$L/pytest-$pack.log" 2>&1
+      -p no:cacheprovider $tests > "$L/pytest-$pack.log" 2>&1
     suite_rc[$pack]=$?
     stamp "pytest on $pack rc=${suite_rc[$pack]}: $(tail -1 "$L/pytest-$pack.log")"
     grep -E "^FAILED|^ERROR" "$L/pytest-$pack.log" | head -30 | tee -a "$L/summary.txt"
