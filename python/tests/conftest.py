@@ -26,6 +26,14 @@ elif importlib.util.find_spec("attn") is None:
     sys.path.insert(0, os.path.join(HERE, ".."))
 
 
+@pytest.fixture(autouse=True)
+def _default_kernel_keys(request, monkeypatch):
+    """ATTN_KV_TMA (a GPU run's choice of kernels, keyed apart) applies to
+    the GPU tests only: the CPU tests of the cache compute their own keys."""
+    if "gpu" not in request.keywords:
+        monkeypatch.delenv("ATTN_KV_TMA", raising=False)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs PyTorch with CUDA and a GPU")
     config.addinivalue_line("markers", "compiler: needs the binding built with the compiler")
