@@ -179,9 +179,15 @@ TEST(TileLayout, WgmmaTakesWholeWarpgroupsOfSwizzledRows) {
   EXPECT_EQ(ring.bytes, plain.bytes + 2 * 2 * 8);
   // The tile chooser gives the wgmma tile its 32 KB K/V tiles.
   EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90a).getKv(), 128);
-  EXPECT_EQ(chooseTile(&ctx, 128, 64, sm90a).getKv(), 256);
-  // A 192-row tile is three computing warpgroups (an explicit tile; not
-  // chosen yet): wgmma on sm_90a, 512 threads with the producer's.
+  // Head dim 64 on wgmma: three computing warpgroups, 128-key tiles.
+  TileAttr d64 = chooseTile(&ctx, 128, 64, sm90a);
+  EXPECT_EQ(d64.getQ(), 192);
+  EXPECT_EQ(d64.getWarps(), 12);
+  EXPECT_EQ(d64.getKv(), 128);
+  EXPECT_EQ(d64.getStages(), 2);
+  EXPECT_EQ(chooseTile(&ctx, 128, 64, sm90).getQ(), 128);
+  // A 192-row tile is three computing warpgroups: wgmma on sm_90a, 512
+  // threads with the producer's.
   TileAttr q192 = TileAttr::get(&ctx, 192, 128, 12, 2, 4, 1);
   EXPECT_EQ(getTileMMA(q192, 64, sm90a), TileMMA::Wgmma);
   EXPECT_EQ(getTileThreads(q192, TileMMA::Wgmma), 512);

@@ -107,6 +107,17 @@ TileAttr mlir::attn::chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
   // stages in the same run, P2 equal; head dim 64 at 128 keys and three
   // stages 363 against 373 at 256 keys and two (two S tiles of 256 keys
   // spill); head dim 256 has no room for a third.
+  // Head dim 64 on wgmma: three computing warpgroups on a 192-row tile of
+  // 128 keys, two stages. The softmax bounds this head dim (taking the ex2s'
+  // latency away made P3-d64 20% faster, bench/NOTES.md v25) and a third
+  // warpgroup hides more of it behind the tensor cores: measured in the
+  // prefill rig on an H100 (session 18), P3-d64 474.5 TFLOP/s against 407.7
+  // for the 128-row tile of 256 keys; 64-key tiles ran at 394.
+  if (wgmma && q == 128 && headDim == 64) {
+    TileAttr three = TileAttr::get(ctx, 192, 128, 12, 2, 1, 1);
+    if (getTileSharedMemory(three, headDim, TileMMA::Wgmma).bytes <= perBlock)
+      return three;
+  }
   if (wgmma && kv <= 128) {
     TileAttr three = TileAttr::get(ctx, q, kv, warps, 3, 1, 1);
     if (isKVLoopPipelined(three, TileMMA::Wgmma) &&
