@@ -192,7 +192,12 @@ TEST(TileLayout, WgmmaTakesWholeWarpgroupsOfSwizzledRows) {
   EXPECT_EQ(getTileMMA(q192, 64, sm90a), TileMMA::Wgmma);
   EXPECT_EQ(getTileThreads(q192, TileMMA::Wgmma), 512);
   EXPECT_EQ(getTileMMA(q192, 64, sm90), TileMMA::MmaSync);
-  EXPECT_EQ(chooseTile(&ctx, 128, 256, sm90a).getKv(), 64);
+  // Head dim 256: the most keys two stages hold beside the Q tile.
+  TileAttr d256 = chooseTile(&ctx, 128, 256, sm90a);
+  EXPECT_EQ(d256.getKv(), 80);
+  EXPECT_EQ(d256.getStages(), 2);
+  EXPECT_LE(getTileSharedMemory(d256, 256, TileMMA::Wgmma).bytes,
+            sm90a.getSharedMemoryPerBlock());
   EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90).getKv(), 64);
 }
 

@@ -112,11 +112,23 @@ TileAttr mlir::attn::chooseTile(MLIRContext *ctx, int64_t q, int64_t headDim,
   // latency away made P3-d64 20% faster, bench/NOTES.md v25) and a third
   // warpgroup hides more of it behind the tensor cores: measured in the
   // prefill rig on an H100 (session 18), P3-d64 474.5 TFLOP/s against 407.7
-  // for the 128-row tile of 256 keys; 64-key tiles ran at 394.
+  // for the 128-row tile of 256 keys; 64-key tiles ran at 394; in the
+  // package's benchmark on an H100 (session 19, bench/NOTES.md v28) 403 ->
+  // 454 in the same run.
   if (wgmma && q == 128 && headDim == 64) {
     TileAttr three = TileAttr::get(ctx, 192, 128, 12, 2, 1, 1);
     if (getTileSharedMemory(three, headDim, TileMMA::Wgmma).bytes <= perBlock)
       return three;
+  }
+  // Head dim 256 has room for neither a third stage nor 128 keys: its two
+  // stages take the most keys that fit beside the Q tile, 80 (224 KB):
+  // measured on an H100 (session 19, bench/NOTES.md v28), P3-d256 551 -> 574
+  // TFLOP/s against 64 keys in the same run.
+  if (wgmma && headDim == 256) {
+    for (int64_t more = kv + 16;
+         sharedBytes(ctx, q, more, warps, stages, headDim) <= perBlock;
+         more += 16)
+      kv = more;
   }
   if (wgmma && kv <= 128) {
     TileAttr three = TileAttr::get(ctx, q, kv, warps, 3, 1, 1);
