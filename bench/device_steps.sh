@@ -24,7 +24,8 @@
 #          a pack named *-tma (precompile.sh run with
 #          ATTN_KV_TMA=1: K/V tiles by TMA) runs with ATTN_KV_TMA=1, here and in
 #          kab, which skips a pack whose suite timed out
-#   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1): the
+#   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1), with
+#          each pack of NCU_PACKS (default kernels): the
 #          full set of the attention kernel's launch, its details page and its
 #          SASS with per-instruction stall samples (CSV)
 # COMMIT names the tree in the logs (the device carries no .git). Logs come
@@ -139,15 +140,19 @@ if [[ $steps == *" kab "* ]]; then
 fi
 if [[ $steps == *" ncu "* ]]; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  for w in ${NCU_WORKLOADS:-P1}; do
-    timeout ${NCU_TIMEOUT:-240} "$NCU" --clock-control none -k regex:attn_ --launch-skip 2 --launch-count 2 \
-      --set full --import-source no -f -o "$L/ncu-$w" python3 bench/harness/profile_workload.py "$w" \
-      > "$L/ncu-$w.log" 2>&1
-    stamp "ncu $w rc=$?"
-    "$NCU" --import "$L/ncu-$w.ncu-rep" --page details > "$L/ncu-$w-details.txt" 2>&1
-    "$NCU" --import "$L/ncu-$w.ncu-rep" --page source --csv --print-source sass > "$L/ncu-$w-sass.csv" 2>&1
-    grep -E "attn_|Duration|Executed Instructions |Issue Slots Busy|Compute \(SM\) Throughput" \
-      "$L/ncu-$w-details.txt" | head -20 >> "$L/summary.txt"
+  for pack in ${NCU_PACKS:-kernels}; do
+    tma=0; [[ $pack == *-tma ]] && tma=1
+    for w in ${NCU_WORKLOADS:-P1}; do
+      r="$L/ncu-$w-$pack"
+      ATTN_KV_TMA=$tma ATTN_CACHE_DIR=$PWD/out/$pack timeout ${NCU_TIMEOUT:-240} "$NCU" --clock-control none \
+        -k regex:attn_ --launch-skip 2 --launch-count 2 --set full --import-source no -f -o "$r" \
+        python3 bench/harness/profile_workload.py "$w" > "$r.log" 2>&1
+      stamp "ncu $w on $pack rc=$?"
+      "$NCU" --import "$r.ncu-rep" --page details > "$r-details.txt" 2>&1
+      "$NCU" --import "$r.ncu-rep" --page source --csv --print-source sass > "$r-sass.csv" 2>&1
+      grep -E "attn_|Duration|Executed Instructions |Issue Slots Busy|Compute \(SM\) Throughput" \
+        "$r-details.txt" | head -20 >> "$L/summary.txt"
+    done
   done
 fi
 stamp "done"
