@@ -20,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #ifdef ATTN_HAVE_CUDA_H
@@ -128,26 +129,25 @@ struct ParamBlock {
 };
 } // namespace
 
+/// The caller's first argument named `name`, or null.
+static const KernelArg *findCallerArg(const KernelArg *args, int32_t numArgs,
+                                      const std::string &name) {
+  for (int32_t j = 0; j < numArgs; ++j)
+    if (args[j].name && name == args[j].name)
+      return &args[j];
+  return nullptr;
+}
+
 /// Binds parameter `a` of kernel `k` from the caller's argument of the same
 /// name into `slot`; ManifestMismatch when there is none or its kind differs.
 static Status bindCallerArg(const KernelManifest &k, const ManifestArg &a,
                             const KernelArg *args, int32_t numArgs,
                             uint64_t *slot) {
-  const KernelArg *found = nullptr;
-  for (int32_t j = 0; j < numArgs; ++j)
-    if (args[j].name && a.name == args[j].name) {
-      found = &args[j];
-      break;
-    }
+  const KernelArg *found = findCallerArg(args, numArgs, a.name);
   if (!found)
     return Status(StatusCode::ManifestMismatch,
                   "kernel \"" + k.name + "\" argument \"" + a.name +
                       "\" is not bound by the caller");
-  if (a.kind == ArgKind::TensorMap)
-    return Status(StatusCode::InvalidArgument,
-                  "kernel \"" + k.name + "\" argument \"" + a.name +
-                      "\" is a tensor map the launcher encodes; callers pass "
-                      "its source \"" + a.source + "\"");
   if (found->kind != a.kind)
     return Status(StatusCode::ManifestMismatch,
                   "kernel \"" + k.name + "\" argument \"" + a.name + "\" is " +
@@ -159,7 +159,7 @@ static Status bindCallerArg(const KernelManifest &k, const ManifestArg &a,
   case ArgKind::I32: std::memcpy(slot, &found->i32, 4); break;
   case ArgKind::I64: std::memcpy(slot, &found->i64, 8); break;
   case ArgKind::F32: std::memcpy(slot, &found->f32, 4); break;
-  case ArgKind::TensorMap: break; // refused above
+  case ArgKind::TensorMap: break; // bindArgs encodes it: callers never pass one
   }
   return Status::success();
 }
@@ -505,53 +505,52 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t strea
   return Status::success();
 }
 
-/// The caller's argument `name` of kind `kind`, or null.
-static const KernelArg *findCallerArg(const KernelArg *args, int32_t numArgs,
-                                      const std::string &name, ArgKind kind) {
-  for (int32_t j = 0; j < numArgs; ++j)
-    if (args[j].name && name == args[j].name && args[j].kind == kind)
-      return &args[j];
-  return nullptr;
-}
-
-/// Encodes tensor map `a` of kernel `k` (TensorMap.h) from the caller's
-/// source buffer and row strides into the next map slot of `pb`.
-static Status bindTensorMap(const KernelManifest &k, const ManifestArg &a,
-                            const KernelArg *args, int32_t numArgs,
-                            ParamBlock *pb, void **param) {
-  const KernelArg *source = findCallerArg(args, numArgs, a.source, ArgKind::Ptr);
-  if (!source)
-    return Status(StatusCode::ManifestMismatch,
-                  "kernel \"" + k.name + "\" tensor map \"" + a.name +
-                      "\": its source \"" + a.source +
-                      "\" is not bound by the caller");
-  // The row addressing the kernel takes besides the buffer, as the call
-  // binds it.
-  KVRowAddressing rows;
+/// Where the call's K/V rows lie besides the buffers (TensorMap.h): the
+/// strides or page stride and count it binds, once for both of a launch's
+/// maps.
+static Status getKVRowAddressing(const KernelManifest &k, const KernelArg *args,
+                                 int32_t numArgs, KVRowAddressing *rows) {
   auto bound = [&](const char *name, ArgKind kind) -> const KernelArg * {
-    if (k.argIndex(name) < 0)
-      return nullptr;
-    return findCallerArg(args, numArgs, name, kind);
+    const KernelArg *a = findCallerArg(args, numArgs, name);
+    return a && a->kind == kind ? a : nullptr;
   };
   const bool paged = k.indexing == KVIndexing::Paged;
-  rows.strided = !paged && k.argIndex("kv_token_stride") >= 0;
-  const char *needs = paged ? "page_stride (i64) and num_pages (i32)"
-                            : "kv_token_stride and kv_head_stride (i64)";
+  rows->strided = !paged && k.argIndex("kv_token_stride") >= 0;
+  if (!paged && !rows->strided)
+    return Status::success(); // dense rows: the manifest says where
   const KernelArg *first = paged ? bound("page_stride", ArgKind::I64)
                                  : bound("kv_token_stride", ArgKind::I64);
   const KernelArg *second = paged ? bound("num_pages", ArgKind::I32)
                                   : bound("kv_head_stride", ArgKind::I64);
-  if ((paged || rows.strided) && (!first || !second))
+  if (!first || !second)
     return Status(StatusCode::ManifestMismatch,
-                  "kernel \"" + k.name + "\" tensor map \"" + a.name + "\": " +
-                      needs + " are not bound by the caller");
+                  "kernel \"" + k.name + "\" loads K/V by TMA: " +
+                      (paged ? "page_stride (i64) and num_pages (i32)"
+                             : "kv_token_stride and kv_head_stride (i64)") +
+                      " are not bound by the caller");
   if (paged) {
-    rows.pageStride = first->i64;
-    rows.numPages = second->i32;
-  } else if (rows.strided) {
-    rows.tokenStride = first->i64;
-    rows.headStride = second->i64;
+    rows->pageStride = first->i64;
+    rows->numPages = second->i32;
+  } else {
+    rows->tokenStride = first->i64;
+    rows->headStride = second->i64;
   }
+  return Status::success();
+}
+
+/// Encodes tensor map `a` of kernel `k` (TensorMap.h) from the caller's
+/// source buffer and the call's row addressing into the next map slot of
+/// `pb`.
+static Status bindTensorMap(const KernelManifest &k, const ManifestArg &a,
+                            const KernelArg *args, int32_t numArgs,
+                            const KVRowAddressing &rows, ParamBlock *pb,
+                            void **param) {
+  const KernelArg *source = findCallerArg(args, numArgs, a.source);
+  if (!source || source->kind != ArgKind::Ptr)
+    return Status(StatusCode::ManifestMismatch,
+                  "kernel \"" + k.name + "\" tensor map \"" + a.name +
+                      "\": its source \"" + a.source +
+                      "\" is not bound by the caller as a ptr");
   KVTensorMapDesc m;
   if (Status st = describeKVTensorMap(k, a, source->ptr, rows, &m); !st.ok())
     return st;
@@ -598,6 +597,7 @@ static Status bindArgs(const KernelManifest &k, const PlanView &plan,
     else return false;
     return true;
   };
+  std::optional<KVRowAddressing> rows; // the first tensor map's, for both
   for (size_t i = 0; i < k.args.size(); ++i) {
     const ManifestArg &a = k.args[i];
     uint64_t v = 0;
@@ -612,7 +612,13 @@ static Status bindArgs(const KernelManifest &k, const PlanView &plan,
       continue;
     }
     if (a.kind == ArgKind::TensorMap) {
-      if (Status b = bindTensorMap(k, a, args, numArgs, pb, &pb->params[i]);
+      if (!rows) {
+        rows.emplace();
+        if (Status b = getKVRowAddressing(k, args, numArgs, &*rows); !b.ok())
+          return b;
+      }
+      if (Status b =
+              bindTensorMap(k, a, args, numArgs, *rows, pb, &pb->params[i]);
           !b.ok())
         return b;
       continue;

@@ -43,18 +43,11 @@ ManifestArg kMap(int32_t boxRows = 128) {
 }
 
 KVRowAddressing strided(int64_t token, int64_t head) {
-  KVRowAddressing r;
-  r.strided = true;
-  r.tokenStride = token;
-  r.headStride = head;
-  return r;
+  return {/*strided=*/true, token, head, /*pageStride=*/0, /*numPages=*/0};
 }
 
 KVRowAddressing pages(int64_t stride, int32_t count) {
-  KVRowAddressing r;
-  r.pageStride = stride;
-  r.numPages = count;
-  return r;
+  return {/*strided=*/false, 0, 0, stride, count};
 }
 
 TEST(TensorMap, DenseRaggedRowsAreNHD) {
