@@ -83,9 +83,9 @@ static LogicalResult lowerKernel(gpu::GPUFuncOp kernel) {
   RewritePatternSet patterns(ctx);
   lowering(kernel, converter, patterns);
   ConversionTarget target(*ctx);
-  target.addIllegalOp<TileWorkLoopOp, TileLoadQueryOp, TileKVRangeOp,
-                      TileKVTileCountOp, TileKVPrologueOp, TileKVNextOp,
-                      TileKVDrainOp, TileQKOp, TileSoftmaxInitOp,
+  target.addIllegalOp<TileWorkLoopOp, TileLoadQueryOp, TilePrefetchQueryOp,
+                      TileKVRangeOp, TileKVTileCountOp, TileKVPrologueOp,
+                      TileKVNextOp, TileKVDrainOp, TileQKOp, TileSoftmaxInitOp,
                       TileOnlineSoftmaxOp, TilePVOp, TileStoreOp, TileMergeOp,
                       TileMergeStatesOp, TileAppendKVOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

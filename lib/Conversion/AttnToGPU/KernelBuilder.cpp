@@ -60,6 +60,9 @@ Value KernelBuilder::sgt(Value x, Value y) {
 Value KernelBuilder::eq(Value x, Value y) {
   return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
 }
+Value KernelBuilder::ne(Value x, Value y) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, x, y);
+}
 Value KernelBuilder::select(Value c, Value t, Value f) {
   return arith::SelectOp::create(b, c, t, f);
 }

@@ -57,6 +57,7 @@ public:
   mlir::Value slt(mlir::Value x, mlir::Value y);
   mlir::Value sgt(mlir::Value x, mlir::Value y);
   mlir::Value eq(mlir::Value x, mlir::Value y);
+  mlir::Value ne(mlir::Value x, mlir::Value y);
   mlir::Value select(mlir::Value c, mlir::Value t, mlir::Value f);
   /// An integer -> index (sign-extending) and index -> i32.
   mlir::Value toIndex(mlir::Value i32Value);

@@ -105,15 +105,6 @@ CopySlot getCopySlot(KernelBuilder &kb, const KernelContext &ctx,
   return slot;
 }
 
-/// Runs `body` when `cond` holds.
-void emitIf(ImplicitLocOpBuilder &b, Value cond,
-            llvm::function_ref<void()> body) {
-  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  body();
-}
-
 /// The first key of this thread's tile `j` of the range.
 Value getTileStart(KernelBuilder &kb, const RangeValues &range, Value j) {
   return kb.add(range.firstTile, kb.mul(j, range.stride));

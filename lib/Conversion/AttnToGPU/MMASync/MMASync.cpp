@@ -74,16 +74,18 @@ SmallVector<Type> ItemValues::getTypes(MLIRContext *ctx) {
 SmallVector<Value> ItemValues::flatten() const {
   return {request, headGroup, rowBegin, rowCount, kvBegin,
           kvEnd,   slot,      flags,    qoStart,  qoLen,
-          kvBase,  numBlocks, kvLen,    kvHead,   posOffset};
+          kvBase,  numBlocks, kvLen,    kvHead,   posOffset,
+          index,   end};
 }
 
 ItemValues ItemValues::unflatten(ValueRange v) {
-  assert(v.size() == kSize && "an item is 15 values");
+  assert(v.size() == kSize && "an item is 17 values");
   ItemValues i;
   i.request = v[0], i.headGroup = v[1], i.rowBegin = v[2], i.rowCount = v[3];
   i.kvBegin = v[4], i.kvEnd = v[5], i.slot = v[6], i.flags = v[7];
   i.qoStart = v[8], i.qoLen = v[9], i.kvBase = v[10], i.numBlocks = v[11];
   i.kvLen = v[12], i.kvHead = v[13], i.posOffset = v[14];
+  i.index = v[15], i.end = v[16];
   return i;
 }
 
@@ -256,23 +258,46 @@ Value mlir::attn::mmasync::getRingBarrier(KernelBuilder &kb,
                 kb.add(kb.idx(ctx.smem.barrierOffset), kb.mul(i, 8)));
 }
 
-/// The ring-base counter of `op`'s kernel.
-static Value getRingBaseCounter(Operation *op) {
+void mlir::attn::mmasync::emitIf(ImplicitLocOpBuilder &b, Value cond,
+                                 llvm::function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body();
+}
+
+/// The thread-private word of `op`'s kernel marked `attr`.
+static Value getPrivateWord(Operation *op, StringRef attr) {
   auto func = op->getParentOfType<gpu::GPUFuncOp>();
   for (Operation &candidate : func.getBody().front())
-    if (candidate.hasAttr(kRingBaseAttr))
+    if (candidate.hasAttr(attr))
       return candidate.getResult(0);
-  llvm_unreachable("warp-specialized kernels declare their ring base");
+  llvm_unreachable("warp-specialized kernels declare their private words");
 }
 
 Value mlir::attn::mmasync::loadRingBase(KernelBuilder &kb, Operation *op) {
-  return memref::LoadOp::create(kb.builder(), getRingBaseCounter(op),
+  return memref::LoadOp::create(kb.builder(),
+                                getPrivateWord(op, kRingBaseAttr),
                                 ValueRange{kb.idx(0)});
 }
 
 void mlir::attn::mmasync::storeRingBase(KernelBuilder &kb, Operation *op,
                                         Value tiles) {
-  memref::StoreOp::create(kb.builder(), tiles, getRingBaseCounter(op),
+  memref::StoreOp::create(kb.builder(), tiles,
+                          getPrivateWord(op, kRingBaseAttr),
+                          ValueRange{kb.idx(0)});
+}
+
+Value mlir::attn::mmasync::loadQueryTag(KernelBuilder &kb, Operation *op) {
+  return memref::LoadOp::create(kb.builder(),
+                                getPrivateWord(op, kQueryTagAttr),
+                                ValueRange{kb.idx(0)});
+}
+
+void mlir::attn::mmasync::storeQueryTag(KernelBuilder &kb, Operation *op,
+                                        Value item) {
+  memref::StoreOp::create(kb.builder(), item,
+                          getPrivateWord(op, kQueryTagAttr),
                           ValueRange{kb.idx(0)});
 }
 

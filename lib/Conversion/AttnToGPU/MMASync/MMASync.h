@@ -125,12 +125,21 @@ struct ItemValues {
   /// token row) in the KV index arrays, its block count and KV length, the
   /// item's KV head and the position of the request's first query token.
   Value qoStart, qoLen, kvBase, numBlocks, kvLen, kvHead, posOffset;
+  /// The item's index in the work list and the end of the CTA's run of
+  /// items (where its next item is, and whether it has one).
+  Value index, end;
 
-  static constexpr unsigned kSize = 15;
+  static constexpr unsigned kSize = 17;
   static SmallVector<Type> getTypes(MLIRContext *ctx);
   SmallVector<Value> flatten() const;
   static ItemValues unflatten(ValueRange values);
 };
+
+/// The fields of work item `index` that place its query rows (request,
+/// head group, first packed row, row count, the request's first query row
+/// and the index); the others stay null.
+ItemValues loadItemQueryRows(KernelBuilder &kb, Value workItems,
+                             Value qoIndptr, Value index);
 
 /// !attn.kv_range: the visible keys [begin, end), the interior
 /// [safeLo, safeHi) every row sees in full, and this thread's walk: its
@@ -192,12 +201,21 @@ int64_t getPagesPerTile(const KernelContext &ctx);
 Value getRingBarrier(KernelBuilder &kb, const KernelContext &ctx, Value i);
 /// The shared-memory byte address of the dynamic shared memory's start.
 Value getSharedBase(KernelBuilder &kb);
+/// Runs `body` when `cond` holds.
+void emitIf(ImplicitLocOpBuilder &b, Value cond,
+            llvm::function_ref<void()> body);
 /// Warp-specialized kernels: the ring tiles the items before this one used,
 /// per thread (a private memref<1xindex> marked kRingBaseAttr at the
 /// kernel's entry, which LLVM keeps in a register).
 inline constexpr llvm::StringLiteral kRingBaseAttr = "attn.ring_base";
 Value loadRingBase(KernelBuilder &kb, Operation *op);
 void storeRingBase(KernelBuilder &kb, Operation *op, Value tiles);
+/// Warp-specialized kernels: the work item whose query rows this thread's
+/// last prefetch_query copied (-1 for none; a private memref<1xindex> marked
+/// kQueryTagAttr beside the ring base).
+inline constexpr llvm::StringLiteral kQueryTagAttr = "attn.query_tag";
+Value loadQueryTag(KernelBuilder &kb, Operation *op);
+void storeQueryTag(KernelBuilder &kb, Operation *op, Value item);
 
 /// The dynamic shared memory as bytes (memref<?xi8> in the workgroup address
 /// space), which every view of it starts from.

@@ -98,18 +98,21 @@ static SmallVector<Value> loadDecodeFragments(KernelBuilder &kb,
   return frags;
 }
 
-/// Taller tiles: the Q tile's 16-byte copies into shared memory.
-static void issueQueryTile(KernelBuilder &kb, const KernelContext &ctx,
-                           const ItemValues &item, Value query, Value tiles) {
+/// Taller tiles: the 16-byte copies of tile rows [rowBase, rowBase + rows)
+/// into shared memory by `numThreads` threads (`thread` is this one's index
+/// among them). A thread copies the same chunks whatever the item.
+static void issueQueryRows(KernelBuilder &kb, const KernelContext &ctx,
+                           const ItemValues &item, Value query, Value tiles,
+                           Value thread, int64_t numThreads, Value rowBase,
+                           int64_t rows) {
   ImplicitLocOpBuilder &b = kb.builder();
-  ThreadCoords tc(kb);
-  const int64_t C = ctx.chunks(), T = ctx.threads();
+  const int64_t C = ctx.chunks(), T = numThreads;
   Value lastRow = kb.sub(item.rowCount, kb.idx(1));
   Value eight = kb.idx(8), zero = kb.idx(0);
-  const int64_t total = ctx.Q * C;
+  const int64_t total = rows * C;
   for (int64_t i = 0; i * T < total; ++i) {
-    Value linear = kb.add(tc.tid, kb.idx(i * T));
-    Value row = kb.divu(linear, C), ch = kb.remu(linear, C);
+    Value linear = kb.add(thread, kb.idx(i * T));
+    Value row = kb.add(rowBase, kb.divu(linear, C)), ch = kb.remu(linear, C);
     // Rows past row_count read the item's last row and are zero-filled.
     Value src = kb.mins(row, lastRow);
     Value token = kb.add(item.qoStart, getRowToken(kb, ctx, item, src));
@@ -133,6 +136,18 @@ static void issueQueryTile(KernelBuilder &kb, const KernelContext &ctx,
     b.setInsertionPointToStart(&inTile.getThenRegion().front());
     copy();
   }
+}
+
+/// Warp-specialized kernels: each computing warpgroup copies its own 64 rows
+/// of the tile (the rows its GEMMs read), so that it can copy the next
+/// item's while the other warpgroups still read theirs.
+static void issueWarpgroupQueryRows(KernelBuilder &kb, const KernelContext &ctx,
+                                    const ItemValues &item, Value query,
+                                    Value tiles) {
+  ThreadCoords tc(kb);
+  Value warpgroup = kb.divu(tc.tid, 128);
+  issueQueryRows(kb, ctx, item, query, tiles, kb.remu(tc.tid, 128), 128,
+                 kb.mul(warpgroup, 64), 64);
 }
 
 /// Applies `fn(x, xPair, dim, row)` to every element of smem rows
@@ -212,8 +227,22 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
         gpu::BarrierOp::create(b);
     };
     Value tiles = getSharedTiles(kb, ctx);
-    issueQueryTile(kb, ctx, item, query, tiles);
-    mlir::attn::detail::cpAsyncCommit(b);
+    if (ctx.specialized) {
+      // The rows are this warpgroup's to copy, unless the last item's
+      // prefetch_query copied them already. Copies of a prefetch whose item
+      // did not load them (it had no keys) land first: they write the same
+      // chunks.
+      emitIf(b, kb.ne(loadQueryTag(kb, op), item.index), [&] {
+        mlir::attn::detail::cpAsyncWait(b, 0);
+        issueWarpgroupQueryRows(kb, ctx, item, query, tiles);
+        mlir::attn::detail::cpAsyncCommit(b);
+      });
+    } else {
+      ThreadCoords tc(kb);
+      issueQueryRows(kb, ctx, item, query, tiles, tc.tid, ctx.threads(),
+                     kb.idx(0), ctx.Q);
+      mlir::attn::detail::cpAsyncCommit(b);
+    }
     // Q is the newest copy group: once it lands, so have the K/V tiles the
     // pipeline issued before it.
     mlir::attn::detail::cpAsyncWait(b, 0);
@@ -245,9 +274,42 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
   }
 };
 
+struct PrefetchQueryLowering : public OpConversionPattern<TilePrefetchQueryOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TilePrefetchQueryOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelContext ctx = KernelContext::get(op);
+    // Only the computing warpgroups of a warp-specialized kernel own their
+    // query rows; elsewhere the CTA's barrier before the next item's copies
+    // is what keeps them off rows still read.
+    if (!ctx.specialized || isProducerOp(op)) {
+      rewriter.eraseOp(op);
+      return success();
+    }
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    ItemValues item = ItemValues::unflatten(adaptor.getItem());
+    Value next = kb.add(item.index, kb.idx(1));
+    emitIf(b, kb.slt(next, item.end), [&] {
+      ItemValues nextItem =
+          loadItemQueryRows(kb, adaptor.getWorkItems().front(),
+                            adaptor.getQoIndptr().front(), next);
+      issueWarpgroupQueryRows(kb, ctx, nextItem, adaptor.getQuery().front(),
+                              getSharedTiles(kb, ctx));
+      mlir::attn::detail::cpAsyncCommit(b);
+      storeQueryTag(kb, op, next);
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::attn::mmasync::populateQueryTilePatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<LoadQueryLowering>(converter, patterns.getContext());
+  patterns.add<LoadQueryLowering, PrefetchQueryLowering>(converter,
+                                                       patterns.getContext());
 }

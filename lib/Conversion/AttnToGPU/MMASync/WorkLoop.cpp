@@ -30,28 +30,52 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mmasync;
 
+/// Field `i` of work item `index` (the WorkItem struct of the plan ABI).
+static Value loadItemField(KernelBuilder &kb, Value workItems, Value index,
+                           int64_t i) {
+  Value at = kb.add(kb.mul(index, attnrt::kWorkItemWords), i);
+  return memref::LoadOp::create(kb.builder(), workItems, ValueRange{at})
+      .getResult();
+}
+
+ItemValues mlir::attn::mmasync::loadItemQueryRows(KernelBuilder &kb,
+                                                  Value workItems,
+                                                  Value qoIndptr, Value index) {
+  ItemValues item;
+  auto field = [&](int64_t i) {
+    return kb.toIndex(loadItemField(kb, workItems, index, i));
+  };
+  item.request = field(0);
+  item.headGroup = field(1);
+  item.rowBegin = field(2);
+  item.rowCount = field(3);
+  item.qoStart = kb.toIndex(memref::LoadOp::create(
+      kb.builder(), qoIndptr, ValueRange{item.request}));
+  item.index = index;
+  return item;
+}
+
 namespace {
 
 /// Reads work item `index` and the request it belongs to.
 ItemValues loadItem(KernelBuilder &kb, const KernelContext &ctx,
                     Value workItems, Value qoIndptr, Value kvIndptr,
-                    Value kvLastLen, Value index) {
+                    Value kvLastLen, Value index, Value end) {
   ImplicitLocOpBuilder &b = kb.builder();
   ItemValues item;
-  // The WorkItem struct of the plan ABI, field by field.
-  Value base = kb.mul(index, attnrt::kWorkItemWords);
   auto field = [&](int64_t i) {
-    return memref::LoadOp::create(b, workItems, ValueRange{kb.add(base, i)})
-        .getResult();
+    return kb.toIndex(loadItemField(kb, workItems, index, i));
   };
-  item.request = kb.toIndex(field(0));
-  item.headGroup = kb.toIndex(field(1));
-  item.rowBegin = kb.toIndex(field(2));
-  item.rowCount = kb.toIndex(field(3));
-  item.kvBegin = kb.toIndex(field(4));
-  item.kvEnd = kb.toIndex(field(5));
-  item.slot = kb.toIndex(field(6));
-  item.flags = field(7);
+  item.request = field(0);
+  item.headGroup = field(1);
+  item.rowBegin = field(2);
+  item.rowCount = field(3);
+  item.kvBegin = field(4);
+  item.kvEnd = field(5);
+  item.slot = field(6);
+  item.flags = loadItemField(kb, workItems, index, 7);
+  item.index = index;
+  item.end = end;
 
   auto load = [&](Value memref, Value i) {
     return kb.toIndex(memref::LoadOp::create(b, memref, ValueRange{i}));
@@ -123,7 +147,7 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
     ItemValues item = loadItem(kb, ctx, one(adaptor.getWorkItems()),
                                one(adaptor.getQoIndptr()),
                                one(adaptor.getKvIndptr()), lastLen,
-                               loop.getInductionVar());
+                               loop.getInductionVar(), last);
 
     // The body runs on the item's values.
     TypeConverter::SignatureConversion signature(1);
@@ -137,6 +161,12 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
       // still be reading.
       b.setInsertionPoint(yield);
       gpu::BarrierOp::create(b);
+    }
+    if (ctx.specialized && !isProducerOp(op)) {
+      // The query rows prefetched for a last item without keys (which never
+      // loads them) land before the CTA exits.
+      b.setInsertionPointAfter(loop);
+      mlir::attn::detail::cpAsyncWait(b, 0);
     }
     rewriter.eraseOp(op);
     return success();

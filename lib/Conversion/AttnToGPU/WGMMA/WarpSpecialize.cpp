@@ -45,13 +45,18 @@ void mlir::attn::specializeWarps(gpu::GPUFuncOp kernel) {
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   KernelBuilder kb(b);
   {
-    // Each thread's count of the ring tiles its items used, from 0.
+    // Each thread's count of the ring tiles its items used, from 0, and the
+    // item its query rows were prefetched for, none yet.
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&kernel.getBody().front());
-    auto counter = memref::AllocaOp::create(
-        b, MemRefType::get({1}, b.getIndexType()));
-    counter->setAttr(kRingBaseAttr, b.getUnitAttr());
-    memref::StoreOp::create(b, kb.idx(0), counter, ValueRange{kb.idx(0)});
+    auto privateWord = [&](StringRef attr, int64_t init) {
+      auto word = memref::AllocaOp::create(
+          b, MemRefType::get({1}, b.getIndexType()));
+      word->setAttr(attr, b.getUnitAttr());
+      memref::StoreOp::create(b, kb.idx(init), word, ValueRange{kb.idx(0)});
+    };
+    privateWord(kRingBaseAttr, 0);
+    privateWord(kQueryTagAttr, -1);
   }
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   auto role = scf::IfOp::create(b, kb.sgt(kb.add(tid, kb.idx(1)),

@@ -299,6 +299,11 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
     op.setInFlight(inFlight);
     return op.getResult();
   };
+  // After the item's last S: the query tile may take the next item's rows.
+  auto prefetchQuery = [&] {
+    TilePrefetchQueryOp::create(b, loc, item, arg("q"), arg("work_items"),
+                                arg("qo_indptr"));
+  };
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value state, drained;
   if (!pipelined) {
@@ -313,6 +318,8 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
     Value updated = pv(sm.getNewState(), sm.getProbs(), next.getTile(),
                        /*inFlight=*/false);
     scf::YieldOp::create(b, loc, ValueRange{updated, next.getNext()});
+    b.setInsertionPointAfter(forOp);
+    prefetchQuery();
     state = forOp.getResult(0);
     drained = forOp.getResult(1);
   } else {
@@ -342,6 +349,7 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
                            SmallVector<Value>{sm.getNewState(), sm.getProbs(),
                                               next.getTile(), next.getNext()});
     }
+    prefetchQuery();
     state = pv(forOp.getResult(0), forOp.getResult(1), forOp.getResult(2),
                /*inFlight=*/false);
     drained = forOp.getResult(3);

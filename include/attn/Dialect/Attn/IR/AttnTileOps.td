@@ -116,6 +116,29 @@ def Attn_TileLoadQueryOp : Attn_TileOp<"load_query"> {
   let hasVerifier = 1;
 }
 
+def Attn_TilePrefetchQueryOp : Attn_TileOp<"prefetch_query"> {
+  let summary = "start loading the query tile of the CTA's next item";
+  let description = [{
+    Placed after the item's last `qk`: its query tile is not read again, so
+    a target may start copying the rows of the next work item of the CTA
+    (the item after this one in `work_items`, if the CTA has one; its
+    request's first query row from `qo_indptr`) into the query tile's
+    buffer while this item finishes. That item's `load_query` then waits
+    for the copies instead of issuing them. Targets that do not overlap
+    items lower it to nothing; the result is the same either way.
+
+    ```mlir
+    attn.tile.prefetch_query %item, %query plan(%work_items, %qo_indptr : memref<...>, memref<...>) : memref<...>
+    ```
+  }];
+  let arguments = (ins Attn_ItemType:$item, Attn_Buffer:$query,
+                       Attn_I32Buffer:$work_items, Attn_I32Buffer:$qo_indptr);
+  let assemblyFormat = [{
+    $item `,` $query `plan` `(` $work_items `,` $qo_indptr `:`
+      type($work_items) `,` type($qo_indptr) `)` attr-dict `:` qualified(type($query))
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // The KV pipeline
 //===----------------------------------------------------------------------===//

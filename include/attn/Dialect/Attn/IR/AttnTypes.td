@@ -27,8 +27,9 @@ def Attn_ItemType : Attn_Type<"Item", "item"> {
     Packed query rows `[row_begin, row_begin + row_count)` of one (request,
     head group) against the keys `[kv_begin, kv_end)` of the request, with
     where its output goes (directly, or a partial slot) and what the request
-    looks like (query rows, KV length, first page). See the runtime's plan
-    ABI (docs/Runtime.md).
+    looks like (query rows, KV length, first page), and its place in the
+    CTA's run of items (for `prefetch_query`). See the runtime's plan ABI
+    (docs/Runtime.md).
 
     ```mlir
     ^bb0(%item: !attn.item):
