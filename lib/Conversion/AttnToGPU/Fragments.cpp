@@ -342,6 +342,11 @@ void mlir::attn::detail::namedBarrier(ImplicitLocOpBuilder &b, int64_t id,
             {}, {}, {});
 }
 
+void mlir::attn::detail::namedBarrier(ImplicitLocOpBuilder &b, Value id,
+                                      int64_t threads) {
+  inlinePtx(b, ("bar.sync $0, " + Twine(threads) + ";").str(), {}, {}, {id});
+}
+
 void mlir::attn::detail::namedBarrierArrive(ImplicitLocOpBuilder &b,
                                             int64_t id, int64_t threads) {
   inlinePtx(b, ("bar.arrive " + Twine(id) + ", " + Twine(threads) + ";").str(),

@@ -212,6 +212,9 @@ void tmaLoad(mlir::ImplicitLocOpBuilder &b, mlir::Value dst, mlir::Value map,
              mlir::ValueRange coords, mlir::Value barrier);
 /// `bar.sync id, threads`: a barrier of `threads` threads (whole warps).
 void namedBarrier(mlir::ImplicitLocOpBuilder &b, int64_t id, int64_t threads);
+/// `bar.sync id, threads` with the barrier's id a run-time value (i32).
+void namedBarrier(mlir::ImplicitLocOpBuilder &b, mlir::Value id,
+                  int64_t threads);
 /// `bar.arrive id, threads`: counts this warp in, without waiting.
 void namedBarrierArrive(mlir::ImplicitLocOpBuilder &b, int64_t id,
                         int64_t threads);

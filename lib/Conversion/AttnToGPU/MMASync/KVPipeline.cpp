@@ -610,8 +610,6 @@ struct KVPrologueLowering : public OpConversionPattern<TileKVPrologueOp> {
     Caches caches = getCaches(kb, adaptor);
     if (ctx.specialized && !isProducerOp(op)) {
       // Consumers copy nothing; their pipe carries no page indices.
-      if (takesTurns(ctx))
-        startItemTurns(kb, ctx);
       SmallVector<Value> none(getNumPageIds(ctx), kb.i32(0));
       rewriter.replaceOpWithMultiple(op, {PipeValues{range, none}.flatten()});
       return success();
@@ -772,8 +770,6 @@ struct KVDrainLowering : public OpConversionPattern<TileKVDrainOp> {
               b, getEmptyBarrier(kb, ctx, kb.sub(next, kb.idx(fromEnd))));
         };
         release(1);
-        if (takesTurns(ctx))
-          endItemTurns(kb, ctx);
         for (int64_t i = 2; i <= ctx.ringLag(); ++i)
           emitIf(b, kb.sgt(range.count, kb.idx(i - 1)), [&] { release(i); });
       }

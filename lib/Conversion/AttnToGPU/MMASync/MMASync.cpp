@@ -416,16 +416,16 @@ void mlir::attn::mmasync::giveTurn(KernelBuilder &kb, const KernelContext &ctx) 
       [&] { mlir::attn::detail::namedBarrierArrive(b, kTurnBarrier, n); });
 }
 
-void mlir::attn::mmasync::startItemTurns(KernelBuilder &kb,
-                                         const KernelContext &ctx) {
+void mlir::attn::mmasync::startTurns(KernelBuilder &kb,
+                                     const KernelContext &ctx) {
   ImplicitLocOpBuilder &b = kb.builder();
   byWarpgroup(kb, {}, [&] {
     mlir::attn::detail::namedBarrierArrive(b, kTurnBarrier, ctx.threads());
   });
 }
 
-void mlir::attn::mmasync::endItemTurns(KernelBuilder &kb,
-                                       const KernelContext &ctx) {
+void mlir::attn::mmasync::endTurns(KernelBuilder &kb,
+                                   const KernelContext &ctx) {
   ImplicitLocOpBuilder &b = kb.builder();
   byWarpgroup(
       kb,

@@ -95,16 +95,20 @@ inline constexpr int64_t kConsumerBarrier = 1;
 /// warpgroup w waits on kTurnBarrier + w before issuing a step's GEMMs and
 /// then hands the turn to the other (getTurns in WGMMA/TileMath.cpp).
 inline constexpr int64_t kTurnBarrier = 2;
+/// The named barrier of computing warpgroup w alone (its query rows):
+/// kWarpgroupBarrier + w.
+inline constexpr int64_t kWarpgroupBarrier = 4;
 /// Warpgroup turns: wait for this warpgroup's turn (`take`) or give it to
-/// the other (`give`); the first turn of each item is warpgroup 0's
-/// (`startItem` by warpgroup 1) and the drain takes back the one left over
-/// (`endItem` by warpgroup 0). Only pipelined kernels of two computing
-/// warpgroups take turns.
+/// the other (`give`). The turns run on across items: warpgroup 1 gives
+/// warpgroup 0 the first before the CTA's first item (`startTurns`) and
+/// warpgroup 0 takes back the one left over after its last (`endTurns`);
+/// both warpgroups take as many turns in every item. Only pipelined kernels
+/// of two computing warpgroups take turns.
 bool takesTurns(const KernelContext &ctx);
 void takeTurn(KernelBuilder &kb, const KernelContext &ctx);
 void giveTurn(KernelBuilder &kb, const KernelContext &ctx);
-void startItemTurns(KernelBuilder &kb, const KernelContext &ctx);
-void endItemTurns(KernelBuilder &kb, const KernelContext &ctx);
+void startTurns(KernelBuilder &kb, const KernelContext &ctx);
+void endTurns(KernelBuilder &kb, const KernelContext &ctx);
 
 /// This thread's coordinates (index): thread, lane, warp, the mma row group
 /// g = lane / 4 and column pair t = lane % 4.

@@ -219,12 +219,19 @@ struct LoadQueryLowering : public OpConversionPattern<TileLoadQueryOp> {
       return success();
     }
     // The computing warps meet here: all of them (wgmma kernels), or the
-    // CTA.
+    // CTA. Without a query transform, which runs over the whole tile, each
+    // warpgroup of a wgmma kernel waits only for its own rows.
     auto barrier = [&] {
-      if (ctx.specialized)
+      if (ctx.specialized && transform.empty()) {
+        ThreadCoords tc(kb);
+        Value id = kb.add(kb.divu(tc.tid, 128), kb.idx(kWarpgroupBarrier));
+        mlir::attn::detail::namedBarrier(
+            b, arith::IndexCastOp::create(b, b.getI32Type(), id), 128);
+      } else if (ctx.specialized) {
         mlir::attn::detail::namedBarrier(b, kConsumerBarrier, ctx.threads());
-      else
+      } else {
         gpu::BarrierOp::create(b);
+      }
     };
     Value tiles = getSharedTiles(kb, ctx);
     if (ctx.specialized) {

@@ -131,16 +131,17 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
       b.setInsertionPointAfter(leader);
       gpu::BarrierOp::create(b);
     }
+    const bool consumer = ctx.specialized && !isProducerOp(op);
+    if (consumer && takesTurns(ctx))
+      startTurns(kb, ctx);
     auto loop = scf::ForOp::create(b, first, last, kb.idx(1));
     b.setInsertionPointToStart(loop.getBody());
-    // Consecutive items share the Q tile (and, unspecialized, the ring): the
-    // warps that read them are past the last item.
-    if (ctx.specialized) {
-      if (!isProducerOp(op))
-        mlir::attn::detail::namedBarrier(b, kConsumerBarrier, ctx.threads());
-    } else if (!ctx.splitKeys) {
+    // Consecutive items share the Q tile and the ring: the warps that read
+    // them are past the last item. (The computing warpgroups of a
+    // warp-specialized kernel each own their rows of the Q tile and meet
+    // at load_query; the ring has its mbarriers.)
+    if (!ctx.specialized && !ctx.splitKeys)
       gpu::BarrierOp::create(b);
-    }
     Value lastLen = adaptor.getKvLastLen().empty()
                         ? Value()
                         : one(adaptor.getKvLastLen());
@@ -162,11 +163,14 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
       b.setInsertionPoint(yield);
       gpu::BarrierOp::create(b);
     }
-    if (ctx.specialized && !isProducerOp(op)) {
+    if (consumer) {
       // The query rows prefetched for a last item without keys (which never
-      // loads them) land before the CTA exits.
+      // loads them) land before the CTA exits; warpgroup 0 takes back the
+      // turn left over.
       b.setInsertionPointAfter(loop);
       mlir::attn::detail::cpAsyncWait(b, 0);
+      if (takesTurns(ctx))
+        endTurns(kb, ctx);
     }
     rewriter.eraseOp(op);
     return success();
