@@ -19,6 +19,11 @@
 // each warp loads its 16 rows' fragments with ldmatrix, or leaves them there
 // for the k-loop when they would not fit its registers (head dim 256).
 //
+// Warp-specialized (wgmma) kernels: each computing warpgroup copies and
+// waits for its own 64 rows, the ones its GEMMs read, and copies the next
+// item's already at prefetch_query, after the item's last S; load_query
+// then only waits (a private tag says which item the copies were for).
+//
 //===----------------------------------------------------------------------===//
 
 #include "MMASync.h"
