@@ -275,30 +275,34 @@ static Value getPrivateWord(Operation *op, StringRef attr) {
   llvm_unreachable("warp-specialized kernels declare their private words");
 }
 
-Value mlir::attn::mmasync::loadRingBase(KernelBuilder &kb, Operation *op) {
-  return memref::LoadOp::create(kb.builder(),
-                                getPrivateWord(op, kRingBaseAttr),
+static Value loadPrivateWord(KernelBuilder &kb, Operation *op,
+                             StringRef attr) {
+  return memref::LoadOp::create(kb.builder(), getPrivateWord(op, attr),
                                 ValueRange{kb.idx(0)});
+}
+
+static void storePrivateWord(KernelBuilder &kb, Operation *op, StringRef attr,
+                             Value value) {
+  memref::StoreOp::create(kb.builder(), value, getPrivateWord(op, attr),
+                          ValueRange{kb.idx(0)});
+}
+
+Value mlir::attn::mmasync::loadRingBase(KernelBuilder &kb, Operation *op) {
+  return loadPrivateWord(kb, op, kRingBaseAttr);
 }
 
 void mlir::attn::mmasync::storeRingBase(KernelBuilder &kb, Operation *op,
                                         Value tiles) {
-  memref::StoreOp::create(kb.builder(), tiles,
-                          getPrivateWord(op, kRingBaseAttr),
-                          ValueRange{kb.idx(0)});
+  storePrivateWord(kb, op, kRingBaseAttr, tiles);
 }
 
 Value mlir::attn::mmasync::loadQueryTag(KernelBuilder &kb, Operation *op) {
-  return memref::LoadOp::create(kb.builder(),
-                                getPrivateWord(op, kQueryTagAttr),
-                                ValueRange{kb.idx(0)});
+  return loadPrivateWord(kb, op, kQueryTagAttr);
 }
 
 void mlir::attn::mmasync::storeQueryTag(KernelBuilder &kb, Operation *op,
                                         Value item) {
-  memref::StoreOp::create(kb.builder(), item,
-                          getPrivateWord(op, kQueryTagAttr),
-                          ValueRange{kb.idx(0)});
+  storePrivateWord(kb, op, kQueryTagAttr, item);
 }
 
 void mlir::attn::mmasync::publishSharedWrites(KernelBuilder &kb,

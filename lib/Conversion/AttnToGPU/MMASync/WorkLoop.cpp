@@ -38,9 +38,10 @@ static Value loadItemField(KernelBuilder &kb, Value workItems, Value index,
       .getResult();
 }
 
-ItemValues mlir::attn::mmasync::loadItemQueryRows(KernelBuilder &kb,
-                                                  Value workItems,
-                                                  Value qoIndptr, Value index) {
+/// The fields of work item `index` that say which rows it has: request,
+/// head group, first packed row, row count (and the index).
+static ItemValues loadItemRowFields(KernelBuilder &kb, Value workItems,
+                                    Value index) {
   ItemValues item;
   auto field = [&](int64_t i) {
     return kb.toIndex(loadItemField(kb, workItems, index, i));
@@ -49,9 +50,16 @@ ItemValues mlir::attn::mmasync::loadItemQueryRows(KernelBuilder &kb,
   item.headGroup = field(1);
   item.rowBegin = field(2);
   item.rowCount = field(3);
+  item.index = index;
+  return item;
+}
+
+ItemValues mlir::attn::mmasync::loadItemQueryRows(KernelBuilder &kb,
+                                                  Value workItems,
+                                                  Value qoIndptr, Value index) {
+  ItemValues item = loadItemRowFields(kb, workItems, index);
   item.qoStart = kb.toIndex(memref::LoadOp::create(
       kb.builder(), qoIndptr, ValueRange{item.request}));
-  item.index = index;
   return item;
 }
 
@@ -62,19 +70,14 @@ ItemValues loadItem(KernelBuilder &kb, const KernelContext &ctx,
                     Value workItems, Value qoIndptr, Value kvIndptr,
                     Value kvLastLen, Value index, Value end) {
   ImplicitLocOpBuilder &b = kb.builder();
-  ItemValues item;
+  ItemValues item = loadItemRowFields(kb, workItems, index);
   auto field = [&](int64_t i) {
     return kb.toIndex(loadItemField(kb, workItems, index, i));
   };
-  item.request = field(0);
-  item.headGroup = field(1);
-  item.rowBegin = field(2);
-  item.rowCount = field(3);
   item.kvBegin = field(4);
   item.kvEnd = field(5);
   item.slot = field(6);
   item.flags = loadItemField(kb, workItems, index, 7);
-  item.index = index;
   item.end = end;
 
   auto load = [&](Value memref, Value i) {
