@@ -99,6 +99,19 @@ Value KernelBuilder::exp2(Value x) {
 }
 Value KernelBuilder::log2(Value x) { return math::Log2Op::create(b, x); }
 
+static Value callF32Intrinsic(ImplicitLocOpBuilder &b, StringRef name,
+                              Value x) {
+  return LLVM::CallIntrinsicOp::create(b, x.getType(), b.getStringAttr(name),
+                                       ValueRange{x})
+      .getResult(0);
+}
+Value KernelBuilder::rcpApprox(Value x) {
+  return callF32Intrinsic(b, "llvm.nvvm.rcp.approx.ftz.f", x);
+}
+Value KernelBuilder::log2Approx(Value x) {
+  return callF32Intrinsic(b, "llvm.nvvm.lg2.approx.ftz.f", x);
+}
+
 Value KernelBuilder::shuffleXor(Value x, int32_t mask) {
   auto shuffle = gpu::ShuffleOp::create(b, x, mask, /*width=*/32,
                                         gpu::ShuffleMode::XOR);

@@ -73,6 +73,12 @@ public:
   mlir::Value fogt(mlir::Value x, mlir::Value y);
   mlir::Value exp2(mlir::Value x);
   mlir::Value log2(mlir::Value x);
+  /// The hardware's approximations (rcp.approx.ftz.f32, lg2.approx.ftz.f32;
+  /// relative error about 2^-23 and absolute 2^-22): for a softmax row's
+  /// normaliser and LSE, where IEEE division and libdevice's log2 cost a
+  /// slow-path branch and a 20-instruction polynomial per row.
+  mlir::Value rcpApprox(mlir::Value x);
+  mlir::Value log2Approx(mlir::Value x);
 
   /// Max / sum of `xs` (at least one) as a balanced tree: a dependence
   /// depth of log2(n) instead of the n - 1 of a running accumulation, which
@@ -80,7 +86,7 @@ public:
   mlir::Value treeMax(llvm::ArrayRef<mlir::Value> xs);
   mlir::Value treeSum(llvm::ArrayRef<mlir::Value> xs);
 
-  /// Butterfly shuffle of an f32 across the warp (`gpu.shuffle xor`).
+  /// Butterfly shuffle of a 32-bit value across the warp (`gpu.shuffle xor`).
   mlir::Value shuffleXor(mlir::Value x, int32_t mask);
   /// Max / sum of an f32 over the 4 lanes of a quad (lanes 4g .. 4g+3), the
   /// lanes that share a row of an mma accumulator fragment.

@@ -153,7 +153,13 @@ module attributes {gpu.container_module} {
 // CHECK: arith.shrui
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
-// CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<global>>, vector<2xbf16>
+// The epilogue: each quad trades words (butterflies 1, 2, 3) so that every
+// lane writes a whole 16-byte chunk of its row.
+// CHECK: llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"
+// CHECK: gpu.shuffle xor {{.*}}, %c1_i32
+// CHECK: gpu.shuffle xor {{.*}}, %c2_i32
+// CHECK: gpu.shuffle xor {{.*}}, %c3_i32
+// CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<global>>, vector<8xbf16>
 // CHECK: vector.store {{.*}} : memref<{{[0-9]+}}xf32, #gpu.address_space<global>>, vector<2xf32>
 module attributes {gpu.container_module} {
   gpu.module @attn_kernels {

@@ -204,6 +204,37 @@ void storeDecode(KernelBuilder &kb, const KernelContext &ctx,
   }
 }
 
+/// Lane t of a quad holds word t (elements 2t, 2t + 1) of each of four
+/// consecutive 8-element chunks of the quad's row; returns lane t's chunk t
+/// whole, its words in column order, so that each lane writes 16 bytes
+/// instead of four times 4. Three butterfly shuffles (lane masks 1, 2, 3: no
+/// lane registers live across the kernel); permuting the words by t before
+/// and after them makes every lane send and keep the same registers.
+static Value transposeQuad(KernelBuilder &kb, const ThreadCoords &tc,
+                           ArrayRef<Value> words) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  Value odd = kb.ne(kb.andi(tc.t, kb.idx(1)), kb.idx(0));
+  Value high = kb.ne(kb.andi(tc.t, kb.idx(2)), kb.idx(0));
+  // y[j] = x[j ^ t].
+  auto permute = [&](ArrayRef<Value> x) {
+    SmallVector<Value, 4> half(4), y(4);
+    for (int64_t j = 0; j < 4; ++j)
+      half[j] = kb.select(odd, x[j ^ 1], x[j]);
+    for (int64_t j = 0; j < 4; ++j)
+      y[j] = kb.select(high, half[j ^ 2], half[j]);
+    return y;
+  };
+  // Lane s sends its word s ^ m to lane s ^ m, which receives there the
+  // word numbered by its own t from lane t ^ m.
+  SmallVector<Value, 4> send = permute(words), got = {send[0]};
+  for (int32_t m = 1; m < 4; ++m)
+    got.push_back(kb.shuffleXor(send[m], m));
+  // Word s of the chunk came with mask s ^ t.
+  SmallVector<Value, 4> chunk = permute(got);
+  auto i32x4 = VectorType::get({4}, b.getI32Type());
+  return vector::FromElementsOp::create(b, i32x4, chunk);
+}
+
 /// Taller tiles: each thread writes the elements of its fragments.
 void storeRows(KernelBuilder &kb, const KernelContext &ctx, const StoreArgs &a,
                SoftmaxState &st) {
@@ -214,8 +245,13 @@ void storeRows(KernelBuilder &kb, const KernelContext &ctx, const StoreArgs &a,
   auto f32x2 = VectorType::get({2}, b.getF32Type());
   auto eltx2 = VectorType::get({2}, ctx.elt);
   const ItemValues &item = a.item;
+
+  // Both rows' normalisers and LSEs first: their shuffles do not queue
+  // behind the first row's stores.
+  Value rowLocal[2], rowValid[2], inv[2], lse[2];
   for (int64_t r = 0; r < 2; ++r) {
-    Value rl = getLocalRow(kb, ctx, tc, r);
+    Value rl = rowLocal[r] = getLocalRow(kb, ctx, tc, r);
+    rowValid[r] = kb.slt(rl, item.rowCount);
     Value m = st.m[r];
     Value l = kb.quadSum(st.l[r]);
     Value factor = oneF;
@@ -233,61 +269,90 @@ void storeRows(KernelBuilder &kb, const KernelContext &ctx, const StoreArgs &a,
       factor = kb.select(a.isFirst, fac, oneF);
     }
     Value nonEmpty = kb.fogt(l, zeroF);
-    Value inv = kb.select(nonEmpty, kb.fdiv(factor, l), zeroF);
-    Value lseValue = kb.select(nonEmpty, kb.fadd(m, kb.log2(l)), negInf);
+    inv[r] = kb.select(nonEmpty, kb.fmul(factor, kb.rcpApprox(l)), zeroF);
+    lse[r] = kb.select(nonEmpty, kb.fadd(m, kb.log2Approx(l)), negInf);
+  }
+  auto normalised = [&](int64_t nt, int64_t r, int64_t j) {
+    return kb.fmul(st.acc[nt][2 * r + j], inv[r]);
+  };
+  Value isLeader = kb.eq(tc.t, kb.idx(0));
 
-    auto rowIf = scf::IfOp::create(b, kb.slt(rl, item.rowCount), false);
+  auto direct = scf::IfOp::create(b, a.isDirect, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(&direct.getThenRegion().front());
+  for (int64_t r = 0; r < 2; ++r) {
+    Value token = getRowToken(kb, ctx, item, rowLocal[r]);
+    Value head = getRowHead(kb, ctx, item, rowLocal[r]);
+    Value outRow = kb.add(kb.mul(kb.add(item.qoStart, token), ctx.Hq), head);
+    Value rowStart = kb.mul(outRow, D);
+    // Without an output transform, whole 16-byte chunks: the quad's words
+    // trade places by shuffles, which every lane runs (outside the row
+    // test: a row past the item's is computed and not written).
+    int64_t quadChunks = a.outputTransform->empty() ? D / 32 : 0;
+    SmallVector<Value> chunks;
+    for (int64_t c = 0; c < quadChunks; ++c) {
+      SmallVector<Value, 4> words;
+      for (int64_t j = 0; j < 4; ++j)
+        words.push_back(mlir::attn::detail::packPair(
+            b, normalised(4 * c + j, r, 0), normalised(4 * c + j, r, 1),
+            ctx.elt));
+      chunks.push_back(transposeQuad(kb, tc, words));
+    }
+    auto rowIf = scf::IfOp::create(b, rowValid[r], false);
     b.setInsertionPointToStart(&rowIf.getThenRegion().front());
-    Value token = getRowToken(kb, ctx, item, rl);
-    Value head = getRowHead(kb, ctx, item, rl);
-    Value isLeader = kb.eq(tc.t, kb.idx(0));
-    auto direct = scf::IfOp::create(b, a.isDirect, /*withElseRegion=*/true);
-    {
-      b.setInsertionPointToStart(&direct.getThenRegion().front());
-      Value outRow =
-          kb.add(kb.mul(kb.add(item.qoStart, token), ctx.Hq), head);
-      Value qp = kb.add(item.posOffset, token);
-      for (int64_t nt = 0; nt < D / 8; ++nt) {
-        Value dim = kb.add(kb.mul(tc.t, 2), kb.idx(nt * 8));
-        Value v[2];
-        for (int64_t j = 0; j < 2; ++j) {
-          v[j] = kb.fmul(st.acc[nt][2 * r + j], inv);
-          if (!a.outputTransform->empty())
-            v[j] = inlineHook(b, *a.outputTransform,
-                              {v[j], kb.add(dim, kb.idx(j)), qp, head});
-        }
-        Value pair =
-            vector::FromElementsOp::create(b, f32x2, ValueRange{v[0], v[1]});
-        Value narrow = arith::TruncFOp::create(b, eltx2, pair);
-        auto store = vector::StoreOp::create(
-            b, narrow, a.out, ValueRange{kb.add(kb.mul(outRow, D), dim)});
-        store.setAlignment(4);
-      }
-      auto lead = scf::IfOp::create(b, isLeader, false);
-      b.setInsertionPointToStart(&lead.getThenRegion().front());
-      memref::StoreOp::create(b, lseValue, a.lse, ValueRange{outRow});
+    for (int64_t c = 0; c < quadChunks; ++c) {
+      Value dim = kb.mul(kb.add(tc.t, kb.idx(4 * c)), 8);
+      Value chunk = vector::BitCastOp::create(
+          b, VectorType::get({8}, ctx.elt), chunks[c]);
+      auto store = vector::StoreOp::create(b, chunk, a.out,
+                                           ValueRange{kb.add(rowStart, dim)});
+      store.setAlignment(16);
     }
-    {
-      // Partial slot: normalised f32 rows and their LSE; the merge applies
-      // any output transform after combining.
-      b.setInsertionPointToStart(&direct.getElseRegion().front());
-      Value slotRow = kb.add(kb.mul(item.slot, a.slotRows), rl);
-      for (int64_t nt = 0; nt < D / 8; ++nt) {
-        Value dim = kb.add(kb.mul(tc.t, 2), kb.idx(nt * 8));
-        Value pair = vector::FromElementsOp::create(
-            b, f32x2,
-            ValueRange{kb.fmul(st.acc[nt][2 * r], inv),
-                       kb.fmul(st.acc[nt][2 * r + 1], inv)});
-        auto store = vector::StoreOp::create(
-            b, pair, a.partialO, ValueRange{kb.add(kb.mul(slotRow, D), dim)});
-        store.setAlignment(8);
+    // The rest (head dims that are not a multiple of 32, or an output
+    // transform): each lane its own words.
+    Value qp = kb.add(item.posOffset, token);
+    for (int64_t nt = 4 * quadChunks; nt < D / 8; ++nt) {
+      Value dim = kb.add(kb.mul(tc.t, 2), kb.idx(nt * 8));
+      Value v[2];
+      for (int64_t j = 0; j < 2; ++j) {
+        v[j] = normalised(nt, r, j);
+        if (!a.outputTransform->empty())
+          v[j] = inlineHook(b, *a.outputTransform,
+                            {v[j], kb.add(dim, kb.idx(j)), qp, head});
       }
-      auto lead = scf::IfOp::create(b, isLeader, false);
-      b.setInsertionPointToStart(&lead.getThenRegion().front());
-      memref::StoreOp::create(b, lseValue, a.partialLse, ValueRange{slotRow});
+      Value pair =
+          vector::FromElementsOp::create(b, f32x2, ValueRange{v[0], v[1]});
+      Value narrow = arith::TruncFOp::create(b, eltx2, pair);
+      auto store = vector::StoreOp::create(b, narrow, a.out,
+                                           ValueRange{kb.add(rowStart, dim)});
+      store.setAlignment(4);
     }
+    auto lead = scf::IfOp::create(b, isLeader, false);
+    b.setInsertionPointToStart(&lead.getThenRegion().front());
+    memref::StoreOp::create(b, lse[r], a.lse, ValueRange{outRow});
     b.setInsertionPointAfter(rowIf);
   }
+
+  // Partial slot: normalised f32 rows and their LSE; the merge applies any
+  // output transform after combining.
+  b.setInsertionPointToStart(&direct.getElseRegion().front());
+  for (int64_t r = 0; r < 2; ++r) {
+    auto rowIf = scf::IfOp::create(b, rowValid[r], false);
+    b.setInsertionPointToStart(&rowIf.getThenRegion().front());
+    Value slotRow = kb.add(kb.mul(item.slot, a.slotRows), rowLocal[r]);
+    for (int64_t nt = 0; nt < D / 8; ++nt) {
+      Value dim = kb.add(kb.mul(tc.t, 2), kb.idx(nt * 8));
+      Value pair = vector::FromElementsOp::create(
+          b, f32x2, ValueRange{normalised(nt, r, 0), normalised(nt, r, 1)});
+      auto store = vector::StoreOp::create(
+          b, pair, a.partialO, ValueRange{kb.add(kb.mul(slotRow, D), dim)});
+      store.setAlignment(8);
+    }
+    auto lead = scf::IfOp::create(b, isLeader, false);
+    b.setInsertionPointToStart(&lead.getThenRegion().front());
+    memref::StoreOp::create(b, lse[r], a.partialLse, ValueRange{slotRow});
+    b.setInsertionPointAfter(rowIf);
+  }
+  b.setInsertionPointAfter(direct);
 }
 
 struct StoreLowering : public OpConversionPattern<TileStoreOp> {
