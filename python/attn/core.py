@@ -65,12 +65,13 @@ def check_kv_layout(kv_layout):
     return kv_layout
 
 
-def check_tensor(name, t, *, dtype=None, shape=None, device=None, contiguous=True, dims=None):
+def check_tensor(name, t, *, dtype=None, shape=None, device=None, contiguous=True, dims=None, align=None):
     """Checks one tensor; the error names the tensor and what was expected.
 
     ``dtype``: a name ('bf16', 'f32', 'i32', ...) or a tuple of names;
     ``shape``: a tuple of ints or None (any) or (label, int) pairs for the
-    message; ``device``: a device string ('cuda:0').
+    message; ``device``: a device string ('cuda:0'); ``align``: the bytes the
+    tensor's address must be a multiple of.
 
     >>> class T:  # a stand-in for torch.Tensor
     ...     shape, dtype, device = (3, 4), "torch.float16", "cuda:0"
@@ -112,6 +113,9 @@ def check_tensor(name, t, *, dtype=None, shape=None, device=None, contiguous=Tru
         raise ValueError(f"attn: {name}: expected a tensor on {device}, got one on {t_device}")
     if contiguous and not t.is_contiguous():
         raise ValueError(f"attn: {name}: expected a contiguous tensor (call .contiguous())")
+    if align and t.data_ptr() % align:
+        raise ValueError(f"attn: {name}: expected a {align}-byte aligned tensor, got address "
+                         f"{t.data_ptr():#x} (the kernels write {align}-byte chunks of each row)")
     return got_shape
 
 
@@ -1084,12 +1088,13 @@ class WrapperBase:
         return self._planned
 
     def _outputs(self, p, q, out, lse, return_lse):
-        torch = torch_module()
         if out is None:
-            out = torch.empty_like(q)
+            out = torch_module().empty_like(q)
         else:
-            check_tensor("out", out, dtype=dtype_name(q.dtype), shape=tuple(q.shape), device=self._device)
+            check_tensor("out", out, dtype=dtype_name(q.dtype), shape=tuple(q.shape), device=self._device,
+                         align=16)
         if lse is None:
+            torch = torch_module()
             lse = torch.empty((q.shape[0], q.shape[1]), dtype=torch.float32, device=q.device)
         else:
             check_tensor("lse", lse, dtype="f32", shape=(q.shape[0], q.shape[1]), device=self._device)

@@ -100,6 +100,23 @@ def test_a_stand_in_without_strides_must_be_contiguous():
         split((NoStrides(), NoStrides()))
 
 
+def test_an_out_that_is_not_16_byte_aligned_raises_naming_it():
+    # The kernels write each output row in 16-byte chunks.
+    class At(Strided):
+        def __init__(self, shape, address, **kw):
+            super().__init__(shape, **kw)
+            self.address = address
+
+        def data_ptr(self):
+            return self.address
+    wrapper = type("W", (), {"_device": "cuda:0"})()
+    q, lse = At((4, H, D), 0x1000), At((4, H), 0x2000, dtype="torch.float32")
+    out, _ = core.WrapperBase._outputs(wrapper, None, q, At((4, H, D), 0x3000), lse, True)
+    assert out.address == 0x3000
+    with pytest.raises(ValueError, match="out: expected a 16-byte aligned tensor, got address 0x3008"):
+        core.WrapperBase._outputs(wrapper, None, q, At((4, H, D), 0x3008), lse, True)
+
+
 def test_sglang_three_d_buffers_are_page_size_one():
     k = Strided((100, H, D))
     for layout in ("NHD", "HND"):
