@@ -259,7 +259,8 @@ ATTN_RT_EXPORT attnRtStatus attnRtLaunchRows(attnRtModule_t module,
  * (thread-safe, once; the manifest is parsed before that, so bad input is
  * refused without a GPU). Buffers are device pointers with their element
  * counts (index arrays: their lengths), checked against the manifest: a null
- * pointer or a size that disagrees with the kernel is
+ * pointer, an attention's q, K, V or o not 16-byte aligned (its kernels move
+ * 16-byte chunks of each row) or a size that disagrees with the kernel is
  * ATTN_RT_INVALID_ARGUMENT / ATTN_RT_MANIFEST_MISMATCH before anything is
  * launched, a kernel not in the manifest ATTN_RT_NOT_FOUND. Unlike the rest
  * of this API these entries may allocate (the per-image workspace) and

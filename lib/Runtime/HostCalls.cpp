@@ -283,14 +283,16 @@ Status checkHostAttention(const Manifest &manifest, const HostAttentionCall &c,
   }
   const KernelManifest &k = *kernels->front();
   bool paged = k.indexing == KVIndexing::Paged;
+  // The kernels read q, K and V and write o in 16-byte chunks of a row.
   struct Named {
     const char *name;
     const HostBuffer *buffer;
+    bool rows = false;
   };
-  Named required[] = {{"q", &c.q},
-                      {"k_cache", &c.k_cache},
-                      {"v_cache", &c.v_cache},
-                      {"o", &c.o},
+  Named required[] = {{"q", &c.q, true},
+                      {"k_cache", &c.k_cache, true},
+                      {"v_cache", &c.v_cache, true},
+                      {"o", &c.o, true},
                       {"lse", &c.lse},
                       {"qo_indptr", &c.qo_indptr},
                       {"kv_indptr", &c.kv_indptr},
@@ -301,6 +303,9 @@ Status checkHostAttention(const Manifest &manifest, const HostAttentionCall &c,
       continue;
     if (!n.buffer->ptr)
       return invalid(std::string("attention: ") + n.name + " is null");
+    if (n.rows && n.buffer->ptr % 16)
+      return invalid(std::string("attention: ") + n.name +
+                     " is not 16-byte aligned");
     if (n.buffer->numel < 0)
       return invalid(std::string("attention: ") + n.name +
                      " has a negative size");

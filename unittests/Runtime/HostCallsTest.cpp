@@ -129,6 +129,17 @@ TEST(HostCalls, AttentionRefusesNulls) {
   attnRtHostTakeStatus(nullptr);
 }
 
+TEST(HostCalls, AttentionRefusesRowsThatAreNot16ByteAligned) {
+  // The kernels move 16-byte chunks of q's, K's, V's and o's rows.
+  Decode d;
+  d.qPtr = kPtr + 8;
+  EXPECT_EQ(d.call(), ATTN_RT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(attnRtLastError()).find("q is not 16-byte aligned"),
+            std::string::npos)
+      << attnRtLastError();
+  attnRtHostTakeStatus(nullptr);
+}
+
 TEST(HostCalls, AttentionRefusesAnEmptyCacheWithPagesToRead) {
   // num_pages = 0: a bad index would have no page 0 to fall back on.
   Decode empty;

@@ -459,7 +459,9 @@ def Attn_TileStoreOp : Attn_TileOp<"store"> {
     `output` (after the `output_transform` region) and their base-2 `lse`; a
     split item writes rows `0 .. row_count-1` of its partial slot (f32,
     untransformed) and their LSE, for the merge kernel. A row that saw no key
-    writes output 0 and LSE -inf.
+    writes output 0 and LSE -inf. Rows of `output` are written in 16-byte
+    chunks (the lanes that share a row trade their elements first), so its
+    base must be 16-byte aligned.
 
     ```mlir
     attn.tile.store %st, %item, %o, %lse, %partial_o, %partial_lse, %slot_rows
