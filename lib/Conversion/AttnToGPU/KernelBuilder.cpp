@@ -84,6 +84,15 @@ Value KernelBuilder::foeq(Value x, Value y) {
 Value KernelBuilder::fogt(Value x, Value y) {
   return arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, y);
 }
+/// `name(x)` of an NVVM intrinsic of one f32 operand (the hardware's
+/// approximations).
+static Value callF32Intrinsic(ImplicitLocOpBuilder &b, StringRef name,
+                              Value x) {
+  return LLVM::CallIntrinsicOp::create(b, x.getType(), b.getStringAttr(name),
+                                       ValueRange{x})
+      .getResult(0);
+}
+
 Value KernelBuilder::exp2(Value x) {
   if (!x.getType().isF32())
     return math::Exp2Op::create(b, x);
@@ -92,19 +101,9 @@ Value KernelBuilder::exp2(Value x) {
   // multiplies to keep results below 2^-126, three instructions per score
   // of the softmax that no probability or merge weight needs (P = 2^(s - m)
   // <= 1 is summed with at least one 1).
-  return LLVM::CallIntrinsicOp::create(
-             b, x.getType(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
-             ValueRange{x})
-      .getResult(0);
+  return callF32Intrinsic(b, "llvm.nvvm.ex2.approx.ftz.f32", x);
 }
 Value KernelBuilder::log2(Value x) { return math::Log2Op::create(b, x); }
-
-static Value callF32Intrinsic(ImplicitLocOpBuilder &b, StringRef name,
-                              Value x) {
-  return LLVM::CallIntrinsicOp::create(b, x.getType(), b.getStringAttr(name),
-                                       ValueRange{x})
-      .getResult(0);
-}
 Value KernelBuilder::rcpApprox(Value x) {
   return callF32Intrinsic(b, "llvm.nvvm.rcp.approx.ftz.f", x);
 }
