@@ -8,6 +8,7 @@ L2, which bounds what the order of the work could gain.
 
     python3 bench/harness/paging_cost.py            # P2, P5, P5-full, every layout
     python3 bench/harness/paging_cost.py P5 ragged  # one case (for ncu)
+    PAGE=1 python3 bench/harness/paging_cost.py P2 paged   # another page size
 
 Figures: triton do_bench median (L2 flushed between calls), TFLOP/s (the
 FLOPs the mask leaves: all of them for P5-full); each output checked against
@@ -23,7 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import workloads  # noqa: E402
 from reference import reference, rel_error  # noqa: E402
-from workloads import HKV, HQ, PAGE  # noqa: E402
+from workloads import HKV, HQ  # noqa: E402
+
+# The pages' size (the benchmark's 16 unless PAGE says otherwise).
+workloads.PAGE = int(os.environ.get("PAGE", workloads.PAGE))
 
 def unmasked(w):
     """w without the causal mask (every row sees every key)."""
@@ -68,7 +72,7 @@ def runner(attn, w, layout):
     if layout == "paged":
         wr = attn.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD")
         wr.plan(qo, w["kv_indptr"].cpu(), w["kv_indices"], w["kv_last_page_len"].cpu(),
-                HQ, HKV, d, PAGE, causal=w["causal"], q_data_type=torch.bfloat16)
+                HQ, HKV, d, workloads.PAGE, causal=w["causal"], q_data_type=torch.bfloat16)
         kv = (w["k_cache"], w["v_cache"])
         return wr, lambda: wr.run(w["q"], kv)
     k, v, kv_indptr = contiguous(w)
@@ -96,7 +100,7 @@ def main():
                 print(f"{name} {layout}: profiled", flush=True)
                 continue
             ms = triton.testing.do_bench(fn, warmup=25, rep=300, return_mode="median")
-            print(f"{name} {layout:6s} {ms:.4f} ms {w['flops'] / ms / 1e9:6.0f} TFLOP/s "
+            print(f"{name} page {workloads.PAGE} {layout:6s} {ms:.4f} ms {w['flops'] / ms / 1e9:6.0f} TFLOP/s "
                   f"err {err:.1e}", flush=True)
         del w, base, ref
         torch.cuda.empty_cache()

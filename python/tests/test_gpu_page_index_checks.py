@@ -117,26 +117,29 @@ def test_a_bad_index_in_a_cuda_graph_is_raised_by_the_next_plan():
     torch.testing.assert_close(out.float(), ro, atol=2e-2, rtol=2e-2)
 
 
+# Page 16: the tile's pages looked up one tile ahead; page 3: on sm_90a the
+# producer looks up each copy's page as it issues the copy.
+@pytest.mark.parametrize("page", [PAGE, 3])
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_90"])
-def test_prefill_bad_page_index_on_both_kernel_sets(arch, monkeypatch):
+def test_prefill_bad_page_index_on_both_kernel_sets(arch, page, monkeypatch):
     import torch
     monkeypatch.setenv("ATTN_ARCH", arch)
     gen = torch.Generator().manual_seed(6)
     qo_lens, kv_lens = [5, 64, 1, 200], [40, 64, 900, 333]
-    kv, kv_indptr, indices, last, k_tok, v_tok = paged_batch(torch, kv_lens, PAGE, HKV, D, torch.bfloat16, gen)
+    kv, kv_indptr, indices, last, k_tok, v_tok = paged_batch(torch, kv_lens, page, HKV, D, torch.bfloat16, gen)
     kv = kv.cuda()
     qo_indptr = torch.tensor([0] + list(torch.tensor(qo_lens).cumsum(0)), dtype=torch.int32)
     q = torch.randn(sum(qo_lens), HQ, D, generator=gen).to(torch.bfloat16).cuda()
     w = attn.BatchPrefillWithPagedKVCacheWrapper(_ws(torch))
     wrong = indices.clone()
     wrong[kv_indptr[2] + 10] = 1 << 28  # request 2, a page its causal rows all see
-    w.plan(qo_indptr, kv_indptr, wrong.cuda(), last, HQ, HKV, D, PAGE, causal=True, q_data_type=torch.bfloat16)
+    w.plan(qo_indptr, kv_indptr, wrong.cuda(), last, HQ, HKV, D, page, causal=True, q_data_type=torch.bfloat16)
     w.run(q, kv)
     torch.cuda.synchronize()
     with pytest.raises(attn.PageIndexError):
-        w.plan(qo_indptr, kv_indptr, indices.cuda(), last, HQ, HKV, D, PAGE, causal=True,
+        w.plan(qo_indptr, kv_indptr, indices.cuda(), last, HQ, HKV, D, page, causal=True,
                q_data_type=torch.bfloat16)
-    w.plan(qo_indptr, kv_indptr, indices.cuda(), last, HQ, HKV, D, PAGE, causal=True, q_data_type=torch.bfloat16)
+    w.plan(qo_indptr, kv_indptr, indices.cuda(), last, HQ, HKV, D, page, causal=True, q_data_type=torch.bfloat16)
     o = w.run(q, kv)
     ro, _ = attention(q, k_tok.cuda(), v_tok.cuda(), qo_lens, kv_lens, causal=True)
     torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)

@@ -364,6 +364,7 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
                             : kb.add(kb.mul(item.kvHead, ctx.PS), first.row);
     inPage = kb.add(kb.mul(headRow, ctx.D), kb.mul(first.chunk, 8));
   }
+  SmallVector<Value> badIds;
   for (int64_t i = 0, e = getCopiesPerThread(ctx); i < e; ++i) {
     CopySlot slot = getCopySlot(kb, ctx, tc, i);
     Value pos = kb.add(start, slot.row);
@@ -419,8 +420,30 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
         headRow =
             kb.add(kb.mul(kb.add(item.kvBase, token), Hkv), item.kvHead);
       } else {
-        int64_t id = ids.size() == 1 ? 0 : i;
-        pageStart = kb.mul(kb.toIndex(ids[id]), caches.pageStride);
+        Value id;
+        if (ids.empty()) {
+          // The producer's page of this copy, looked up now; only where
+          // the copy reads a key.
+          auto ifOp = scf::IfOp::create(
+              b, TypeRange{b.getI32Type(), b.getI1Type()}, valid,
+              /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+          CheckedPageId c = checkPageId(
+              kb, caches,
+              memref::LoadOp::create(
+                  b, caches.kvIndices,
+                  ValueRange{kb.add(item.kvBase, kb.divu(pos, ctx.PS))}));
+          scf::YieldOp::create(b, ValueRange{c.id, c.bad});
+          b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+          scf::YieldOp::create(
+              b, ValueRange{kb.i32(0), arith::ConstantIntOp::create(b, 0, 1)});
+          id = ifOp.getResult(0);
+          badIds.push_back(ifOp.getResult(1));
+        } else {
+          id = ids[ids.size() == 1 ? 0 : i];
+        }
+        pageStart = kb.mul(kb.toIndex(id), caches.pageStride);
         Value offset = kb.remu(pos, ctx.PS);
         headRow = ctx.nhd ? kb.add(kb.mul(offset, Hkv), item.kvHead)
                           : kb.add(kb.mul(item.kvHead, ctx.PS), offset);
@@ -448,6 +471,7 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     copy();
   }
+  raiseBadPageIds(kb, caches, badIds);
 }
 
 template <typename Adaptor>

@@ -115,7 +115,11 @@ int64_t mlir::attn::mmasync::getNumPageIds(const KernelContext &ctx) {
   // pages), so a page size that is a multiple of the tile holds each tile.
   if (ctx.PS % ctx.N == 0)
     return 1;
-  return getPagesPerTile(ctx) ? getPagesPerTile(ctx) : getCopiesPerThread(ctx);
+  if (getPagesPerTile(ctx))
+    return getPagesPerTile(ctx);
+  // One page per copy: a producer warpgroup looks each up as it issues the
+  // copy (its 40 registers cannot carry a tile's worth one tile ahead).
+  return ctx.specialized ? 0 : getCopiesPerThread(ctx);
 }
 
 int64_t mlir::attn::mmasync::getPagesPerTile(const KernelContext &ctx) {

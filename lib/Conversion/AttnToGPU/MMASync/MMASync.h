@@ -187,8 +187,10 @@ struct KVTileValues {
 // Shared helpers
 //===----------------------------------------------------------------------===//
 
-/// The page indices a thread loads per tile: one when a tile lies inside a
-/// page, else one per 16-byte copy it issues; none for ragged KV.
+/// The page indices a thread loads a tile ahead: one when a tile lies inside
+/// a page, one per page when whole pages fill it, else one per 16-byte copy
+/// it issues (a producer warpgroup none: it looks each up as it issues the
+/// copy); none for ragged KV.
 int64_t getNumPageIds(const KernelContext &ctx);
 /// Whether !attn.query lives in registers (A fragments) rather than in
 /// shared memory (the Q tile, read at every k-step).
