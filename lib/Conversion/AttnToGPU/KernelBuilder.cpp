@@ -117,6 +117,13 @@ Value KernelBuilder::shuffleXor(Value x, int32_t mask) {
   return shuffle.getShuffleResult();
 }
 
+Value KernelBuilder::shuffleIdx(Value x, Value lane) {
+  auto shuffle = gpu::ShuffleOp::create(
+      b, x, toI32(lane), i32(32),
+      gpu::ShuffleModeAttr::get(b.getContext(), gpu::ShuffleMode::IDX));
+  return shuffle.getShuffleResult();
+}
+
 /// Combines neighbours level by level: ((x0 x1) (x2 x3)) ((x4 x5) ...).
 static Value reduceTree(ArrayRef<Value> xs,
                         llvm::function_ref<Value(Value, Value)> combine) {

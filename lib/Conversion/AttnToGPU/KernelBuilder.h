@@ -88,6 +88,8 @@ public:
 
   /// Butterfly shuffle of a 32-bit value across the warp (`gpu.shuffle xor`).
   mlir::Value shuffleXor(mlir::Value x, int32_t mask);
+  /// Lane `lane`'s value of a 32-bit `x` (`gpu.shuffle idx`).
+  mlir::Value shuffleIdx(mlir::Value x, mlir::Value lane);
   /// Max / sum of an f32 over the 4 lanes of a quad (lanes 4g .. 4g+3), the
   /// lanes that share a row of an mma accumulator fragment.
   mlir::Value quadMax(mlir::Value x);

@@ -211,6 +211,42 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
                                              ifOp.getResults().back())});
     return ids;
   }
+  if (getLanePageIds(ctx)) {
+    // Lane l's entry e = l + 32 x r is copy e / R of its warp's lanes in
+    // row e % R of their round (R = 32 / chunks rows a round), the row
+    // warp x R + e % R + (e / R) x rowStep of the tile (getCopySlot).
+    const int64_t R = 32 / ctx.chunks();
+    const int64_t rowStep = ctx.copyThreads() / ctx.chunks();
+    const int64_t entries = R * getCopiesPerThread(ctx);
+    Value warp = kb.divu(kb.sub(tc.tid, kb.idx(ctx.threads())), 32);
+    for (int64_t r = 0; r < count; ++r) {
+      Value e = kb.add(tc.lane, kb.idx(32 * r));
+      Value row = kb.add(kb.add(kb.mul(warp, kb.idx(R)), kb.remu(e, R)),
+                         kb.mul(kb.divu(e, R), kb.idx(rowStep)));
+      Value token = kb.add(start, row);
+      Value valid = kb.andi(kb.andi(inRange, kb.slt(token, item.kvEnd)),
+                            kb.slt(e, kb.idx(entries)));
+      auto ifOp = scf::IfOp::create(
+          b, TypeRange{b.getI32Type(), b.getI1Type()}, valid,
+          /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      CheckedPageId c = checkPageId(
+          kb, caches,
+          memref::LoadOp::create(
+              b, caches.kvIndices,
+              ValueRange{kb.add(item.kvBase, kb.divu(token, ctx.PS))}));
+      scf::YieldOp::create(b, ValueRange{c.id, c.bad});
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(
+          b, ValueRange{kb.i32(0), arith::ConstantIntOp::create(b, 0, 1)});
+      b.setInsertionPointAfter(ifOp);
+      ids.push_back(ifOp.getResult(0));
+      bad.push_back(ifOp.getResult(1));
+    }
+    raiseBadPageIds(kb, caches, bad);
+    return ids;
+  }
   for (int64_t i = 0; i < count; ++i) {
     Value token =
         onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
@@ -365,6 +401,12 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
     inPage = kb.add(kb.mul(headRow, ctx.D), kb.mul(first.chunk, 8));
   }
   SmallVector<Value> badIds;
+  // Page indices held across the warp's lanes (getLanePageIds): this lane's
+  // row in its round picks the entry of each copy.
+  const bool idsInLanes = getLanePageIds(ctx) > 0;
+  Value laneRow;
+  if (idsInLanes)
+    laneRow = kb.divu(tc.lane, ctx.chunks());
   for (int64_t i = 0, e = getCopiesPerThread(ctx); i < e; ++i) {
     CopySlot slot = getCopySlot(kb, ctx, tc, i);
     Value pos = kb.add(start, slot.row);
@@ -421,7 +463,11 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
             kb.add(kb.mul(kb.add(item.kvBase, token), Hkv), item.kvHead);
       } else {
         Value id;
-        if (ids.empty()) {
+        if (idsInLanes) {
+          const int64_t entry = i * (32 / ctx.chunks());
+          id = kb.shuffleIdx(ids[entry / 32],
+                             kb.add(laneRow, kb.idx(entry % 32)));
+        } else if (ids.empty()) {
           // The producer's page of this copy, looked up now; only where
           // the copy reads a key.
           auto ifOp = scf::IfOp::create(
@@ -444,7 +490,8 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
           id = ids[ids.size() == 1 ? 0 : i];
         }
         pageStart = kb.mul(kb.toIndex(id), caches.pageStride);
-        Value offset = kb.remu(pos, ctx.PS);
+        Value offset = kb.remu(
+            idsInLanes ? mlir::attn::detail::opaqueIndex(b, pos) : pos, ctx.PS);
         headRow = ctx.nhd ? kb.add(kb.mul(offset, Hkv), item.kvHead)
                           : kb.add(kb.mul(item.kvHead, ctx.PS), offset);
       }

@@ -117,9 +117,23 @@ int64_t mlir::attn::mmasync::getNumPageIds(const KernelContext &ctx) {
     return 1;
   if (getPagesPerTile(ctx))
     return getPagesPerTile(ctx);
+  if (int64_t perLane = getLanePageIds(ctx))
+    return perLane;
   // One page per copy: a producer warpgroup looks each up as it issues the
   // copy (its 40 registers cannot carry a tile's worth one tile ahead).
   return ctx.specialized ? 0 : getCopiesPerThread(ctx);
+}
+
+int64_t mlir::attn::mmasync::getLanePageIds(const KernelContext &ctx) {
+  // A producer warp's lanes copy whole rows (32 / chunks each round, the
+  // same rows below every rowStep): the tile's rows it reads, one page index
+  // each, spread over its 32 lanes.
+  const int64_t chunks = ctx.chunks();
+  if (!ctx.specialized || !ctx.paged || ctx.PS % ctx.N == 0 ||
+      getPagesPerTile(ctx) || ctx.copyThreads() % chunks || 32 % chunks)
+    return 0;
+  const int64_t rows = 32 / chunks * getCopiesPerThread(ctx);
+  return (rows + 31) / 32;
 }
 
 int64_t mlir::attn::mmasync::getPagesPerTile(const KernelContext &ctx) {

@@ -189,9 +189,17 @@ struct KVTileValues {
 
 /// The page indices a thread loads a tile ahead: one when a tile lies inside
 /// a page, one per page when whole pages fill it, else one per 16-byte copy
-/// it issues (a producer warpgroup none: it looks each up as it issues the
-/// copy); none for ragged KV.
+/// it issues (a producer warpgroup: spread over its warps' lanes,
+/// getLanePageIds, or none where the head dim's rows do not divide a warp:
+/// it looks each up as it issues the copy); none for ragged KV.
 int64_t getNumPageIds(const KernelContext &ctx);
+/// Where pages do not fill a warp-specialized producer's copy rounds (page
+/// sizes 1, 3, ...): the registers a producer lane holds page indices in,
+/// lane l of a warp the index of its rows' entry l (+ 32 per register; the
+/// entry of copy i of a lane in row p of its round is i x 32 / chunks + p),
+/// shuffled to the lanes that copy them as they issue; 0 otherwise (the
+/// head dim's chunks do not divide a warp).
+int64_t getLanePageIds(const KernelContext &ctx);
 /// Whether !attn.query lives in registers (A fragments) rather than in
 /// shared memory (the Q tile, read at every k-step).
 bool keepsQueryInRegisters(const KernelContext &ctx);
