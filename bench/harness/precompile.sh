@@ -18,6 +18,8 @@ for d in 64 96 256; do pc --heads 8/8 --head-dim $d --kinds merge,append --dtype
 pc --heads 8/8 --head-dim 64 --kinds merge --merge-states 3 --dtype f32          # f32 states
 pc --heads 32/8 --head-dim 64 --kinds ragged                      # P3
 pc --heads 32/8 --head-dim 256 --kinds ragged                     # P3
+pc --heads 32/8 --head-dim 256 --kinds ragged --non-causal        # tests: head dim 256
+pc --heads 32/8 --head-dim 256 --kinds prefill --page-size 1,16   # tests: head dim 256
 pc --heads 32/8 --head-dim 128 --kinds decode --logits-soft-cap 30 # tests
 pc --heads 32/8 --head-dim 128 --kinds decode --window-left 100   # tests
 for h in 32/4 8/8 64/8; do pc --heads $h --head-dim 128 --kinds decode; done

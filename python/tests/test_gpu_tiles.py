@@ -115,7 +115,10 @@ def test_decode_general_shapes(d, page):
     torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
 
 
-@pytest.mark.parametrize("d,page", [(64, 16), (80, 16), (96, 16), (128, 3), (128, 48), (128, 544)])
+# Head dim 256 (its two-stage 80-key tile): pages of 1 and 16 tokens, items
+# of one K/V tile and of many.
+@pytest.mark.parametrize("d,page", [(64, 16), (80, 16), (96, 16), (128, 3), (128, 48), (128, 544),
+                                    (256, 1), (256, 16)])
 @pytest.mark.parametrize("qo_lens,kv_lens", [([8] * 6, [300, 8, 1000, 77, 64, 2000]),
                                               ([512, 3, 130], [1024, 600, 130])])
 def test_prefill_general_shapes(d, page, qo_lens, kv_lens):
@@ -136,3 +139,22 @@ def test_ragged_prefill_general_head_dims(d):
     w.plan(indptr_of(torch, lens), indptr_of(torch, lens), HQ, HKV, d, causal=True, q_data_type=torch.bfloat16)
     ro, _ = attention(q, k, v, lens, lens, causal=True, sm_scale=1 / math.sqrt(d))
     torch.testing.assert_close(w.run(q, k, v).float(), ro, atol=2e-2, rtol=2e-2)
+
+
+def test_ragged_prefill_head_dim_256_without_mask():
+    """Every key of every tile visible (no causal tiles skipped), over
+    requests of 1 to 17 K/V tiles of 80 keys."""
+    import torch
+    gen = torch.Generator().manual_seed(256)
+    qo_lens, kv_lens = [1, 200, 33, 130], [80, 1360, 33, 700]
+    d = 256
+    q = torch.randn(sum(qo_lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
+    k = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    v = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    w = attn.BatchPrefillWithRaggedKVCacheWrapper(workspace(torch))
+    w.plan(indptr_of(torch, qo_lens), indptr_of(torch, kv_lens), HQ, HKV, d, causal=False,
+           q_data_type=torch.bfloat16)
+    o, lse = w.run(q, k, v, return_lse=True)
+    ro, rl = attention(q, k, v, qo_lens, kv_lens, sm_scale=1 / math.sqrt(d))
+    torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lse, rl, atol=1e-2, rtol=1e-3)
