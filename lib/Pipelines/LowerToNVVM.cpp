@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // The order matters: nvgpu ops become nvvm ops while memrefs still exist;
-// vector transfers and scf are lowered before the LLVM conversions; the
+// scf is lowered before the LLVM conversions; the
 // target attribute is attached before convert-gpu-to-nvvm so the data layout
 // and index width come from it; the dynamic shared memory fix and the
 // by-value tensor-map parameters run last, on LLVM globals and functions.
@@ -22,7 +22,6 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -41,9 +40,13 @@ void mlir::attn::buildLowerToNVVMPipeline(OpPassManager &pm,
   if (options.approximateTrig)
     pm.nest<gpu::GPUModuleOp>().addPass(
         mlir::attn::createApproximateTrigPass());
-  // Device-side dialects that still need memref/vector semantics.
+  // Device-side dialects that still need memref semantics. The kernels carry
+  // no vector transfers (vector-to-scf walked the whole module for nothing),
+  // and after the canonicalizer and CSE below, the LLVM conversion leaves
+  // nothing to fold that LLVM's pipeline does not: without a second round
+  // every cubin of the kernel pack is byte-identical (bench/NOTES.md,
+  // "Compile time, session 22").
   pm.addPass(createConvertNVGPUToNVVMPass());
-  pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertNVVMToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -68,8 +71,6 @@ void mlir::attn::buildLowerToNVVMPipeline(OpPassManager &pm,
   toNVVM.useBarePtrCallConv = options.barePtrCallConv;
   OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
   gpu.addPass(createConvertGpuOpsToNVVMOps(toNVVM));
-  gpu.addPass(createCanonicalizerPass());
-  gpu.addPass(createCSEPass());
   gpu.addPass(LLVM::createNVVMOptimizeForTargetPass());
   gpu.addPass(createReconcileUnrealizedCastsPass());
   gpu.addPass(mlir::attn::createExternalizeDynamicSharedMemoryPass());
