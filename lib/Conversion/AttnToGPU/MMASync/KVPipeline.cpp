@@ -144,6 +144,28 @@ void raiseBadPageIds(KernelBuilder &kb, const Caches &caches,
                           ValueRange{kb.idx(0)});
 }
 
+/// The checked page index of key `token` of the item where `valid` (page 0
+/// and not bad elsewhere: the load is skipped, not just its result).
+CheckedPageId loadPageIdIf(KernelBuilder &kb, const KernelContext &ctx,
+                           const ItemValues &item, const Caches &caches,
+                           Value valid, Value token) {
+  ImplicitLocOpBuilder &b = kb.builder();
+  auto ifOp = scf::IfOp::create(b, TypeRange{b.getI32Type(), b.getI1Type()},
+                                valid, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  CheckedPageId c = checkPageId(
+      kb, caches,
+      memref::LoadOp::create(
+          b, caches.kvIndices,
+          ValueRange{kb.add(item.kvBase, kb.divu(token, ctx.PS))}));
+  scf::YieldOp::create(b, ValueRange{c.id, c.bad});
+  b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  scf::YieldOp::create(
+      b, ValueRange{kb.i32(0), arith::ConstantIntOp::create(b, 0, 1)});
+  return {ifOp.getResult(0), ifOp.getResult(1)};
+}
+
 /// The page indices the copies of the tile starting at key `start` read
 /// (none for ragged KV): one per tile when tiles lie inside pages, else one
 /// per copy. `tile` and `count` guard taller tiles' lookups past the range.
@@ -226,23 +248,9 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
       Value token = kb.add(start, row);
       Value valid = kb.andi(kb.andi(inRange, kb.slt(token, item.kvEnd)),
                             kb.slt(e, kb.idx(entries)));
-      auto ifOp = scf::IfOp::create(
-          b, TypeRange{b.getI32Type(), b.getI1Type()}, valid,
-          /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      CheckedPageId c = checkPageId(
-          kb, caches,
-          memref::LoadOp::create(
-              b, caches.kvIndices,
-              ValueRange{kb.add(item.kvBase, kb.divu(token, ctx.PS))}));
-      scf::YieldOp::create(b, ValueRange{c.id, c.bad});
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      scf::YieldOp::create(
-          b, ValueRange{kb.i32(0), arith::ConstantIntOp::create(b, 0, 1)});
-      b.setInsertionPointAfter(ifOp);
-      ids.push_back(ifOp.getResult(0));
-      bad.push_back(ifOp.getResult(1));
+      CheckedPageId c = loadPageIdIf(kb, ctx, item, caches, valid, token);
+      ids.push_back(c.id);
+      bad.push_back(c.bad);
     }
     raiseBadPageIds(kb, caches, bad);
     return ids;
@@ -251,19 +259,9 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
     Value token =
         onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
     Value valid = kb.andi(inRange, kb.slt(token, item.kvEnd));
-    auto ifOp = scf::IfOp::create(b, TypeRange{b.getI32Type(), b.getI1Type()},
-                                  valid, /*withElseRegion=*/true);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    Value idx = kb.add(item.kvBase, kb.divu(token, ctx.PS));
-    CheckedPageId c = checkPageId(
-        kb, caches, memref::LoadOp::create(b, caches.kvIndices, ValueRange{idx}));
-    scf::YieldOp::create(b, ValueRange{c.id, c.bad});
-    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    scf::YieldOp::create(
-        b, ValueRange{kb.i32(0), arith::ConstantIntOp::create(b, 0, 1)});
-    b.setInsertionPointAfter(ifOp);
-    ids.push_back(ifOp.getResult(0));
-    bad.push_back(ifOp.getResult(1));
+    CheckedPageId c = loadPageIdIf(kb, ctx, item, caches, valid, token);
+    ids.push_back(c.id);
+    bad.push_back(c.bad);
   }
   raiseBadPageIds(kb, caches, bad);
   return ids;
@@ -470,22 +468,9 @@ void issueTile(KernelBuilder &kb, const KernelContext &ctx,
         } else if (ids.empty()) {
           // The producer's page of this copy, looked up now; only where
           // the copy reads a key.
-          auto ifOp = scf::IfOp::create(
-              b, TypeRange{b.getI32Type(), b.getI1Type()}, valid,
-              /*withElseRegion=*/true);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-          CheckedPageId c = checkPageId(
-              kb, caches,
-              memref::LoadOp::create(
-                  b, caches.kvIndices,
-                  ValueRange{kb.add(item.kvBase, kb.divu(pos, ctx.PS))}));
-          scf::YieldOp::create(b, ValueRange{c.id, c.bad});
-          b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-          scf::YieldOp::create(
-              b, ValueRange{kb.i32(0), arith::ConstantIntOp::create(b, 0, 1)});
-          id = ifOp.getResult(0);
-          badIds.push_back(ifOp.getResult(1));
+          CheckedPageId c = loadPageIdIf(kb, ctx, item, caches, valid, pos);
+          id = c.id;
+          badIds.push_back(c.bad);
         } else {
           id = ids[ids.size() == 1 ? 0 : i];
         }
