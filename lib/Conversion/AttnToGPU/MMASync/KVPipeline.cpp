@@ -233,32 +233,29 @@ SmallVector<Value> loadPageIds(KernelBuilder &kb, const KernelContext &ctx,
                                              ifOp.getResults().back())});
     return ids;
   }
-  if (getLanePageIds(ctx)) {
-    // Lane l's entry e = l + 32 x r is copy e / R of its warp's lanes in
-    // row e % R of their round (R = 32 / chunks rows a round), the row
-    // warp x R + e % R + (e / R) x rowStep of the tile (getCopySlot).
-    const int64_t R = 32 / ctx.chunks();
-    const int64_t rowStep = ctx.copyThreads() / ctx.chunks();
-    const int64_t entries = R * getCopiesPerThread(ctx);
-    Value warp = kb.divu(kb.sub(tc.tid, kb.idx(ctx.threads())), 32);
-    for (int64_t r = 0; r < count; ++r) {
-      Value e = kb.add(tc.lane, kb.idx(32 * r));
+  // Index i's key and whether it reads one. Lane-held indices
+  // (getLanePageIds): lane l's entry e = l + 32 x i is copy e / R of its
+  // warp's lanes in row e % R of their round (R = 32 / chunks rows a round),
+  // the row warp x R + e % R + (e / R) x rowStep of the tile (getCopySlot).
+  // Otherwise index i is copy i's (or the tile's, with one page).
+  const bool inLanes = getLanePageIds(ctx) > 0;
+  const int64_t R = 32 / ctx.chunks();
+  Value warp = inLanes ? kb.divu(kb.sub(tc.tid, kb.idx(ctx.threads())), 32)
+                       : Value();
+  for (int64_t i = 0; i < count; ++i) {
+    Value token, valid;
+    if (inLanes) {
+      const int64_t rowStep = ctx.copyThreads() / ctx.chunks();
+      Value e = kb.add(tc.lane, kb.idx(32 * i));
       Value row = kb.add(kb.add(kb.mul(warp, kb.idx(R)), kb.remu(e, R)),
                          kb.mul(kb.divu(e, R), kb.idx(rowStep)));
-      Value token = kb.add(start, row);
-      Value valid = kb.andi(kb.andi(inRange, kb.slt(token, item.kvEnd)),
-                            kb.slt(e, kb.idx(entries)));
-      CheckedPageId c = loadPageIdIf(kb, ctx, item, caches, valid, token);
-      ids.push_back(c.id);
-      bad.push_back(c.bad);
+      token = kb.add(start, row);
+      valid = kb.andi(kb.andi(inRange, kb.slt(token, item.kvEnd)),
+                      kb.slt(e, kb.idx(R * getCopiesPerThread(ctx))));
+    } else {
+      token = onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
+      valid = kb.andi(inRange, kb.slt(token, item.kvEnd));
     }
-    raiseBadPageIds(kb, caches, bad);
-    return ids;
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    Value token =
-        onePage ? start : kb.add(start, getCopySlot(kb, ctx, tc, i).row);
-    Value valid = kb.andi(inRange, kb.slt(token, item.kvEnd));
     CheckedPageId c = loadPageIdIf(kb, ctx, item, caches, valid, token);
     ids.push_back(c.id);
     bad.push_back(c.bad);
