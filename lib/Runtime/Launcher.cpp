@@ -474,9 +474,17 @@ Status UploadFence::wait() {
 
 Status streamIsCapturing(uint64_t stream, bool *capturing) {
   Status s;
-  const CudaDriver *d = cudaDriverInContext(&s);
+  const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
+  // The legacy default stream (PyTorch's default) can never capture, so
+  // every eager step's plan() is spared a driver call (1.3 us on an H200's host).
+  if (stream == 0 || stream == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY)) {
+    *capturing = false;
+    return Status::success();
+  }
+  if (Status c = ensureContext(*d); !c.ok())
+    return c;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = d->streamIsCapturing(reinterpret_cast<CUstream>(stream), &status);
   if (r != CUDA_SUCCESS)

@@ -77,6 +77,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         # Kept for engines that read it back; attn's decode kernel is one kernel whatever it says.
         self.use_tensor_cores = bool(use_tensor_cores)
         self._fixed = {}
+        self._graph_step = None   # graph mode's fast plan(): the fixed buffers' addresses (_fixed_step)
         if use_cuda_graph:
             bufs = {"kv_indptr": paged_kv_indptr_buffer, "kv_indices": paged_kv_indices_buffer,
                     "kv_last_len": paged_kv_last_page_len_buffer}
@@ -146,7 +147,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                 raise ValueError(f"attn: batch {batch} exceeds the CUDA-graph buffers' {self._max_batch}")
             if getattr(self, "_qo_fixed", None) is None or self._qo_fixed_k != k:
                 self._qo_fixed = torch.arange(self._max_batch + 1, dtype=torch.int32, device=self._device) * k
-                self._qo_fixed_k = k
+                self._qo_fixed_k, self._graph_step = k, None
             qo_dev = self._qo_fixed
         else:
             qo_dev = getattr(self, "_qo_dev", None)
@@ -196,54 +197,65 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         if indptr.shape[0] != batch + 1:
             return False
         core.raise_page_index_errors(self._device)
-        graph = self._use_cuda_graph
         n_idx = indices.numel()
         # indptr[batch], read from the (contiguous CPU int32) buffer: indexing
         # the tensor builds a 0-d tensor first, several times the cost.
         kv_pages = ctypes.c_int32.from_address(indptr.data_ptr() + 4 * batch).value
         if n_idx < kv_pages:
             return False  # the full path refuses it
-        if graph:
-            if batch > self._max_batch:
-                return False
-            fixed = self._fixed
-            d_idx, d_kv, d_last, d_qo = fixed["kv_indices"], fixed["kv_indptr"], fixed["kv_last_len"], self._qo_fixed
-            if n_idx > d_idx.numel() or self._qo_fixed_k != k:
+        if self._use_cuda_graph:
+            # The fixed buffers never move: their addresses, read once (_graph_step).
+            g = self._graph_step
+            if g is None or g[0] != k:
+                if self._qo_fixed_k != k:
+                    return False
+                g = self._graph_step = self._fixed_step(k)
+            _, idx_capacity, idx_ptr, kv_ptr, last_ptr, keep, ptrs = g
+            if batch > self._max_batch or n_idx > idx_capacity:
                 return False
             config = m.config
-            max_batch, max_q, max_kv = config["max_batch"], config["max_total_q_rows"], config["max_kv_tokens"]
-            kv_ptr, last_ptr = d_kv.data_ptr(), d_last.data_ptr()
-            keep = [d_qo, d_kv, d_last, d_idx]
+            maxima = (config["max_batch"], config["max_total_q_rows"], config["max_kv_tokens"])
+            # The page table goes into the fixed buffer in the same call (device to device).
+            table = (indices.data_ptr(), idx_ptr, 4 * n_idx)
         else:
             d_qo = self._qo_dev
             if d_qo.numel() < batch + 1 or self._qo_dev_k != k:
                 return False
-            d_idx = indices
             max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
             max_kv = split_kv_bound(m.info, kv_pages, m.template["page_size"], k) \
                 if m.config["fixed_split_tokens"] else 0
+            maxima = (max_batch, max_q, max_kv)
             # kv_indptr then last_page_len, adjacent in one buffer: one upload.
             d = self._index_buffer(m, 2 * batch + 1)
             kv_ptr = d.data_ptr()
             last_ptr = kv_ptr + 4 * (batch + 1)
-            keep = [d_qo, d, d_idx]
+            keep = [d_qo, d, indices]
+            ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
+                    "kv_indices": indices.data_ptr()}
+            table = (0, 0, 0)
         qo = m.qo_host
         if qo is None or len(qo) < batch + 1:
             qo = m.qo_host = array.array("i", range(0, k * (2 * batch + 2), k))
-        # Graph mode: the page table goes into the fixed buffer in the same call (device to device).
-        table = (indices.data_ptr(), d_idx.data_ptr(), 4 * n_idx) if graph else (0, 0, 0)
-        summary = self._plan_natively(m, batch, (max_batch, max_q, max_kv),
-                                      (qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr()),
+        summary = self._plan_natively(m, batch, maxima, (qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr()),
                                       (0, kv_ptr, last_ptr), 2 * batch + 1, min_kv_len=k, page_table=table)
         if summary is None:
             return False  # the workspace is too small, or a request is too short: the full path says so
-        config = m.config if graph else dict(m.config, max_batch=max_batch, max_total_q_rows=max_q,
-                                             max_kv_tokens=max_kv)
-        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=keep,
-                               ptrs={"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
-                                     "kv_indices": d_idx.data_ptr()})
+        config = m.config if self._use_cuda_graph else dict(m.config, max_batch=maxima[0],
+                                                            max_total_q_rows=maxima[1], max_kv_tokens=maxima[2])
+        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=keep, ptrs=ptrs)
         p.q_len_per_req, p.kv_pages = k, kv_pages
         return True
+
+    def _fixed_step(self, k):
+        """What graph mode's fast plan() reads of the fixed buffers: (k,
+        kv_indices capacity, its address, kv_indptr's and last_page_len's,
+        the buffers to keep alive, the run's pointers)."""
+        f, d_qo = self._fixed, self._qo_fixed
+        d_idx, d_kv, d_last = f["kv_indices"], f["kv_indptr"], f["kv_last_len"]
+        ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
+                "kv_indices": d_idx.data_ptr()}
+        return (k, d_idx.numel(), ptrs["kv_indices"], ptrs["kv_indptr"], ptrs["kv_last_len"],
+                [d_qo, d_kv, d_last, d_idx], ptrs)
 
     def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
             return_lse=False, enable_pdl=None, window_left=None, sinks=None, q_len_per_req=None,

@@ -133,6 +133,10 @@ TEST(LauncherDevice, UploadFenceRecordsAndWaits) {
   s = streamIsCapturing(0, &capturing);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_FALSE(capturing);
+  capturing = true; // the per-thread default stream asks the driver
+  s = streamIsCapturing(/*CU_STREAM_PER_THREAD=*/2, &capturing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(capturing);
 }
 
 TEST(LauncherNoDevice, UploadFenceWithoutCuda) {

@@ -150,7 +150,8 @@ private:
 };
 
 /// Whether `stream` is capturing a CUDA graph (work queued on it now is
-/// recorded into the graph, not run).
+/// recorded into the graph, not run). The legacy default stream (0) never
+/// captures: answered without a driver call.
 Status streamIsCapturing(uint64_t stream, bool *capturing);
 
 /// Checks a device workspace of `deviceBytes` at `deviceWorkspace` can hold
