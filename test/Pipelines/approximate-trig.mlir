@@ -29,3 +29,14 @@ func.func @left_alone(%x: f64, %y: f32) -> (f64, f32) {
   %c = math.cos %y fastmath<afn> : f32
   return %s, %c : f64, f32
 }
+
+// f32 tanh (the soft-cap variant's) becomes LLVM's tanh marked afn, which
+// NVPTX emits as tanh.approx.f32; other widths keep libdevice's.
+// CHECK-LABEL: func.func @soft_cap
+// CHECK-NEXT: llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
+// CHECK-NEXT: math.tanh %{{.*}} : f64
+func.func @soft_cap(%x: f32, %y: f64) -> (f32, f64) {
+  %t = math.tanh %x : f32
+  %u = math.tanh %y : f64
+  return %t, %u : f32, f64
+}

@@ -47,7 +47,8 @@ struct LowerToNVVMOptions
   Option<bool> approximateTrig{
       *this, "approximate-trig",
       llvm::cl::desc("Lower f32 sin/cos through a Cody-Waite reduction and "
-                     "the hardware approximation (attn-approximate-trig)"),
+                     "the hardware approximation, f32 tanh to tanh.approx "
+                     "(attn-approximate-trig)"),
       llvm::cl::init(true)};
 };
 
@@ -67,7 +68,9 @@ std::unique_ptr<mlir::Pass> createGridConstantParamsPass();
 /// `attn-approximate-trig`: reduces f32 math.sin/math.cos into [-pi, pi]
 /// (three-term Cody-Waite) and marks them `afn`, so they lower to
 /// sin.approx/cos.approx rather than libdevice's sinf/cosf with its local-
-/// memory slow path. Absolute error about 1e-6 for |x| < 2^28 * 2pi.
+/// memory slow path. Absolute error about 1e-6 for |x| < 2^28 * 2pi. f32
+/// math.tanh becomes llvm.intr.tanh {afn}: tanh.approx.f32 (relative error
+/// about 2^-11).
 std::unique_ptr<mlir::Pass> createApproximateTrigPass();
 
 /// Registers `attn-lower-to-nvvm` and the passes above.
