@@ -12,6 +12,8 @@
 #   ab     plan() of an older package (out/old-src: `git archive <commit>` of
 #          it, carried) and this one, built side by side, timed alternately
 #   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
+#   variant  a prefill plain and with each variant (bench/harness/variant_cost.py)
+#          with each kernel pack of VARIANT_PACKS, twice alternating
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
 #   kab    kernels before and after a change on one GPU: the benchmark's
 #          KAB_ONLY workloads without peers (default the prefill ones) with
@@ -100,6 +102,17 @@ if [[ $steps == *" ab "* ]]; then
       PYTHONPATH=$b/python ATTN_BUILD_DIR=$b timeout 60 python3 bench/harness/plan_overhead.py \
         --batches 1,256,1024 --calls 400 --breakdown > "$L/plan-ab-$which-$round.log" 2>&1
       stamp "plan ab $which round $round: $(grep -E '^ +256 ' "$L/plan-ab-$which-$round.log")"
+    done
+  done
+fi
+if [[ $steps == *" variant "* ]]; then
+  # What a variant costs a prefill, with each pack of VARIANT_PACKS (default
+  # kernels-base kernels), twice alternating; each output checked.
+  for round in 1 2; do
+    for pack in ${VARIANT_PACKS:-kernels-base kernels}; do
+      ATTN_CACHE_DIR=$PWD/out/$pack timeout 120 python3 bench/harness/variant_cost.py > "$L/variant-$pack-$round.log" 2>&1
+      stamp "variant $pack round $round rc=$?"
+      grep -E "^P2|Error" "$L/variant-$pack-$round.log" | sed "s/^/  $pack $round /" | tee -a "$L/summary.txt"
     done
   done
 fi

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""What a variant costs a prefill: P2's sixteen ragged causal requests (each
+request's K/V contiguous) through attn's ragged prefill wrapper, plain and
+with each variant the kernel packs hold for that shape (soft-cap 30, ALiBi),
+each checked against a float32 reference of the same variant.
+
+    ATTN_CACHE_DIR=out/kernels python3 bench/harness/variant_cost.py [plain,soft_cap,alibi]
+
+Figures: triton do_bench median (L2 flushed between calls) and TFLOP/s of
+the causal FLOPs (a variant's extra math is not counted). Needs what
+bench/gpu_run.sh sets up (PYTHONPATH, ATTN_CACHE_DIR)."""
+
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import workloads  # noqa: E402
+from reference import rel_error  # noqa: E402
+from workloads import HKV, HQ  # noqa: E402
+
+SOFT_CAP = 30.0
+VARIANTS = {
+    "plain": {},
+    "soft_cap": {"logits_soft_cap": SOFT_CAP},
+    "alibi": {"pos_encoding_mode": "ALIBI"},
+}
+
+
+def alibi_slopes(heads):
+    """ALiBi's head slopes (2^(-8 (h + 1) / heads) for a power-of-two count)."""
+    return torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
+
+
+def reference(w, variant, row_chunk=1024):
+    """Float32 output [rows, HQ, D] of the variant (causal, bottom-right aligned)."""
+    q = w["q"]
+    d, group = q.shape[2], HQ // HKV
+    scale = d ** -0.5
+    out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    slopes = alibi_slopes(HQ).to(q.device)[:, None, None]
+    start = row = 0
+    for qo, kv in zip(w["qo_lens"], w["kv_lens"]):
+        k = w["k"][start:start + kv].float().repeat_interleave(group, dim=1).transpose(0, 1)
+        v = w["v"][start:start + kv].float().repeat_interleave(group, dim=1).transpose(0, 1)
+        start += kv
+        for r0 in range(0, qo, row_chunk):
+            r1 = min(qo, r0 + row_chunk)
+            qb = q[row + r0:row + r1].float().transpose(0, 1)
+            s = torch.matmul(qb, k.transpose(1, 2)) * scale
+            pos = kv - qo + torch.arange(r0, r1, device=q.device)
+            keys = torch.arange(kv, device=q.device)
+            if variant == "soft_cap":
+                s = SOFT_CAP * torch.tanh(s / SOFT_CAP)
+            elif variant == "alibi":
+                s = s + slopes * (keys[None, :] - pos[:, None]).float()[None]
+            s = s.masked_fill(~(keys[None, :] <= pos[:, None])[None], float("-inf"))
+            out[row + r0:row + r1] = torch.matmul(torch.softmax(s, dim=-1), v).transpose(0, 1)
+        row += qo
+    return out
+
+
+def main():
+    import attn
+    import triton.testing
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else list(VARIANTS)
+    w = workloads.prefill("P2", workloads.P2_LENS, paged=False)
+    qo = w["qo_indptr"].cpu()
+    ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    for name in names:
+        wr = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")
+        wr.plan(qo, qo, HQ, HKV, w["head_dim"], causal=True, q_data_type=torch.bfloat16, **VARIANTS[name])
+        fn = lambda: wr.run(w["q"], w["k"], w["v"])  # noqa: E731
+        err = rel_error(fn(), reference(w, name))
+        ms = triton.testing.do_bench(fn, warmup=25, rep=300, return_mode="median")
+        print(f"P2 ragged {name:9s} {ms:.4f} ms {w['flops'] / ms / 1e9:6.0f} TFLOP/s err {err:.1e}",
+              flush=True)
+        assert math.isfinite(err) and err < 2e-2, f"{name}: error {err:.1e} against the float32 reference"
+
+
+if __name__ == "__main__":
+    main()
