@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """What a variant costs a prefill: P2's sixteen ragged causal requests (each
 request's K/V contiguous) through attn's ragged prefill wrapper, plain and
-with each variant the kernel packs hold for that shape (soft-cap 30, ALiBi),
+with each variant the kernel packs hold for that shape (soft-cap 30, ALiBi,
+RoPE on q and k),
 each checked against a float32 reference of the same variant.
 
-    ATTN_CACHE_DIR=out/kernels python3 bench/harness/variant_cost.py [plain,soft_cap,alibi]
+    ATTN_CACHE_DIR=out/kernels python3 bench/harness/variant_cost.py [plain,soft_cap,alibi,rope]
 
 Figures: triton do_bench median (L2 flushed between calls) and TFLOP/s of
 the causal FLOPs (a variant's extra math is not counted). Needs what
@@ -27,12 +28,24 @@ VARIANTS = {
     "plain": {},
     "soft_cap": {"logits_soft_cap": SOFT_CAP},
     "alibi": {"pos_encoding_mode": "ALIBI"},
+    "rope": {"pos_encoding_mode": "ROPE_LLAMA"},
 }
+ROPE_THETA = 1e4  # FlashInfer's default rope_theta, rope_scale 1
 
 
 def alibi_slopes(heads):
     """ALiBi's head slopes (2^(-8 (h + 1) / heads) for a power-of-two count)."""
     return torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
+
+
+def rope(x, pos):
+    """Rotate-half (NeoX) RoPE of x [n, heads, D] at positions pos [n], float32."""
+    d = x.shape[-1]
+    inv_freq = ROPE_THETA ** (-torch.arange(0, d // 2, device=x.device, dtype=torch.float32) * 2 / d)
+    angle = pos.float()[:, None] * inv_freq[None]
+    cos, sin = angle.cos()[:, None], angle.sin()[:, None]
+    x1, x2 = x[..., :d // 2], x[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
 def reference(w, variant, row_chunk=1024):
@@ -44,12 +57,18 @@ def reference(w, variant, row_chunk=1024):
     slopes = alibi_slopes(HQ).to(q.device)[:, None, None]
     start = row = 0
     for qo, kv in zip(w["qo_lens"], w["kv_lens"]):
-        k = w["k"][start:start + kv].float().repeat_interleave(group, dim=1).transpose(0, 1)
+        k = w["k"][start:start + kv].float()
+        if variant == "rope":
+            k = rope(k, torch.arange(kv, device=q.device))
+        k = k.repeat_interleave(group, dim=1).transpose(0, 1)
         v = w["v"][start:start + kv].float().repeat_interleave(group, dim=1).transpose(0, 1)
         start += kv
         for r0 in range(0, qo, row_chunk):
             r1 = min(qo, r0 + row_chunk)
-            qb = q[row + r0:row + r1].float().transpose(0, 1)
+            qb = q[row + r0:row + r1].float()
+            if variant == "rope":
+                qb = rope(qb, kv - qo + torch.arange(r0, r1, device=q.device))
+            qb = qb.transpose(0, 1)
             s = torch.matmul(qb, k.transpose(1, 2)) * scale
             pos = kv - qo + torch.arange(r0, r1, device=q.device)
             keys = torch.arange(kv, device=q.device)

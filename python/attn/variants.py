@@ -11,9 +11,7 @@ MLIR text, checked by the compiler's own verifier::
     ... attn.variant @tanh_cap(cap : f32) {
     ...   attn.hook logits_transform(%s : f32, %q_pos : i32, %k_pos : i32, %head : i32) {
     ...     %c = attn.param "cap" : f32
-    ...     %one = arith.constant 1.0 : f32
-    ...     %inv = arith.divf %one, %c : f32   // once per kernel, not per logit
-    ...     %x = arith.mulf %s, %inv : f32
+    ...     %x = arith.divf %s, %c : f32
     ...     %t = math.tanh %x : f32
     ...     %r = arith.mulf %c, %t : f32
     ...     attn.yield %r : f32

@@ -6,7 +6,9 @@
 // tile-level form: the work loop, the visible key range (causal's band: keys
 // up to the query's position), the K/V pipeline inside an scf.if for items
 // with keys, and the store. The soft-cap is a logits_transform region bound
-// to the `cap` argument; the causal mask a logits_mask region.
+// to the `cap` argument, its `s / cap` a product with 1 / cap (the same for
+// every logit: one division per kernel after CSE); the causal mask a
+// logits_mask region.
 // CHECK-LABEL: func.func @decode
 // CHECK: attn.attention {{.*}}attn.kernels = [@attn_kernels::@attn_decode_bf16_d128_h32x8_p16_nhd_k4_w3_s2_c4_causal_soft_cap]
 // CHECK: gpu.module @attn_kernels
@@ -31,8 +33,10 @@
 // CHECK: attn.tile.qk %[[Q]]
 // CHECK: attn.tile.online_softmax {{.*}} scale(%[[SCALE]]) {band_covers_mask}
 // CHECK: logits_transform {
-// CHECK: arith.divf %{{.*}}, %[[CAP]] : f32
-// CHECK: math.tanh
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[INV:.*]] = arith.divf %[[ONE]], %[[CAP]] : f32
+// CHECK-NEXT: %[[X:.*]] = arith.mulf %{{.*}}, %[[INV]] : f32
+// CHECK-NEXT: math.tanh %[[X]]
 // CHECK: } logits_mask {
 // CHECK: arith.cmpi sle
 // CHECK: attn.tile.pv

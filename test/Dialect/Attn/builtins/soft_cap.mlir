@@ -5,9 +5,7 @@
 // CHECK-LABEL: attn.variant @soft_cap(cap : f32) {
 // CHECK-NEXT: attn.hook logits_transform(%[[S:.*]]: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
 // CHECK-NEXT: %[[CAP:.*]] = attn.param "cap" : f32
-// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT: %[[INV:.*]] = arith.divf %[[ONE]], %[[CAP]] : f32
-// CHECK-NEXT: %[[X:.*]] = arith.mulf %[[S]], %[[INV]] : f32
+// CHECK-NEXT: %[[X:.*]] = arith.divf %[[S]], %[[CAP]] : f32
 // CHECK-NEXT: %[[T:.*]] = math.tanh %[[X]] : f32
 // CHECK-NEXT: %[[R:.*]] = arith.mulf %[[CAP]], %[[T]] : f32
 // CHECK-NEXT: attn.yield %[[R]] : f32

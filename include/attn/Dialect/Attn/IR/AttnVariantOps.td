@@ -27,18 +27,17 @@ def Attn_VariantOp : Attn_Op<"variant", [
     `attn.param`, so one compiled kernel serves every value. Several variants
     compose: transforms apply in the order the attention op lists the
     variants, masks are ANDed, and at most one variant may define a sink.
-    A logits hook runs for every logit: divide by a parameter through its
-    reciprocal, as below (one division per kernel once CSE and LICM have
-    merged and hoisted it), not per logit (an IEEE division with a slow-path
-    branch each: the soft-capped prefill ran 2.3x slower that way).
+    A hook runs for every element it transforms, so the kernel generator
+    compiles a division by a value that is the same for all of them (a
+    parameter, a config value, a constant, or arithmetic on those) as a
+    product with its reciprocal, computed once per kernel (within an ulp of
+    the quotient): `s / cap` below costs a multiplication per logit.
 
     ```mlir
     attn.variant @soft_cap(cap : f32) {
       attn.hook logits_transform(%s : f32, %q_pos : i32, %k_pos : i32, %head : i32) {
         %cap = attn.param "cap" : f32
-        %one = arith.constant 1.0 : f32
-        %inv = arith.divf %one, %cap : f32
-        %x = arith.mulf %s, %inv : f32
+        %x = arith.divf %s, %cap : f32
         %t = math.tanh %x : f32
         %r = arith.mulf %cap, %t : f32
         attn.yield %r : f32
