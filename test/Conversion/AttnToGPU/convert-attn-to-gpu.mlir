@@ -221,8 +221,9 @@ module attributes {gpu.container_module} {
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK: gpu.barrier
 // CHECK: scf.for
+// CHECK: vector.load {{.*}} vector<8xbf16>
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : f32
-// CHECK: memref.store
+// CHECK: vector.store {{.*}} vector<8xbf16>
 // CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync
 // CHECK: scf.if %{{.*}} -> (f32,
