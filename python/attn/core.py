@@ -355,24 +355,22 @@ _kernel_infos = {}
 def stream_handle(device):
     """The raw handle (cudaStream_t, an int) of ``device``'s current stream,
     for the binding's launches: PyTorch's raw-stream query when it has one
-    (no Stream object built per launch), else ``current_stream().cuda_stream``."""
-    torch = torch_module()
-    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
-    index = getattr(device, "index", None)
-    if raw is None or index is None:
-        return torch.cuda.current_stream(device).cuda_stream
-    return raw(index)
+    (no Stream object built per launch), else ``current_stream().cuda_stream``;
+    the lookup of which is done once per device (plan() calls this every step)."""
+    get = _stream_getters.get(device)
+    if get is None:
+        torch = torch_module()
+        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+        index = getattr(device, "index", None)
+        if raw is None or index is None:
+            get = lambda: torch.cuda.current_stream(device).cuda_stream  # noqa: E731
+        else:
+            get = functools.partial(raw, index)
+        _stream_getters[device] = get
+    return get()
 
 
-def stream_getter(device):
-    """A function of no arguments returning ``device``'s current stream
-    handle, as stream_handle() does, with the lookups done once."""
-    torch = torch_module()
-    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
-    index = getattr(device, "index", None)
-    if raw is None or index is None:
-        return lambda: torch.cuda.current_stream(device).cuda_stream
-    return functools.partial(raw, index)
+_stream_getters = {}
 
 
 def num_sms(device):
@@ -772,8 +770,7 @@ class WrapperBase:
         self._graph_config = None
         self._planned = None
         self._staging = None        # pinned int32 staging of the index arrays (see _upload_i32)
-        self._pinned = None         # the fast path's (host ws address, bytes, staging address, bytes)
-        self._stream_of_device = None  # () -> the current stream's handle on the wrapper's device
+        self._pinned = None         # (host ws address, bytes, staging address, bytes): _pin_buffers
         self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
         self._capture_ok = False    # a frozen plan (SinglePlans) may be captured without graph mode
         self._memo = {}             # plan()'s fast path: scalar arguments -> what they decide (PlanMemo)
@@ -852,14 +849,12 @@ class WrapperBase:
         ``min_kv_len`` keys: the full path then fits or says which."""
         pinned = self._pinned
         if pinned is None or pinned[3] < 4 * staged:
-            pinned = self._pin_buffers(m, staged=staged)
-        stream = self._stream_of_device
-        if stream is None:
-            stream = self._stream_of_device = stream_getter(self._device)
-        fence = self._fence or self._upload_fence()
+            pinned = self._pin_buffers(staged=staged)
+        handle = stream_handle(self._device)
+        fence = self._upload_fence()
         ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         for _ in range(2):
-            summary = m.planner.plan(pinned[0], pinned[1], ws_ptr, ws_bytes, stream(), batch, *maxima, *host,
+            summary = m.planner.plan(pinned[0], pinned[1], ws_ptr, ws_bytes, handle, batch, *maxima, *host,
                                      min_kv_len, pinned[2], pinned[3], dst[1], dst[2], fence, dst[0], *page_table)
             if summary is not None:
                 return summary
@@ -867,21 +862,23 @@ class WrapperBase:
             if device_bytes > ws_bytes or pinned[1] >= host_bytes:
                 return None
             # A larger batch: a pinned host workspace with room for growth.
-            pinned = self._pin_buffers(m, host_bytes=host_bytes)
+            pinned = self._pin_buffers(host_bytes=host_bytes)
         return None
 
-    def _pin_buffers(self, m, staged=0, host_bytes=0):
+    def _pin_buffers(self, staged=0, host_bytes=0):
         """Grows the pinned host workspace to ``host_bytes`` and the staging
         buffer to ``staged`` int32 words (each at least doubling, so that a
-        growing batch reallocates a few times), and returns the fast path's
-        (host workspace address, bytes, staging address, bytes)."""
+        growing batch reallocates a few times; the only place either is
+        allocated), and returns their (host workspace address, bytes,
+        staging address, bytes), which plan()'s fast path passes every step."""
+        torch = torch_module()
         host_ws, staging = self._host_ws, self._staging
         if staging is None or staging.numel() < staged:
             size = max(staged, 1024, 2 * (staging.numel() if staging is not None else 0))
-            staging = self._staging = m.torch.empty(size, dtype=m.i32, pin_memory=True)
+            staging = self._staging = torch.empty(size, dtype=torch.int32, pin_memory=True)
         if host_bytes and (host_ws is None or host_ws.numel() < host_bytes):
-            host_ws = self._host_ws = m.torch.empty(
-                max(host_bytes, 2 * (host_ws.numel() if host_ws is not None else 0)), dtype=m.torch.uint8,
+            host_ws = self._host_ws = torch.empty(
+                max(host_bytes, 2 * (host_ws.numel() if host_ws is not None else 0)), dtype=torch.uint8,
                 pin_memory=True)
         self._pinned = (host_ws.data_ptr() if host_ws is not None else 0,
                         host_ws.numel() if host_ws is not None else 0, staging.data_ptr(), 4 * staging.numel())
@@ -961,9 +958,7 @@ class WrapperBase:
         plan_cfg = dict(config, max_partial_rows=cap) if cap else config
         fence = self._upload_fence()
         fence.wait()  # the previous plan's uploads may still read the pinned buffers
-        if self._host_ws is None or self._host_ws.numel() < host_bytes:
-            self._host_ws = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
-            self._pinned = None
+        self._pin_buffers(host_bytes=host_bytes)
         handle = stream_handle(self._device)
         # Plans and queues the plan's copy (the device workspace size checked).
         summary = _native.native().plan(
@@ -1023,10 +1018,7 @@ class WrapperBase:
         torch = torch or torch_module()
         n_loose = sum(len(h) for _, h in loose)
         total = n_loose + sum(len(h) for _, h, _ in into_fixed)
-        if self._staging is None or self._staging.numel() < total:
-            size = max(total, 1024, 2 * (self._staging.numel() if self._staging is not None else 0))
-            self._staging = torch.empty(size, dtype=torch.int32, pin_memory=True)
-            self._pinned = None
+        self._pin_buffers(staged=total)
         staging = self._staging
         base, off, placed = staging.data_ptr(), 0, []
         for item in loose + into_fixed:

@@ -219,7 +219,8 @@ public:
   /// (host_bytes, device_bytes) under these maxima.
   py::tuple sizes(int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens) {
     size_t host = 0, device = 0;
-    workspaceSizes(maxBatch, maxTotalQRows, maxKvTokens, &host, &device);
+    setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
+    check(attnRtPlanWorkspaceSize(&c_, &host, &device));
     return py::make_tuple(host, device);
   }
 
@@ -269,8 +270,9 @@ public:
     if (staging && staged > stagingBytes)
       throw py::value_error("staging buffer has " + std::to_string(stagingBytes) +
                             " bytes, the index arrays need " + std::to_string(staged));
+    setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
     size_t host = 0, device = 0;
-    workspaceSizes(maxBatch, maxTotalQRows, maxKvTokens, &host, &device);
+    check(attnRtPlanWorkspaceSize(&c_, &host, &device));
     if (hostWsBytes < host || deviceWsBytes < device)
       return py::none();
     attnRtPlanInputs in;
@@ -332,28 +334,12 @@ public:
   }
 
 private:
-  /// The config under these maxima and its workspace sizes, remembered for
-  /// the last maxima (graph mode plans every step under the same ones).
-  void workspaceSizes(int32_t maxBatch, int32_t maxTotalQRows,
-                      int64_t maxKvTokens, size_t *host, size_t *device) {
+  void setMaxima(int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens) {
     c_.max_batch = maxBatch;
     c_.max_total_q_rows = maxTotalQRows;
     c_.max_kv_tokens = c_.fixed_split_tokens > 0 ? maxKvTokens : 0;
-    if (!sized_ || sizedFor_[0] != c_.max_batch ||
-        sizedFor_[1] != c_.max_total_q_rows || sizedFor_[2] != c_.max_kv_tokens) {
-      check(attnRtPlanWorkspaceSize(&c_, &hostBytes_, &deviceBytes_));
-      sizedFor_[0] = c_.max_batch;
-      sizedFor_[1] = c_.max_total_q_rows;
-      sizedFor_[2] = c_.max_kv_tokens;
-      sized_ = true;
-    }
-    *host = hostBytes_;
-    *device = deviceBytes_;
   }
   attnRtPlanConfig c_;
-  bool sized_ = false;
-  int64_t sizedFor_[3] = {0, 0, 0};
-  size_t hostBytes_ = 0, deviceBytes_ = 0;
 };
 
 /// A host workspace: an int address (pinned memory from PyTorch) or a

@@ -135,7 +135,7 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     ws = torch.zeros(64 << 20, dtype=torch.uint8)
     w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
     for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_staging", "_idx_dev", "_pinned",
-                 "_stream_of_device", "_graph_step"):
+                 "_graph_step"):
         setattr(w, name, None)
     w._ws_sizes, w._capture_ok, w._memo, w._op_handle = (None, None), False, {}, 0
     w._fixed = {}

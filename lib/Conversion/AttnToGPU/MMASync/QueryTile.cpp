@@ -193,7 +193,8 @@ void mlir::attn::mmasync::transformRows(
   SharedElement e2 = getSharedElement(kb, ctx, smemRow,
                                       kb.add(chunk, kb.idx(chunksPerHalf)));
   auto load = [&](SharedElement e) {
-    auto op = vector::LoadOp::create(b, vecType, tiles, ValueRange{e.row, e.col});
+    auto op =
+        vector::LoadOp::create(b, vecType, tiles, ValueRange{e.row, e.col});
     op.setAlignment(16); // chunks start at 16-byte boundaries
     return op.getResult();
   };
@@ -205,8 +206,11 @@ void mlir::attn::mmasync::transformRows(
   Value d0 = kb.mul(chunk, kb.idx(kChunk));
   Value out1 = v1, out2 = v2;
   for (int64_t i = 0; i < kChunk; ++i) {
-    Value x = arith::ExtFOp::create(b, f32, vector::ExtractOp::create(b, v1, i).getResult());
-    Value y = arith::ExtFOp::create(b, f32, vector::ExtractOp::create(b, v2, i).getResult());
+    auto element = [&](Value v) -> Value {
+      Value e = vector::ExtractOp::create(b, v, i);
+      return arith::ExtFOp::create(b, f32, e);
+    };
+    Value x = element(v1), y = element(v2);
     Value d = kb.add(d0, kb.idx(i));
     Value nx = fn(x, y, d, row);
     Value ny = fn(y, x, kb.add(d, kb.idx(half)), row);
