@@ -79,7 +79,7 @@ def median_us(fn, calls):
 
 def planner_alone_us(w, indptr, last, calls):
     """The C++ planner of w's last plan's config on the same batch, through the
-    binding, nothing uploaded (device workspace and staging 0)."""
+    binding, nothing uploaded (device workspace 0)."""
     p = w._planned
     cfg = dict(p.config)
     planner = _native.native().Planner(cfg)
@@ -120,7 +120,7 @@ class _PlannerProxy:
         try:
             return self._p.plan(*args)
         finally:
-            self._totals["native plan + uploads + fence"] = self._totals.get("native plan + uploads + fence", 0.0) + \
+            self._totals["native plan + upload + fence"] = self._totals.get("native plan + upload + fence", 0.0) + \
                 time.perf_counter() - t0
 
     def sizes(self, *args):

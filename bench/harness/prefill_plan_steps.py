@@ -9,8 +9,8 @@ Planner's plan-and-upload call timed), the C++ planner alone on the batch,
 and 100 plans on the full path with each of its steps wrapped by a timer,
 as plan_overhead.py --breakdown does for decode: make_spec, kernel_info,
 plan_config, the variant arguments, the capture query, the page-index
-word, the stream lookup, the upload fence's wait and record, the binding's
-plan-and-upload call and ``_upload_i32`` (the index arrays' copies). Prints
+word, the stream lookup, the upload fence's wait and record, and the
+binding's plan-and-upload call (the plan carries the index arrays). Prints
 each step's median in microseconds, the whole plan()'s median and the rest
 (Python not in any step; a timer costs ~0.2 us). Needs what bench/gpu_run.sh sets up (PYTHONPATH, ATTN_CACHE_DIR)."""
 
@@ -77,7 +77,7 @@ class NativeProxy:
 
 
 class PlannerProxy:
-    """A memo entry's native Planner, its plan() timed (plan, uploads, fence)."""
+    """A memo entry's native Planner, its plan() timed (plan, upload, fence)."""
 
     def __init__(self, planner):
         self.planner = planner
@@ -90,7 +90,7 @@ class PlannerProxy:
         try:
             return self.planner.plan(*a)
         finally:
-            add("native plan + uploads + fence", t0)
+            add("native plan + upload + fence", t0)
 
 
 def measure(name, plan, calls=100):
@@ -116,7 +116,7 @@ def main():
     proxy = NativeProxy(_native.native())
     _native.native = lambda: proxy
     for owner, fn, label in ((core, "kernel_info", "kernel_info"), (paged, "make_spec", "make_spec"),
-                             (prefill, "make_spec", "make_spec"), (core.WrapperBase, "_upload_i32", "_upload_i32"),
+                             (prefill, "make_spec", "make_spec"),
                              (core.WrapperBase, "_check_not_capturing", "capture query"),
                              (core, "raise_page_index_errors", "index word"), (core, "plan_config", "plan_config"),
                              (core, "stream_handle", "stream"), (core.WrapperBase, "_variant_args", "variant args")):

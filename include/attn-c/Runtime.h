@@ -188,7 +188,7 @@ ATTN_RT_EXPORT attnRtStatus attnRtCopyToDevice(const void *host, size_t bytes,
 ATTN_RT_EXPORT attnRtStatus attnRtCopyOnDevice(uint64_t src, size_t bytes,
                                                uint64_t dst, uint64_t stream);
 /* A fence over pinned host buffers that async copies read (a plan's host
- * workspace and staging, refilled every step): attnRtFenceRecord marks the
+ * workspace, refilled every step): attnRtFenceRecord marks the
  * work queued on `stream` so far, attnRtFenceWait blocks until that work has
  * run (returns at once before the first record). The CUDA event is created
  * at the first record, in the stream's context. */
@@ -203,7 +203,10 @@ ATTN_RT_EXPORT void attnRtFenceDestroy(attnRtFence_t fence);
 ATTN_RT_EXPORT attnRtStatus attnRtStreamIsCapturing(uint64_t stream,
                                                     int32_t *capturing);
 /* Launches the attention kernel (and the merge kernel when needed; merge_kernel
- * may be NULL only when the plan never splits and is not in graph mode). */
+ * may be NULL only when the plan never splits and is not in graph mode).
+ * The plan binds the kernels' plan arguments, among them qo_indptr, kv_indptr
+ * and kv_last_len (its copies of the arrays it was made from; docs/Manifest.md);
+ * args binds the rest by name. */
 ATTN_RT_EXPORT attnRtStatus attnRtRun(attnRtModule_t module,
                                       const char *attention_kernel,
                                       const char *merge_kernel,

@@ -500,7 +500,7 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t strea
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
-  PlanSpan spans[3];
+  PlanSpan spans[kMaxPlanSpans];
   int32_t n = planUploadSpans(plan, spans);
   const char *host = reinterpret_cast<const char *>(plan.words);
   for (int32_t i = 0; i < n; ++i) {
@@ -602,6 +602,9 @@ static Status bindArgs(const KernelManifest &k, const PlanView &plan,
     else if (n == plan_args::kMergeUnits) *v = ws + 4 * uint64_t(w[kHdrOffMergeUnits]);
     else if (n == plan_args::kPartialO) *v = ws + plan.partialOOffset();
     else if (n == plan_args::kPartialLse) *v = ws + plan.partialLseOffset();
+    else if (n == plan_args::kQoIndptr) *v = ws + 4 * uint64_t(w[kHdrOffQoIndptr]);
+    else if (n == plan_args::kKvIndptr) *v = ws + 4 * uint64_t(w[kHdrOffKvIndptr]);
+    else if (n == plan_args::kKvLastLen) *v = ws + 4 * uint64_t(w[kHdrOffKvLastLen]);
     else return false;
     return true;
   };

@@ -250,7 +250,15 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   // splits fewer tiles; a fixed split that needs more is refused by plan().
   if (c.max_partial_rows > 0)
     partialRows = std::min(partialRows, c.max_partial_rows);
+  // The index arrays' copies (qo_indptr, kv_indptr, kv_last_len): laid out
+  // for max_batch, so that graph mode's captured pointers hold.
   int64_t words = kPlanHeaderWords;
+  const int64_t offQo = words;
+  words += int64_t(c.max_batch) + 1;
+  const int64_t offKv = words;
+  words += int64_t(c.max_batch) + 1;
+  const int64_t offLast = words;
+  words += c.max_batch;
   int64_t offCta = words;
   words += maxCtas + 1;
   int64_t offItems = words;
@@ -291,6 +299,9 @@ Status computePlanLayout(const PlanConfig &c, PlanLayout *layout) {
   l.max_items = int32_t(maxItems);
   l.max_merge_units = int32_t(maxTiles);
   l.partial_rows = partialRows;
+  l.off_qo_indptr = int32_t(offQo);
+  l.off_kv_indptr = int32_t(offKv);
+  l.off_kv_last_len = int32_t(offLast);
   l.off_cta_indptr = int32_t(offCta);
   l.off_items = int32_t(offItems);
   l.off_merge_indptr = int32_t(offMergeIndptr);
@@ -1417,6 +1428,26 @@ static void repeatForHeadGroups(int32_t copies, int64_t ctas, int32_t *ctaIndptr
   *numSlots = s * copies;
 }
 
+/// The plan's copies of the (validated) index arrays the kernels read:
+/// qo_indptr and kv_indptr as given; kv_last_len (paged) from kv_lens when
+/// given (the lengths the planner reads then), else kv_last_len, 0 for a
+/// request without blocks (whose given value is never
+/// checked); zeros for ragged KV, where nothing reads it.
+static void copyIndexArrays(const PlanConfig &c, const PlanInputs &in,
+                            const PlanLayout &l, int32_t *w) {
+  const int32_t n = in.batch;
+  std::memcpy(w + l.off_qo_indptr, in.qo_indptr, (size_t(n) + 1) * 4);
+  std::memcpy(w + l.off_kv_indptr, in.kv_indptr, (size_t(n) + 1) * 4);
+  int32_t *last = w + l.off_kv_last_len;
+  const bool paged = c.indexing == KVIndexing::Paged;
+  for (int32_t b = 0; b < n; ++b) {
+    const int32_t blocks = in.kv_indptr[b + 1] - in.kv_indptr[b];
+    last[b] = !paged || blocks == 0 ? 0
+              : in.kv_lens ? in.kv_lens[b] - (blocks - 1) * c.block_size
+                           : in.kv_last_len[b];
+  }
+}
+
 Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
             size_t workspaceBytes) {
   PlanLayout l;
@@ -1730,6 +1761,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   for (int64_t i = used + 1; i <= l.max_ctas; ++i)
     ctaIndptr[i] = numItems;
 
+  copyIndexArrays(c, in, l, w);
   std::memset(w, 0, kPlanHeaderWords * 4);
   w[kHdrMagic] = kPlanMagic;
   w[kHdrVersion] = kPlanAbiVersion;
@@ -1763,6 +1795,10 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
       int32_t(uint32_t(uint64_t(l.partial_lse_offset) >> 32));
   w[kHdrNumQoHeads] = c.num_qo_heads;
   w[kHdrNumKvHeads] = c.num_kv_heads;
+  w[kHdrOffQoIndptr] = l.off_qo_indptr;
+  w[kHdrOffKvIndptr] = l.off_kv_indptr;
+  w[kHdrOffKvLastLen] = l.off_kv_last_len;
+  w[kHdrMaxBatch] = c.max_batch;
   return Status::success();
 }
 
@@ -1782,23 +1818,34 @@ size_t PlanView::deviceBytes() const {
          size_t(words[kHdrMaxSlots]) * size_t(words[kHdrSlotRows]) * 4;
 }
 
-int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[3]) {
+int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[kMaxPlanSpans]) {
   const int32_t *w = plan.words;
-  int32_t units = plan.numMergeUnits();
-  PlanSpan parts[3] = {
-      {0, (size_t(w[kHdrOffItems]) + size_t(plan.numItems()) * kWorkItemWords) * 4},
-      {size_t(w[kHdrOffMergeIndptr]) * 4, (size_t(units) + 1) * 4},
-      {size_t(w[kHdrOffMergeUnits]) * 4, size_t(units) * kMergeUnitWords * 4}};
-  int32_t n = 0;
-  for (int32_t i = 0; i < (units > 0 ? 3 : 1); ++i) {
+  const size_t n = size_t(plan.batch());
+  const int32_t units = plan.numMergeUnits();
+  auto part = [&](int32_t offField, size_t words) {
+    return PlanSpan{size_t(w[offField]) * 4, words * 4};
+  };
+  const PlanSpan parts[kMaxPlanSpans] = {
+      {0, (size_t(w[kHdrOffQoIndptr]) + n + 1) * 4},
+      part(kHdrOffKvIndptr, n + 1),
+      part(kHdrOffKvLastLen, n),
+      {size_t(w[kHdrOffCtaIndptr]) * 4,
+       (size_t(w[kHdrOffItems] - w[kHdrOffCtaIndptr]) +
+        size_t(plan.numItems()) * kWorkItemWords) * 4},
+      part(kHdrOffMergeIndptr, size_t(units) + 1),
+      part(kHdrOffMergeUnits, size_t(units) * kMergeUnitWords)};
+  int32_t count = 0;
+  for (int32_t i = 0; i < (units > 0 ? kMaxPlanSpans : kMaxPlanSpans - 2); ++i) {
     const PlanSpan &p = parts[i];
-    if (n > 0 && p.offset - (spans[n - 1].offset + spans[n - 1].bytes) <
-                     kPlanUploadGapBytes)
-      spans[n - 1].bytes = p.offset + p.bytes - spans[n - 1].offset;
+    if (p.bytes == 0)
+      continue;
+    if (count > 0 && p.offset - (spans[count - 1].offset + spans[count - 1].bytes) <
+                         kPlanUploadGapBytes)
+      spans[count - 1].bytes = p.offset + p.bytes - spans[count - 1].offset;
     else
-      spans[n++] = p;
+      spans[count++] = p;
   }
-  return n;
+  return count;
 }
 
 /// "plan header: <what>" as the InvalidArgument viewPlan() returns.
@@ -1849,7 +1896,8 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
       {kHdrHeadDim, "head_dim", 1, kMaxInt32},
       {kHdrNumQoHeads, "num_qo_heads", 1, kMaxInt32},
       {kHdrNumKvHeads, "num_kv_heads", 1, kMaxInt32},
-      {kHdrBatch, "batch", 0, kMaxInt32},
+      {kHdrMaxBatch, "max_batch", 0, kMaxInt32},
+      {kHdrBatch, "batch", 0, w[kHdrMaxBatch]},
       {kHdrTotalQRows, "total_q_rows", 0, kMaxInt32},
       {kHdrGraphMode, "graph_mode", 0, 1},
   };
@@ -1867,13 +1915,18 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
                    std::to_string(w[kHdrNumQoHeads]) +
                    ", or gqa_pack does not divide its GQA group");
   // The arrays, in order, inside total_words and not overlapping.
+  const int64_t offQo = w[kHdrOffQoIndptr], offKv = w[kHdrOffKvIndptr],
+                offLast = w[kHdrOffKvLastLen], maxBatch = w[kHdrMaxBatch];
   const int64_t offCta = w[kHdrOffCtaIndptr], offItems = w[kHdrOffItems],
                 offMi = w[kHdrOffMergeIndptr], offMu = w[kHdrOffMergeUnits];
   const struct {
     int64_t off, begin;
     const char *name;
   } arrays[] = {
-      {offCta, kPlanHeaderWords, "off_cta_indptr"},
+      {offQo, kPlanHeaderWords, "off_qo_indptr"},
+      {offKv, offQo + maxBatch + 1, "off_kv_indptr"},
+      {offLast, offKv + maxBatch + 1, "off_kv_last_len"},
+      {offCta, offLast + maxBatch, "off_cta_indptr"},
       {offItems, offCta + w[kHdrMaxCtas] + 1, "off_items"},
       {offMi, offItems + int64_t(w[kHdrMaxItems]) * kWorkItemWords,
        "off_merge_indptr"},
@@ -1909,6 +1962,19 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
                    " does not follow partial_o (" + std::to_string(oOff) +
                    " + max_slots x slot_rows x head_dim floats) 256-byte "
                    "aligned within 2^48 bytes");
+  // The index arrays the kernels address K/V and outputs by: from 0,
+  // monotone, qo_indptr up to total_q_rows.
+  const int32_t *qo = w + offQo, *kv = w + offKv, *last = w + offLast;
+  const int32_t n = w[kHdrBatch];
+  if (qo[0] != 0 || qo[n] != w[kHdrTotalQRows] || kv[0] != 0)
+    return badPlan("qo_indptr must run from 0 to total_q_rows " +
+                   std::to_string(w[kHdrTotalQRows]) + " and kv_indptr from 0 (" +
+                   std::to_string(qo[0]) + ".." + std::to_string(qo[n]) + ", " +
+                   std::to_string(kv[0]) + "..)");
+  for (int32_t b = 0; b < n; ++b)
+    if (qo[b + 1] < qo[b] || kv[b + 1] < kv[b] || last[b] < 0)
+      return badPlan("qo_indptr or kv_indptr decreases, or kv_last_len is "
+                     "negative, at request " + std::to_string(b));
   // The CTA index partitions the work list.
   const int32_t numCtas = w[kHdrNumCtas], numItems = w[kHdrNumItems],
                 numUnits = w[kHdrNumMergeUnits], numSlots = w[kHdrNumSlots];

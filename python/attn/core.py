@@ -769,12 +769,10 @@ class WrapperBase:
         self._fence = None          # orders reuse of the pinned plan buffers (_upload_fence)
         self._graph_config = None
         self._planned = None
-        self._staging = None        # pinned int32 staging of the index arrays (see _upload_i32)
-        self._pinned = None         # (host ws address, bytes, staging address, bytes): _pin_buffers
+        self._pinned = None         # (host ws address, bytes): _pin_buffers
         self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
         self._capture_ok = False    # a frozen plan (SinglePlans) may be captured without graph mode
         self._memo = {}             # plan()'s fast path: scalar arguments -> what they decide (PlanMemo)
-        self._idx_dev = None        # its device index arrays (eager), reused by every plan
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
 
@@ -792,8 +790,8 @@ class WrapperBase:
 
     def _upload_fence(self):
         """The wrapper's UploadFence (made at the first plan): every plan
-        waits on it before refilling the pinned host workspace and staging,
-        and records it after queuing their copies."""
+        waits on it before refilling the pinned host workspace, and records
+        it after queuing its copy."""
         if self._fence is None:
             self._fence = _native.native().UploadFence()
         return self._fence
@@ -825,63 +823,47 @@ class WrapperBase:
             planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
             template={n: getattr(p, n) for n in template}, **extra)
 
-    def _index_buffer(self, m, words):
-        """The eager fast path's device buffer of ``words`` int32 index words
-        (reused by every plan; the kernels of the last plan read it in stream
-        order before the next plan's copies overwrite it)."""
-        d = self._idx_dev
-        if d is None or d.numel() < words:
-            d = self._idx_dev = m.torch.empty(max(words, 1024, 2 * (d.numel() if d is not None else 0)),
-                                              dtype=m.i32, device=self._device)
-        return d
-
-    def _plan_natively(self, m, batch, maxima, host, dst, staged, min_kv_len=1, page_table=(0, 0, 0)):
+    def _plan_natively(self, m, batch, maxima, host, min_kv_len=1, page_table=(0, 0, 0)):
         """The fast path's one native call: plans ``batch`` requests under
         ``maxima`` (max_batch, max_total_q_rows, max_kv_tokens) from the host
         arrays at the addresses ``host`` (qo_indptr, kv_indptr, last_page_len;
-        0: none) and queues the plan's copy, the arrays' (through the pinned
-        staging buffer, sized here for ``staged`` int32 words) to the device
-        addresses ``dst`` (0 skips one) and graph mode's ``page_table`` (src,
-        dst, bytes); the call refuses a capturing stream and waits on, then
-        records, the upload fence. Grows the pinned host workspace once when
-        the batch needs more. Returns the summary, or None (nothing done) when
-        the device workspace is too small or a request holds fewer than
-        ``min_kv_len`` keys: the full path then fits or says which."""
+        0: none) and queues the plan's copy (which carries those arrays) and
+        graph mode's ``page_table`` (src, dst, bytes); the call refuses a
+        capturing stream and waits on, then records, the upload fence. Grows
+        the pinned host workspace once when the batch needs more. Returns
+        the summary, or None (nothing done) when the device workspace is too
+        small or a request holds fewer than ``min_kv_len`` keys: the full
+        path then fits or says which."""
         pinned = self._pinned
-        if pinned is None or pinned[3] < 4 * staged:
-            pinned = self._pin_buffers(staged=staged)
+        if pinned is None:
+            pinned = self._pin_buffers()
         handle = stream_handle(self._device)
         fence = self._upload_fence()
         ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         for _ in range(2):
             summary = m.planner.plan(pinned[0], pinned[1], ws_ptr, ws_bytes, handle, batch, *maxima, *host,
-                                     min_kv_len, pinned[2], pinned[3], dst[1], dst[2], fence, dst[0], *page_table)
+                                     min_kv_len, fence, *page_table)
             if summary is not None:
                 return summary
             host_bytes, device_bytes = m.planner.sizes(*maxima)
             if device_bytes > ws_bytes or pinned[1] >= host_bytes:
                 return None
             # A larger batch: a pinned host workspace with room for growth.
-            pinned = self._pin_buffers(host_bytes=host_bytes)
+            pinned = self._pin_buffers(host_bytes)
         return None
 
-    def _pin_buffers(self, staged=0, host_bytes=0):
-        """Grows the pinned host workspace to ``host_bytes`` and the staging
-        buffer to ``staged`` int32 words (each at least doubling, so that a
-        growing batch reallocates a few times; the only place either is
-        allocated), and returns their (host workspace address, bytes,
-        staging address, bytes), which plan()'s fast path passes every step."""
+    def _pin_buffers(self, host_bytes=0):
+        """Grows the pinned host workspace to ``host_bytes`` (at least
+        doubling, so that a growing batch reallocates a few times; the only
+        place it is allocated) and returns its (address, bytes), which
+        plan()'s fast path passes every step."""
         torch = torch_module()
-        host_ws, staging = self._host_ws, self._staging
-        if staging is None or staging.numel() < staged:
-            size = max(staged, 1024, 2 * (staging.numel() if staging is not None else 0))
-            staging = self._staging = torch.empty(size, dtype=torch.int32, pin_memory=True)
-        if host_bytes and (host_ws is None or host_ws.numel() < host_bytes):
+        host_ws = self._host_ws
+        if host_ws is None or host_ws.numel() < host_bytes:
             host_ws = self._host_ws = torch.empty(
-                max(host_bytes, 2 * (host_ws.numel() if host_ws is not None else 0)), dtype=torch.uint8,
+                max(host_bytes, 4096, 2 * (host_ws.numel() if host_ws is not None else 0)), dtype=torch.uint8,
                 pin_memory=True)
-        self._pinned = (host_ws.data_ptr() if host_ws is not None else 0,
-                        host_ws.numel() if host_ws is not None else 0, staging.data_ptr(), 4 * staging.numel())
+        self._pinned = (host_ws.data_ptr(), host_ws.numel())
         return self._pinned
 
     def _memoized_run(self, m, summary, *, batch, total_q, config, keepalive, ptrs):
@@ -892,7 +874,7 @@ class WrapperBase:
         info = m.info
         p.module, p.attention_kernel, p.merge_kernel = info.module(cand), info.attention[cand], info.merge[cand]
         p.summary, p.host_bytes, p.total_q, p.batch = summary, summary["host_bytes"], total_q, batch
-        p.config, p.dev, p.keepalive, p.ptrs = config, None, keepalive, ptrs
+        p.config, p.keepalive, p.ptrs = config, keepalive, ptrs
         self._planned = p
         return p
 
@@ -903,7 +885,7 @@ class WrapperBase:
                                "(plan on the host, then replay the captured run())")
 
     def _plan(self, spec, values, *, qo_indptr, kv_indptr, kv_last_len=None, kv_lens=None,
-              max_batch=None, max_total_q_rows=None, custom_mask=False, uploads=(), split=None):
+              max_batch=None, max_total_q_rows=None, custom_mask=False, split=None):
         """Picks the tile for the batch, plans, uploads the plan, and loads
         (compiling on first use) the picked candidate's kernels.
 
@@ -911,11 +893,9 @@ class WrapperBase:
         packed query length (docs/Runtime.md); in CUDA-graph mode the first
         plan's choice holds for every later plan, since the captured launch
         cannot change kernels. The KV range each query row sees (causal,
-        sliding window) comes from the kernels' mask band.
-        ``uploads``: the index arrays the kernels read, as (name, source,
-        host array or None, fixed buffer or None); their device copies are
-        in the returned plan's ``dev`` (see :meth:`_upload_i32`). ``split``:
-        :func:`plan_config`'s.
+        sliding window) comes from the kernels' mask band. The plan carries
+        the index arrays the kernels read (qo_indptr, kv_indptr,
+        last_page_len). ``split``: :func:`plan_config`'s.
         """
         torch = torch_module()
         self._check_not_capturing("plan")
@@ -923,6 +903,8 @@ class WrapperBase:
         # Everything that depends only on the spec is computed once per process.
         info = kernel_info(spec, self._device)
         batch = len(qo_indptr) - 1
+        if max_batch is not None and batch > max_batch:
+            raise ValueError(f"attn: batch {batch} exceeds the CUDA-graph buffers' {max_batch}")
         total_q = int(qo_indptr[-1]) if batch >= 0 else 0
         variant_args = self._variant_args(spec, values)
         config = plan_config(info, variant_args, custom_mask=custom_mask, graph_mode=self._use_cuda_graph,
@@ -957,89 +939,23 @@ class WrapperBase:
             raise ValueError(workspace_too_small(ws_bytes, device_bytes, config, batch, total_q))
         plan_cfg = dict(config, max_partial_rows=cap) if cap else config
         fence = self._upload_fence()
-        fence.wait()  # the previous plan's uploads may still read the pinned buffers
-        self._pin_buffers(host_bytes=host_bytes)
+        fence.wait()  # the previous plan's copy may still read the pinned host workspace
+        self._pin_buffers(host_bytes)
         handle = stream_handle(self._device)
         # Plans and queues the plan's copy (the device workspace size checked).
         summary = _native.native().plan(
             plan_cfg, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
             kv_lens=kv_lens, workspace_bytes=host_bytes, device_workspace=self._workspace.data_ptr(),
             device_bytes=ws_bytes, stream=handle)
-        try:
-            dev = self._upload_i32(uploads)
-        finally:
-            fence.record(handle)
+        fence.record(handle)
         p = PlannedRun()
         candidate = summary["candidate"]
         p.module, p.spec, p.config, p.summary = info.module(candidate), spec, config, summary
         p.attention_kernel, p.merge_kernel = info.attention[candidate], info.merge[candidate]
         p.total_q, p.batch = total_q, batch
         p.host_bytes = host_bytes
-        p.dev = dev
         p.args = variant_args
         return p
-
-    def _upload_i32(self, uploads):
-        """Device int32 copies of the plan's index arrays, ``{name: tensor}``.
-
-        ``uploads``: (name, source, host, fixed) tuples, in order. ``host``, an
-        array('i') already read from ``source`` on the host, goes up from one
-        pinned staging buffer with asynchronous copies on the current stream
-        (no host sync; the plan's upload event, recorded after them, keeps the
-        next plan from rewriting the staging buffer too early): into the
-        CUDA-graph buffer ``fixed[:len]`` when given, else into a fresh device
-        tensor, unless ``source`` is already an int32 contiguous tensor on the
-        device, which is used as is. ``host`` None: ``source`` goes up with
-        :func:`attn.paged.to_device_i32`.
-        """
-        from .paged import to_device_i32
-        torch = None
-        out, loose, into_fixed = {}, [], []
-        for name, src, host, fixed in uploads:
-            if host is None:
-                out[name] = to_device_i32(name, src, self._device, fixed)
-                continue
-            if fixed is not None:
-                check_tensor(f"{name} buffer", fixed, dtype="i32", device=self._device, dims=1)
-                if fixed.numel() < len(host):
-                    raise ValueError(f"attn: {name} has {len(host)} entries but its fixed buffer "
-                                     f"(use_cuda_graph=True) holds only {fixed.numel()}")
-                into_fixed.append((name, host, fixed))
-                continue
-            if hasattr(src, "detach"):
-                torch = torch or torch_module()
-                if src.device == torch.device(self._device) and src.dtype == torch.int32 and \
-                        src.is_contiguous():
-                    out[name] = src
-                    continue
-            loose.append((name, host))
-        if not loose and not into_fixed:
-            return out
-        torch = torch or torch_module()
-        n_loose = sum(len(h) for _, h in loose)
-        total = n_loose + sum(len(h) for _, h, _ in into_fixed)
-        self._pin_buffers(staged=total)
-        staging = self._staging
-        base, off, placed = staging.data_ptr(), 0, []
-        for item in loose + into_fixed:
-            host = item[1]
-            n = len(host)
-            if n:
-                ctypes.memmove(base + 4 * off, host.buffer_info()[0], 4 * n)
-            placed.append((item, off, n))
-            off += n
-        if loose:
-            d = torch.empty(n_loose, dtype=torch.int32, device=self._device)
-            if n_loose:
-                d.copy_(staging[:n_loose], non_blocking=True)
-        for item, off, n in placed:
-            if len(item) == 2:
-                out[item[0]] = d[off:off + n]
-            else:
-                if n:
-                    item[2][:n].copy_(staging[off:off + n], non_blocking=True)
-                out[item[0]] = item[2]
-        return out
 
     def _plan_mask(self, p, custom_mask, packed_custom_mask, qo_lens, kv_lens, fixed):
         """Packs the custom mask and its byte offsets onto the device for ``p``.

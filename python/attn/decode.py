@@ -66,7 +66,10 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
     - a request with no visible key gets output 0 and LSE ``-inf``
       (FlashInfer: a finite -5e4).
     - with ``use_cuda_graph=True``, ``run`` accepts a ``q`` with up to the
-      buffers' batch rows, so one captured graph serves every smaller batch.
+      buffers' batch rows, so one captured graph serves every smaller batch;
+      plan() writes the page table into ``paged_kv_indices_buffer`` but not
+      ``paged_kv_indptr_buffer``/``paged_kv_last_page_len_buffer``, which set
+      the maximum batch: the kernels read the plan's copies of those arrays.
     """
 
     def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, use_tensor_cores=False,
@@ -77,7 +80,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         # Kept for engines that read it back; attn's decode kernel is one kernel whatever it says.
         self.use_tensor_cores = bool(use_tensor_cores)
         self._fixed = {}
-        self._graph_step = None   # graph mode's fast plan(): the fixed buffers' addresses (_fixed_step)
+        self._graph_step = None   # graph mode's fast plan(): the page table buffer (capacity, address, ptrs)
         if use_cuda_graph:
             bufs = {"kv_indptr": paged_kv_indptr_buffer, "kv_indices": paged_kv_indices_buffer,
                     "kv_last_len": paged_kv_last_page_len_buffer}
@@ -136,30 +139,17 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                            window_right=window_right)
         split = core.split_mode(fixed_split_size, disable_split_kv)
         dtype = q_kv_dtypes(q_data_type, kv_data_type, data_type, o_data_type)
-        torch = torch_module()
+        torch_module()  # the checks above run without torch; planning needs it
         k = q_len_per_req
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"attn: q_len_per_req must be a positive int, got {k!r}")
         batch = len(last_page_len)
-        # qo_indptr of decode is 0, k, 2k, ..: kept on the host and the device, not rebuilt every plan.
-        if self._use_cuda_graph:
-            if batch > self._max_batch:
-                raise ValueError(f"attn: batch {batch} exceeds the CUDA-graph buffers' {self._max_batch}")
-            if getattr(self, "_qo_fixed", None) is None or self._qo_fixed_k != k:
-                self._qo_fixed = torch.arange(self._max_batch + 1, dtype=torch.int32, device=self._device) * k
-                self._qo_fixed_k, self._graph_step = k, None
-            qo_dev = self._qo_fixed
-        else:
-            qo_dev = getattr(self, "_qo_dev", None)
-            if qo_dev is None or qo_dev.numel() < batch + 1 or self._qo_dev_k != k:
-                n = max(batch + 1, 2 * qo_dev.numel() if qo_dev is not None else 0)
-                qo_dev = self._qo_dev = torch.arange(n, dtype=torch.int32, device=self._device) * k
-                self._qo_dev_k = k
         query_rows, causal = decode_query(k)
+        # qo_indptr of decode is 0, k, 2k, ..: kept on the host, not rebuilt every plan.
         qo_host = getattr(self, "_qo_host", None)
         if qo_host is None or len(qo_host) != batch + 1 or qo_host[-1] != batch * k:
             qo_host = self._qo_host = array.array("i", range(0, k * (batch + 1), k))
-        self._plan_paged(qo_indptr=qo_host, qo_host=qo_host, qo_device=qo_dev[:batch + 1], kv_indptr=indptr,
+        self._plan_paged(qo_indptr=qo_host, qo_host=qo_host, kv_indptr=indptr,
                          kv_indices=indices, kv_last_len=last_page_len,
                          num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                          page_size=page_size, dtype=dtype, query_rows=query_rows, causal=causal,
@@ -204,58 +194,39 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         if n_idx < kv_pages:
             return False  # the full path refuses it
         if self._use_cuda_graph:
-            # The fixed buffers never move: their addresses, read once (_graph_step).
             g = self._graph_step
-            if g is None or g[0] != k:
-                if self._qo_fixed_k != k:
-                    return False
-                g = self._graph_step = self._fixed_step(k)
-            _, idx_capacity, idx_ptr, kv_ptr, last_ptr, keep, ptrs = g
+            if g is None:  # the fixed page table never moves: its size and address, read once
+                idx = self._fixed["kv_indices"]
+                g = self._graph_step = (idx.numel(), idx.data_ptr(), {"kv_indices": idx.data_ptr()})
+            idx_capacity, idx_ptr, ptrs = g
             if batch > self._max_batch or n_idx > idx_capacity:
                 return False
             config = m.config
             maxima = (config["max_batch"], config["max_total_q_rows"], config["max_kv_tokens"])
             # The page table goes into the fixed buffer in the same call (device to device).
             table = (indices.data_ptr(), idx_ptr, 4 * n_idx)
+            keep = self._fixed["kv_indices"]
         else:
-            d_qo = self._qo_dev
-            if d_qo.numel() < batch + 1 or self._qo_dev_k != k:
-                return False
             max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
             max_kv = split_kv_bound(m.info, kv_pages, m.template["page_size"], k) \
                 if m.config["fixed_split_tokens"] else 0
             maxima = (max_batch, max_q, max_kv)
-            # kv_indptr then last_page_len, adjacent in one buffer: one upload.
-            d = self._index_buffer(m, 2 * batch + 1)
-            kv_ptr = d.data_ptr()
-            last_ptr = kv_ptr + 4 * (batch + 1)
-            keep = [d_qo, d, indices]
-            ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": kv_ptr, "kv_last_len": last_ptr,
-                    "kv_indices": indices.data_ptr()}
+            ptrs = {"kv_indices": indices.data_ptr()}
             table = (0, 0, 0)
+            keep = indices
         qo = m.qo_host
         if qo is None or len(qo) < batch + 1:
             qo = m.qo_host = array.array("i", range(0, k * (2 * batch + 2), k))
         summary = self._plan_natively(m, batch, maxima, (qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr()),
-                                      (0, kv_ptr, last_ptr), 2 * batch + 1, min_kv_len=k, page_table=table)
+                                      min_kv_len=k, page_table=table)
         if summary is None:
             return False  # the workspace is too small, or a request is too short: the full path says so
         config = m.config if self._use_cuda_graph else dict(m.config, max_batch=maxima[0],
                                                             max_total_q_rows=maxima[1], max_kv_tokens=maxima[2])
-        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=keep, ptrs=ptrs)
+        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=[keep],
+                               ptrs=ptrs)
         p.q_len_per_req, p.kv_pages = k, kv_pages
         return True
-
-    def _fixed_step(self, k):
-        """What graph mode's fast plan() reads of the fixed buffers: (k,
-        kv_indices capacity, its address, kv_indptr's and last_page_len's,
-        the buffers to keep alive, the run's pointers)."""
-        f, d_qo = self._fixed, self._qo_fixed
-        d_idx, d_kv, d_last = f["kv_indices"], f["kv_indptr"], f["kv_last_len"]
-        ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
-                "kv_indices": d_idx.data_ptr()}
-        return (k, d_idx.numel(), ptrs["kv_indices"], ptrs["kv_indptr"], ptrs["kv_last_len"],
-                [d_qo, d_kv, d_last, d_idx], ptrs)
 
     def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
             return_lse=False, enable_pdl=None, window_left=None, sinks=None, q_len_per_req=None,

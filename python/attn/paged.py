@@ -100,10 +100,9 @@ class PagedWrapperBase(core.WrapperBase):
     def _plan_paged(self, *, qo_indptr, kv_indptr, kv_indices, kv_last_len, num_qo_heads, num_kv_heads,
                     head_dim, page_size, dtype, query_rows, causal, window_left, sm_scale, fixed,
                     max_batch=None, max_total_q_rows=None, custom_mask=None, packed_custom_mask=None,
-                    qo_host=None, qo_device=None, min_kv_len=1, split=None, **variant_kwargs):
-        """``qo_host``: qo_indptr already read on the host; ``qo_device``: its
-        device copy, used as is (decode's constant 0, k, 2k, ..);
-        ``min_kv_len`` > 1: every request must hold that many keys (decode
+                    qo_host=None, min_kv_len=1, split=None, **variant_kwargs):
+        """``qo_host``: qo_indptr already read on the host (decode's constant
+        0, k, 2k, ..); ``min_kv_len`` > 1: every request must hold that many keys (decode
         with ``q_len_per_req`` query tokens among its last keys); ``split``:
         (fixed_split_tokens, disable_split) of a batch-invariant decode plan
         (:func:`attn.core.split_mode`), None for the planner's own splits."""
@@ -130,24 +129,17 @@ class PagedWrapperBase(core.WrapperBase):
         if n_idx < kv_h[-1]:
             raise ValueError(f"attn: kv_indptr[-1] is {kv_h[-1]} but kv_indices has only {n_idx} entries: "
                              "every page the requests use needs its index")
-        torch = torch_module()
-        # The index arrays go up from the host copies read above, without a host sync.
-        uploads = [("kv_indptr", kv_indptr, kv_h, fixed.get("kv_indptr")),
-                   ("kv_indices", kv_indices, None, fixed.get("kv_indices")),
-                   ("last_page_len", kv_last_len, last_h, fixed.get("kv_last_len"))]
-        if qo_device is None:
-            uploads.insert(0, ("qo_indptr", qo_indptr, qo_h, fixed.get("qo")))
         if split is not None:
             pages = fixed["kv_indices"].numel() if fixed.get("kv_indices") is not None else kv_h[-1]
             split = (split[0], split[1], split_kv_bound(core.kernel_info(spec, self._device), int(pages),
                                                         page_size, min_kv_len))
+        # The plan carries the index arrays read above (the planner's copies, no host sync); the page
+        # table goes up apart (graph mode: into the fixed buffer the graph captured).
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, max_batch=max_batch,
-                       max_total_q_rows=max_total_q_rows, custom_mask=has_mask, uploads=uploads, split=split)
-        d_qo = qo_device if qo_device is not None else p.dev["qo_indptr"]
-        d_kv, d_idx, d_last = p.dev["kv_indptr"], p.dev["kv_indices"], p.dev["last_page_len"]
-        p.keepalive = [d_qo, d_kv, d_idx, d_last]
-        p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr(), "kv_last_len": d_last.data_ptr(),
-                  "kv_indices": d_idx.data_ptr()}
+                       max_total_q_rows=max_total_q_rows, custom_mask=has_mask, split=split)
+        d_idx = to_device_i32("kv_indices", kv_indices, self._device, fixed.get("kv_indices"))
+        p.keepalive = [d_idx]
+        p.ptrs = {"kv_indices": d_idx.data_ptr()}
         p.kv_pages = kv_h[-1]
         if has_mask:
             kv_lens = [(kv_h[b + 1] - kv_h[b] - 1) * page_size + last_h[b] if kv_h[b + 1] > kv_h[b] else 0
@@ -190,9 +182,7 @@ class PagedWrapperBase(core.WrapperBase):
             raise ValueError(f"attn: paged_kv_cache has no pages but the plan reads {p.kv_pages}")
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k_ptr), ("v_cache", "ptr", v_ptr),
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
-                ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
                 ("kv_indices", "ptr", p.ptrs["kv_indices"]), ("page_stride", "i64", page_stride),
-                ("kv_last_len", "ptr", p.ptrs["kv_last_len"]),
                 ("num_pages", "i32", num_pages),
                 ("index_error", "ptr", core.index_error_word(self._device).data_ptr()),
                 ("sm_scale", "f32", scale)] + core.mask_args(p)

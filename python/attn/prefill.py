@@ -33,7 +33,7 @@ class _PrefillPlanMemo:
     plan() of a configuration (its scalar arguments, no custom mask, sinks
     or variant) takes the full path and keeps what those arguments decide
     (:class:`attn.core.PlanMemo`); later ones read the index arrays, plan
-    and queue the uploads in one native call. ``_MEMO_TEMPLATE`` names the
+    and queue the plan's upload in one native call. ``_MEMO_TEMPLATE`` names the
     planned run's attributes that depend on the arguments alone."""
 
     def _plan_prefill_memoized(self, m, qo, kv, indices=None, last=None):
@@ -65,37 +65,28 @@ class _PrefillPlanMemo:
             return False  # the full path refuses it
         core.raise_page_index_errors(self._device)
         graph, config = self._use_cuda_graph, m.config
+        table, keep, ptrs = (0, 0, 0), [], {}
         if graph:
-            f = self._fixed
-            d_qo, d_kv = f["qo"], f["kv_indptr"]
-            d_last, d_idx = (f["kv_last_len"], f["kv_indices"]) if paged else (None, None)
-            if d_qo.numel() <= batch or d_kv.numel() <= batch or \
-                    (paged and (d_last.numel() < batch or d_idx.numel() < n_idx)):
+            if batch > self._max_batch:
                 return False
             max_batch, max_q = config["max_batch"], config["max_total_q_rows"]
-            qo_ptr, kv_ptr = d_qo.data_ptr(), d_kv.data_ptr()
-            last_ptr = d_last.data_ptr() if paged else 0
-            keep = [d_qo, d_kv] + ([d_last, d_idx] if paged else [])
+            if paged:
+                d_idx = self._fixed["kv_indices"]
+                if d_idx.numel() < n_idx:
+                    return False
+                # The page table goes into the fixed buffer in the same call (device to device).
+                table = (indices.data_ptr(), d_idx.data_ptr(), 4 * n_idx)
+                keep, ptrs = [d_idx], {"kv_indices": d_idx.data_ptr()}
         else:
             max_batch, max_q = max(1, batch), max(1, total_q)   # the full path's config (plan_config)
-            # qo_indptr, kv_indptr (and last_page_len), adjacent in one reused buffer: one upload.
-            d = self._index_buffer(m, (3 if paged else 2) * batch + 2)
-            qo_ptr = d.data_ptr()
-            kv_ptr = qo_ptr + 4 * (batch + 1)
-            last_ptr = kv_ptr + 4 * (batch + 1) if paged else 0
-            d_idx = indices
-            keep = [d] + ([indices] if paged else [])
-        # Graph mode: the page table goes into the fixed buffer in the same call (device to device).
-        table = (indices.data_ptr(), d_idx.data_ptr(), 4 * n_idx) if graph and paged else (0, 0, 0)
+            if paged:
+                keep, ptrs = [indices], {"kv_indices": indices.data_ptr()}
         summary = self._plan_natively(m, batch, (max_batch, max_q, 0),
                                       (qo.data_ptr(), kv.data_ptr(), last.data_ptr() if paged else 0),
-                                      (qo_ptr, kv_ptr, last_ptr), (3 if paged else 2) * batch + 2, page_table=table)
+                                      page_table=table)
         if summary is None:
             return False  # the workspace is too small: the full path fits the split scratch or says so
         config = config if graph else dict(config, max_batch=max_batch, max_total_q_rows=max_q)
-        ptrs = {"qo_indptr": qo_ptr, "kv_indptr": kv_ptr}
-        if paged:
-            ptrs.update(kv_last_len=last_ptr, kv_indices=d_idx.data_ptr())
         p = self._memoized_run(m, summary, batch=batch, total_q=total_q, config=config, keepalive=keep, ptrs=ptrs)
         if paged:
             p.kv_pages = kv_end
@@ -148,6 +139,10 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillPlanMemo, PagedWrapperBase):
                 check_tensor(f"{name} buffer", b, dtype="i32", device=self._device, dims=1)
             self._fixed = dict(bufs, custom_mask=custom_mask_buf, mask_indptr=mask_indptr_buf)
             self._max_batch = int(paged_kv_last_page_len_buf.shape[0])
+            for name, b in (("qo_indptr_buf", qo_indptr_buf), ("paged_kv_indptr_buf", paged_kv_indptr_buf)):
+                if int(b.shape[0]) < self._max_batch + 1:
+                    raise ValueError(f"attn: {name} needs batch + 1 entries ({self._max_batch + 1}, from "
+                                     f"paged_kv_last_page_len_buf), has {b.shape[0]}")
 
     def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads,
              num_kv_heads, head_dim_qk, page_size, head_dim_vo=None, custom_mask=None, packed_custom_mask=None,
@@ -298,6 +293,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
             self._fixed = {"qo": qo_indptr_buf, "kv_indptr": kv_indptr_buf, "custom_mask": custom_mask_buf,
                            "mask_indptr": mask_indptr_buf}
             self._max_batch = int(qo_indptr_buf.shape[0]) - 1
+            if int(kv_indptr_buf.shape[0]) < self._max_batch + 1:
+                raise ValueError(f"attn: kv_indptr_buf needs batch + 1 entries ({self._max_batch + 1}, as "
+                                 f"qo_indptr_buf), has {kv_indptr_buf.shape[0]}")
 
     def plan(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo=None,
              custom_mask=None, packed_custom_mask=None, causal=False, pos_encoding_mode="NONE",
@@ -350,16 +348,11 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
         graph = self._use_cuda_graph
         if graph and self._max_total_q_rows is None:
             self._max_total_q_rows = max(1, qo_h[-1])
-        # The indptr arrays go up from the host copies read above, without a host sync.
-        uploads = [("qo_indptr", qo_indptr, qo_h, self._fixed.get("qo")),
-                   ("kv_indptr", kv_indptr, kv_h, self._fixed.get("kv_indptr"))]
+        # The plan carries the indptr arrays read above (no host sync).
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h,
                        max_batch=self._max_batch if graph else None,
-                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask,
-                       uploads=uploads)
-        d_qo, d_kv = p.dev["qo_indptr"], p.dev["kv_indptr"]
-        p.keepalive = [d_qo, d_kv]
-        p.ptrs = {"qo_indptr": d_qo.data_ptr(), "kv_indptr": d_kv.data_ptr()}
+                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask)
+        p.keepalive, p.ptrs = [], {}
         if has_mask:
             kv_lens = [kv_h[b + 1] - kv_h[b] for b in range(len(kv_h) - 1)]
             self._plan_mask(p, custom_mask, packed_custom_mask, qo_h, kv_lens, self._fixed)
@@ -411,7 +404,6 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
         out, lse = self._outputs(p, q, out, lse, return_lse)
         args = [("q", "ptr", q.data_ptr()), ("k_cache", "ptr", k.data_ptr()), ("v_cache", "ptr", v.data_ptr()),
                 ("o", "ptr", out.data_ptr()), ("lse", "ptr", lse.data_ptr()),
-                ("qo_indptr", "ptr", p.ptrs["qo_indptr"]), ("kv_indptr", "ptr", p.ptrs["kv_indptr"]),
                 ("sm_scale", "f32", p.sm_scale)] + core.mask_args(p)
         if strides == (s.num_kv_heads * s.head_dim, s.head_dim):
             self._launch(p, args)   # dense NHD rows: the planned kernels

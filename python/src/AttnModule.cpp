@@ -209,9 +209,9 @@ void checkNotCapturing(uint64_t stream) {
 /// A PlanConfig converted once (the dict's conversion costs more than the
 /// planner at decode sizes), for plan() of every step: `plan` takes the
 /// host arrays as addresses (CPU tensors' data_ptr()) and the maxima of the
-/// step, plans, and queues the uploads (the plan, size-checked against the
-/// device workspace, then the index arrays through a pinned staging buffer),
-/// all in one call with no Python object built per element.
+/// step, plans, and queues the plan's upload (size-checked against the
+/// device workspace; it carries the index arrays the kernels read), all in
+/// one call with no Python object built per element.
 class PyPlanner {
 public:
   explicit PyPlanner(const py::dict &config) : c_(toConfig(config)) {}
@@ -226,27 +226,21 @@ public:
 
   /// Plans `batch` requests from host int32 arrays at `qo`, `kv` (batch + 1
   /// entries) and `last` (batch; 0 for ragged KV) under the given maxima
-  /// into the host workspace, copies the plan to `device_ws` on `stream`,
-  /// and, when `staging` is given, qo_indptr, kv_indptr and last into
-  /// `staging` (pinned, `staging_bytes`) and from there to `qo_dst`,
-  /// `kv_dst` and `last_dst` (device addresses; 0 skips one; arrays whose
-  /// destinations are adjacent go up in one copy; `device_ws` and `staging`
-  /// 0: no upload, for tests and CPU measurements), and `kv_indices_bytes`
+  /// into the host workspace and copies the plan to `device_ws` on `stream`
+  /// (0: plan only, for tests and CPU measurements), then `kv_indices_bytes`
   /// of the device array `kv_indices` to `kv_indices_dst` (graph mode's
-  /// fixed page table; skipped when 0 or the same). Returns the
-  /// summary with "host_bytes", or None, having done nothing, when a
-  /// workspace is smaller than the config needs or a request holds fewer
-  /// than `min_kv_len` keys (the caller's full path then says which).
-  /// With a device workspace, a stream capturing a CUDA graph is refused
-  /// first; `fence` (optional) is waited on before the pinned buffers are
-  /// written and recorded after their copies are queued.
+  /// fixed page table; skipped when 0 or the same). Returns the summary
+  /// with "host_bytes", or None, having done nothing, when a workspace is
+  /// smaller than the config needs or a request holds fewer than
+  /// `min_kv_len` keys (the caller's full path then says which). With a
+  /// device workspace, a stream capturing a CUDA graph is refused first;
+  /// `fence` (optional) is waited on before the pinned host workspace is
+  /// written and recorded after its copy is queued.
   py::object plan(uint64_t hostWs, size_t hostWsBytes, uint64_t deviceWs,
                   size_t deviceWsBytes, uint64_t stream, int32_t batch,
                   int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
                   uint64_t qo, uint64_t kv, uint64_t last, int32_t minKvLen,
-                  uint64_t staging, size_t stagingBytes, uint64_t kvDst,
-                  uint64_t lastDst, PyFence *fence, uint64_t qoDst,
-                  uint64_t kvIndices, uint64_t kvIndicesDst,
+                  PyFence *fence, uint64_t kvIndices, uint64_t kvIndicesDst,
                   size_t kvIndicesBytes) {
     if (deviceWs)
       checkNotCapturing(stream);
@@ -256,20 +250,8 @@ public:
     if (!qo || !kv || (paged && !last))
       throw py::value_error(paged ? "qo_indptr, kv_indptr and kv_last_len are required"
                                   : "qo_indptr and kv_indptr are required");
-    if (!paged && (last || lastDst))
+    if (!paged && last)
       throw py::value_error("kv_last_len is for paged KV; this config is ragged");
-    // The index arrays the staging buffer takes, in order, with their destinations.
-    const size_t n = size_t(batch) + 1;
-    const struct {
-      uint64_t src, dst;
-      size_t bytes;
-    } arrays[3] = {{qo, qoDst, 4 * n}, {kv, kvDst, 4 * n}, {last, lastDst, 4 * (n - 1)}};
-    size_t staged = 0;
-    for (const auto &a : arrays)
-      staged += a.dst ? a.bytes : 0;
-    if (staging && staged > stagingBytes)
-      throw py::value_error("staging buffer has " + std::to_string(stagingBytes) +
-                            " bytes, the index arrays need " + std::to_string(staged));
     setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
     size_t host = 0, device = 0;
     check(attnRtPlanWorkspaceSize(&c_, &host, &device));
@@ -291,7 +273,7 @@ public:
     void *ws = reinterpret_cast<void *>(hostWs);
     {
       py::gil_scoped_release release;
-      // The last step's copies may still read the pinned buffers.
+      // The last step's copy may still read the pinned host workspace.
       if (fence)
         check(attnRtFenceWait(fence->get()));
       if (deviceWs) // sized: the runtime checks the plan against deviceWsBytes
@@ -299,29 +281,6 @@ public:
                                   deviceWsBytes, stream, &s));
       else // plan only (CPU tests and measurements)
         check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
-      if (staging) {
-        // Stage the arrays back to back; one copy per run of adjacent destinations.
-        char *st = reinterpret_cast<char *>(staging);
-        size_t off = 0, runStart = 0, runBytes = 0;
-        uint64_t runDst = 0;
-        for (const auto &a : arrays) {
-          if (!a.dst)
-            continue;
-          std::memcpy(st + off, reinterpret_cast<const void *>(a.src), a.bytes);
-          if (runBytes && a.dst != runDst + runBytes) {
-            check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
-            runBytes = 0;
-          }
-          if (!runBytes) {
-            runStart = off;
-            runDst = a.dst;
-          }
-          runBytes += a.bytes;
-          off += a.bytes;
-        }
-        if (runBytes)
-          check(attnRtCopyToDevice(st + runStart, runBytes, runDst, stream));
-      }
       // Graph mode: the page table into the fixed buffer the graph captured.
       if (deviceWs && kvIndicesDst && kvIndicesDst != kvIndices)
         check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst, stream));
@@ -570,17 +529,14 @@ PYBIND11_MODULE(_attn, m) {
            py::arg("max_batch"), py::arg("max_total_q_rows"),
            py::arg("max_kv_tokens"), py::arg("qo_indptr"), py::arg("kv_indptr"),
            py::arg("kv_last_len"), py::arg("min_kv_len") = 1,
-           py::arg("staging") = 0, py::arg("staging_bytes") = 0,
-           py::arg("kv_indptr_dst") = 0, py::arg("kv_last_len_dst") = 0,
-           py::arg("fence") = nullptr, py::arg("qo_indptr_dst") = 0,
-           py::arg("kv_indices") = 0, py::arg("kv_indices_dst") = 0,
-           py::arg("kv_indices_bytes") = 0,
+           py::arg("fence") = nullptr, py::arg("kv_indices") = 0,
+           py::arg("kv_indices_dst") = 0, py::arg("kv_indices_bytes") = 0,
            "Plans and uploads one step; returns the plan summary (with "
            "host_bytes), or None when a workspace is too small or a request "
            "has fewer than min_kv_len keys (nothing done). Raises Error "
            "naming the bad input (nothing uploaded then), RuntimeError on a "
            "stream capturing a CUDA graph. `fence` (an UploadFence) is waited "
-           "on before the pinned buffers are written, recorded after.");
+           "on before the pinned host workspace is written, recorded after.");
 
   py::class_<PyFence>(m, "UploadFence",
                       "Orders the reuse of pinned host buffers that async "
@@ -590,14 +546,6 @@ PYBIND11_MODULE(_attn, m) {
       .def("record", &PyFence::record, py::arg("stream"))
       .def("wait", &PyFence::wait);
 
-  m.def(
-      "copy_to_device",
-      [](uint64_t host_ptr, size_t bytes, uint64_t device_ptr, uint64_t stream) {
-        check(attnRtCopyToDevice(reinterpret_cast<const void *>(host_ptr), bytes,
-                                 device_ptr, stream));
-      },
-      py::arg("host_ptr"), py::arg("bytes"), py::arg("device_ptr"),
-      py::arg("stream"), "One async host-to-device copy on `stream`.");
 
   //===--------------------------------------------------------------------===//
   // Modules and launches

@@ -59,6 +59,16 @@ def test_wrapper_constructor_validation():
         attn.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", use_cuda_graph=True)
     w = attn.BatchDecodeWithPagedKVCacheWrapper(ws, "HND")
     assert not w.is_cuda_graph_enabled
+    # Graph mode's indptr buffers set the maximum batch (the kernels read the plan's copies): they must
+    # hold batch + 1 entries, the batch being the last-page-length buffer's (paged) or qo_indptr's.
+    i32 = lambda n: FakeTensor((n,), "torch.int32")  # noqa: E731
+    with pytest.raises(ValueError, match=r"paged_kv_indptr_buf needs batch \+ 1 entries \(9, from"):
+        attn.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", True, i32(9), i32(8), i32(64), i32(8))
+    with pytest.raises(ValueError, match=r"qo_indptr_buf needs batch \+ 1 entries \(9, from"):
+        attn.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", True, i32(5), i32(9), i32(64), i32(8))
+    assert attn.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", True, i32(9), i32(9), i32(64), i32(8))._max_batch == 8
+    with pytest.raises(ValueError, match=r"kv_indptr_buf needs batch \+ 1 entries \(9, as qo_indptr_buf\)"):
+        attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD", True, i32(9), i32(4))
 
 
 def test_plan_argument_validation_before_any_gpu_work():

@@ -62,17 +62,13 @@ class Planner:
     def sizes(self, *a):
         return self.real.sizes(*a)
 
-    def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, staging,
-             staging_bytes, kv_dst, last_dst, fence, qo_dst=0, idx=0, idx_dst=0, idx_bytes=0):
+    def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, fence, idx=0,
+             idx_dst=0, idx_bytes=0):
         self.calls += 1
-        fence.wait()  # as the binding: before the pinned buffers are written
-        s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, 0, 0,
-                           0, 0)
+        fence.wait()  # as the binding: before the pinned host workspace is written
+        s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv)
         if s is not None:
             ctypes.memmove(dev, host, s["plan_bytes"])
-            for src, dst, n in ((qo, qo_dst, batch + 1), (kv, kv_dst, batch + 1), (last, last_dst, batch)):
-                if dst:
-                    ctypes.memmove(dst, src, 4 * n)
             if idx_dst and idx_dst != idx:
                 ctypes.memmove(idx_dst, idx, idx_bytes)
             fence.record(stream)
@@ -134,8 +130,7 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     w = attn.BatchDecodeWithPagedKVCacheWrapper.__new__(attn.BatchDecodeWithPagedKVCacheWrapper)
     ws = torch.zeros(64 << 20, dtype=torch.uint8)
     w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
-    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_staging", "_idx_dev", "_pinned",
-                 "_graph_step"):
+    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_pinned", "_graph_step"):
         setattr(w, name, None)
     w._ws_sizes, w._capture_ok, w._memo, w._op_handle = (None, None), False, {}, 0
     w._fixed = {}
@@ -164,21 +159,23 @@ def plan(w, b, *args, **kw):
     return w._planned
 
 
-def uploaded(w, p):
-    """(the plan's words on the device, its kv_indptr and last_page_len there)."""
-    n = p.summary["plan_bytes"] // 4
-    words = w._workspace[:4 * n].view(torch.int32).clone()
-    # What the kernels read: the header, then each array up to its count (the rest is stale).
-    ctas, n_items, units = (int(words[i]) for i in (2, 3, 4))
-    cta, it, mi, mu = (int(words[i]) for i in (14, 15, 16, 17))
-    words = torch.cat([words[:32], words[cta:cta + ctas + 1], words[it:it + 8 * n_items], words[mi:mi + units + 1],
-                       words[mu:mu + 4 * units]])
+def device_arrays(w, p):
+    """What the kernels read of plan ``p`` on the device: the plan's used words
+    (the header, then each array up to its count; the rest is stale), the
+    index arrays it carries (qo_indptr, kv_indptr, last_page_len), and the
+    page table at its pointer (paged)."""
+    words = w._workspace[:p.summary["plan_bytes"]].view(torch.int32).clone()
     b = p.batch
-    kv = torch.empty(b + 1, dtype=torch.int32)
-    last = torch.empty(b, dtype=torch.int32)
-    ctypes.memmove(kv.data_ptr(), p.ptrs["kv_indptr"], 4 * (b + 1))
-    ctypes.memmove(last.data_ptr(), p.ptrs["kv_last_len"], 4 * b)
-    return words, kv, last
+    ctas, n_items, units = (int(words[i]) for i in (2, 3, 4))           # kHdrNumCtas, NumItems, NumMergeUnits
+    cta, it, mi, mu, qo, kv, last = (int(words[i]) for i in (14, 15, 16, 17, 31, 32, 33))  # the offsets
+    arrays = [words[qo:qo + b + 1], words[kv:kv + b + 1], words[last:last + b]]
+    out = [torch.cat([words[:40], *arrays, words[cta:cta + ctas + 1], words[it:it + 8 * n_items],
+                      words[mi:mi + units + 1], words[mu:mu + 4 * units]])] + arrays
+    if "kv_indices" in p.ptrs:
+        t = torch.empty(p.kv_pages, dtype=torch.int32)
+        ctypes.memmove(t.data_ptr(), p.ptrs["kv_indices"], 4 * p.kv_pages)
+        out.append(t)
+    return out
 
 
 LENS_A = [2048] * 64
@@ -197,18 +194,20 @@ def test_memoized_plan_equals_the_full_plan(cpu, graph):
     fresh = wrapper(graph, max_pages=16384)
     q = plan(fresh, b)                      # the full path of the same batch
     assert planner.calls == 1
-    got, want = uploaded(w, p), uploaded(fresh, q)
+    got, want = device_arrays(w, p), device_arrays(fresh, q)
+    assert len(got) == len(want) == 5
     for x, y in zip(got, want):
         assert torch.equal(x, y)
-    assert torch.equal(got[1], b[0]) and torch.equal(got[2], b[2])
+    assert torch.equal(got[1], torch.arange(len(LENS_B) + 1, dtype=torch.int32))   # qo_indptr: 0, 1, 2, ..
+    assert torch.equal(got[2], b[0]) and torch.equal(got[3], b[2]) and torch.equal(got[4], b[1])
     for name in ("candidate", "num_items", "num_merge_units", "plan_bytes"):
         assert p.summary[name] == q.summary[name], name
     assert p.config == q.config
     assert (p.total_q, p.batch, p.q_len_per_req, p.keywords, p.sm_scale) == \
         (q.total_q, q.batch, q.q_len_per_req, q.keywords, q.sm_scale)
     assert p.attention_kernel == q.attention_kernel and p.merge_kernel == q.merge_kernel
-    if graph:  # the fixed buffers hold the batch
-        assert p.ptrs["kv_indptr"] == w._fixed["kv_indptr"].data_ptr()
+    if graph:  # the kernels read the page table from the fixed buffer the graph captured
+        assert p.ptrs == {"kv_indices": w._fixed["kv_indices"].data_ptr()}
         assert torch.equal(w._fixed["kv_indices"][:b[1].numel()], b[1])
 
 
@@ -402,26 +401,6 @@ def prefill_plan(w, b, **kw):
     return w._planned
 
 
-def device_arrays(w, p):
-    """What the kernels read of plan ``p``: the plan's used words and the index arrays at its pointers."""
-    n = p.summary["plan_bytes"] // 4
-    words = w._workspace[:4 * n].view(torch.int32).clone()
-    ctas, n_items, units = (int(words[i]) for i in (2, 3, 4))
-    cta, it, mi, mu = (int(words[i]) for i in (14, 15, 16, 17))
-    out = [torch.cat([words[:32], words[cta:cta + ctas + 1], words[it:it + 8 * n_items],
-                      words[mi:mi + units + 1], words[mu:mu + 4 * units]])]
-    b = p.batch
-    for name, count in (("qo_indptr", b + 1), ("kv_indptr", b + 1), ("kv_last_len", b), ("kv_indices", None)):
-        ptr = p.ptrs.get(name)
-        if ptr is None:
-            continue
-        count = count if count is not None else p.kv_pages
-        t = torch.empty(count, dtype=torch.int32)
-        ctypes.memmove(t.data_ptr(), ptr, 4 * count)
-        out.append(t)
-    return out
-
-
 QO_A, KV_A = [100, 37, 512], [300, 37, 1024]
 QO_B, KV_B = [64, 900, 1, 250, 17], [64, 2000, 700, 250, 4000]
 
@@ -439,10 +418,15 @@ def test_memoized_prefill_plan_equals_the_full_plan(cpu, paged, graph):
     fresh = prefill_wrapper(paged, graph)
     q = prefill_plan(fresh, b)                                                     # the full path of it
     got, want = device_arrays(w, p), device_arrays(fresh, q)
-    assert len(got) == len(want) == (5 if paged else 3)
+    assert len(got) == len(want) == (5 if paged else 4)
     for x, y in zip(got, want):
         assert torch.equal(x, y)
-    assert torch.equal(got[1], b[0])
+    assert torch.equal(got[1], b[0]) and torch.equal(got[2], b[1] if paged else torch.tensor(
+        [0] + [int(x) for x in torch.tensor(KV_B).cumsum(0)], dtype=torch.int32))
+    if paged:
+        assert torch.equal(got[3], b[3]) and torch.equal(got[4], b[2])
+    else:
+        assert not got[3].any()   # ragged: no last-page lengths
     for name in ("candidate", "num_items", "num_merge_units", "num_ctas", "plan_bytes"):
         assert p.summary[name] == q.summary[name], name
     assert p.config == q.config and p.host_bytes == q.host_bytes
@@ -453,9 +437,9 @@ def test_memoized_prefill_plan_equals_the_full_plan(cpu, paged, graph):
         assert (p.kv_pages, p.page_size, p.window_left) == (q.kv_pages, q.page_size, q.window_left)
     else:
         assert p.total_kv == q.total_kv == sum(KV_B)
-    if graph:  # the fixed buffers hold the batch
-        assert p.ptrs["qo_indptr"] == w._fixed["qo"].data_ptr()
-        assert torch.equal(w._fixed["qo"][:len(QO_B) + 1], b[0])
+    if graph and paged:  # the kernels read the page table from the fixed buffer the graph captured
+        assert p.ptrs == {"kv_indices": w._fixed["kv_indices"].data_ptr()}
+        assert torch.equal(w._fixed["kv_indices"][:b[2].numel()], b[2])
 
 
 @pytest.mark.parametrize("paged", [True, False], ids=["paged", "ragged"])

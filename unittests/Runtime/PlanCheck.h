@@ -49,6 +49,19 @@ inline void checkPlan(const PlanConfig &c, const Batch &b, const PlanView &v) {
   if (c.graph_mode) {
     ASSERT_EQ(v.numCtas(), getCandidateCtas(c, c.candidates[v.candidate()]));
   }
+  // The plan carries the index arrays the kernels read: the batch's.
+  ASSERT_EQ(v.batch(), b.size());
+  for (int32_t r = 0; r <= b.size(); ++r) {
+    ASSERT_EQ(v.qoIndptr()[r], b.qo_indptr[r]) << "qo_indptr[" << r << "]";
+    ASSERT_EQ(v.kvIndptr()[r], b.kv_indptr[r]) << "kv_indptr[" << r << "]";
+  }
+  for (int32_t r = 0; r < b.size(); ++r) {
+    const int32_t blocks = b.kv_indptr[r + 1] - b.kv_indptr[r];
+    const int32_t last = c.indexing == KVIndexing::Paged && blocks > 0
+                             ? b.kv_lens[r] - (blocks - 1) * c.block_size
+                             : 0;
+    ASSERT_EQ(v.kvLastLen()[r], last) << "kv_last_len[" << r << "]";
+  }
   // CTA ranges partition the item list.
   const int32_t *ind = v.ctaIndptr();
   ASSERT_EQ(ind[0], 0);

@@ -256,6 +256,8 @@ TEST(PlanView, RefusesEachCorruptedField) {
   ASSERT_TRUE(viewPlan(p.ws.data(), p.ws.size() * 4, &v0).ok());
   const int32_t offItems = p.ws[kHdrOffItems], offCta = p.ws[kHdrOffCtaIndptr],
                 offMi = p.ws[kHdrOffMergeIndptr], offMu = p.ws[kHdrOffMergeUnits];
+  const int32_t offQo = p.ws[kHdrOffQoIndptr], offKv = p.ws[kHdrOffKvIndptr],
+                offLast = p.ws[kHdrOffKvLastLen];
   // Index of a split item (slot >= 0).
   int32_t split = -1;
   for (int32_t i = 0; i < v0.numItems() && split < 0; ++i)
@@ -279,6 +281,18 @@ TEST(PlanView, RefusesEachCorruptedField) {
       {"merge units past total_words", kHdrOffMergeUnits, p.ws[kHdrTotalWords],
        "total_words"},
       {"cta index at 0", kHdrOffCtaIndptr, 0, "off_cta_indptr"},
+      {"qo_indptr inside the header", kHdrOffQoIndptr, kHdrReserved, "off_qo_indptr"},
+      {"kv_indptr over qo_indptr", kHdrOffKvIndptr, offQo + 1, "off_kv_indptr"},
+      {"kv_last_len over kv_indptr", kHdrOffKvLastLen, offKv, "off_kv_last_len"},
+      {"batch over max_batch", kHdrBatch, p.ws[kHdrMaxBatch] + 1, "batch"},
+      {"negative max_batch", kHdrMaxBatch, -1, "max_batch"},
+      {"qo_indptr from 1", offQo, 1, "qo_indptr"},
+      {"qo_indptr ends short", offQo + v0.batch(), v0.header(kHdrTotalQRows) - 1,
+       "qo_indptr"},
+      {"qo_indptr decreases", offQo + 2, -1, "decreases"},
+      {"kv_indptr from 1", offKv, 1, "kv_indptr"},
+      {"kv_indptr decreases", offKv + 3, 0, "decreases"},
+      {"negative kv_last_len", offLast + 1, -1, "kv_last_len"},
       {"partial_o 2^52", kHdrPartialOOffsetHi, 1 << 20, "partial_o"},
       {"partial_lse misaligned", kHdrPartialLseOffsetLo,
        p.ws[kHdrPartialLseOffsetLo] + 4, "partial_lse"},

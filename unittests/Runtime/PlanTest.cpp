@@ -817,24 +817,70 @@ TEST(PlanGraphMode, GridAndLayoutFixedAcrossPlans) {
   EXPECT_EQ(va.partialOOffset(), vd.partialOOffset());
 }
 
+TEST(PlanIndexArrays, ThePlanCarriesTheInputsAtOffsetsOfTheConfig) {
+  // The kernels read qo_indptr, kv_indptr and kv_last_len from the plan, at
+  // offsets graph mode's captured pointers hold across batches: the
+  // inputs as given, kv_last_len from kv_lens when only they are given, 0
+  // for an empty request (whose given last length is never checked).
+  Batch small = makeBatch({{1, 10}, {1, 0}, {1, 33}}, 16, 1);
+  small.kv_last_len[1] = -5;
+  Batch big = makeBatch(skewedDecode(), 16, 2);
+  PlanConfig c = defaultDecodeConfig(big);
+  c.graph_mode = 1;
+  std::vector<int32_t> a, d;
+  ASSERT_TRUE(planInto(c, inputsOf(small), &a).ok());
+  ASSERT_TRUE(planInto(c, inputsOf(big), &d).ok());
+  for (PlanHeaderField f : {kHdrOffQoIndptr, kHdrOffKvIndptr, kHdrOffKvLastLen,
+                            kHdrMaxBatch})
+    EXPECT_EQ(a[f], d[f]) << f;
+  EXPECT_EQ(a[kHdrOffKvIndptr] - a[kHdrOffQoIndptr], c.max_batch + 1);
+  checkPlan(c, small, PlanView{a.data()});
+  checkPlan(c, big, PlanView{d.data()});
+
+  PlanInputs byLens = inputsOf(small);
+  byLens.kv_last_len = nullptr;
+  byLens.kv_lens = small.kv_lens.data();
+  ASSERT_TRUE(planInto(c, byLens, &a).ok());
+  PlanView v{a.data()};
+  EXPECT_EQ(v.kvLastLen()[0], 10);
+  EXPECT_EQ(v.kvLastLen()[1], 0);
+  EXPECT_EQ(v.kvLastLen()[2], 1);
+}
+
+TEST(PlanIndexArrays, RaggedPlansHoldZeroLastLengths) {
+  Batch b = makeBatch({{5, 40}, {3, 7}}, 16, 1);
+  b.kv_indptr = {0, 40, 47}; // tokens
+  PlanConfig c = defaultDecodeConfig(b);
+  c.indexing = KVIndexing::Ragged;
+  PlanInputs in = inputsOf(b);
+  in.kv_last_len = nullptr;
+  in.kv_indices = nullptr;
+  std::vector<int32_t> ws;
+  ASSERT_TRUE(planInto(c, in, &ws).ok());
+  checkPlan(c, b, PlanView{ws.data()});
+}
+
 TEST(PlanUpload, TheSpansAloneMakeTheWholePlan) {
-  // Graph mode lays the plan out for its maxima (4096 requests here), so a
-  // batch uses a small part of it; a device image holding only the spans,
-  // garbage elsewhere, must be the same plan to every reader.
+  // Graph mode lays the plan out for its maxima (4096 or 65536 requests
+  // here), so a batch uses a small part of it; a device image holding only
+  // the spans, garbage elsewhere, must be the same plan to every reader.
+  // Under 65536 requests the index arrays' unused tails (256 KiB each) part
+  // them into spans of their own.
   Batch one = makeBatch({{1, 300}}, 16, 1);
   Batch skewed = makeBatch(skewedDecode(), 16, 2);
   PlanConfig c = h200DecodeConfig(skewed);
   c.graph_mode = 1;
-  c.max_batch = 4096;
-  c.max_total_q_rows = 4096;
+  for (int32_t maxBatch : {4096, 65536})
   for (const Batch *b : {&one, &skewed}) {
+    c.max_batch = maxBatch;
+    c.max_total_q_rows = maxBatch;
     std::vector<int32_t> host;
     ASSERT_TRUE(planInto(c, inputsOf(*b), &host).ok());
     PlanView v{host.data()};
-    PlanSpan spans[3];
+    PlanSpan spans[kMaxPlanSpans];
     int32_t n = planUploadSpans(v, spans);
     ASSERT_GE(n, 1);
-    ASSERT_LE(n, 3);
+    ASSERT_LE(n, kMaxPlanSpans);
     EXPECT_EQ(spans[0].offset, 0u);
     size_t copied = 0, end = 0;
     std::vector<int32_t> device(v.bytes() / 4, int32_t(0xABABABAB));
@@ -858,8 +904,11 @@ TEST(PlanUpload, TheSpansAloneMakeTheWholePlan) {
     EXPECT_EQ(d.numMergeUnits(), v.numMergeUnits());
     if (b == &skewed)
       EXPECT_GT(v.numMergeUnits(), 0) << "the merge spans are tested";
-    else
-      EXPECT_EQ(n, 1);
+    // One span for the header, index arrays and work list (their gaps are
+    // small under 4096 requests, 4 spans under 65536), two more for the
+    // merge arrays of the skewed batch.
+    const int32_t front = maxBatch == 4096 ? 1 : 4;
+    EXPECT_EQ(n, front + (b == &skewed ? 2 : 0)) << "max_batch " << maxBatch;
   }
 }
 

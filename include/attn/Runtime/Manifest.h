@@ -58,6 +58,11 @@ constexpr const char *kMergeIndptr = "merge_indptr";
 constexpr const char *kMergeUnits = "merge_units";
 constexpr const char *kPartialO = "partial_o";
 constexpr const char *kPartialLse = "partial_lse";
+/// The plan's copies of the index arrays it was made from (Plan.h): a
+/// caller's arguments of these names are not read.
+constexpr const char *kQoIndptr = "qo_indptr";
+constexpr const char *kKvIndptr = "kv_indptr";
+constexpr const char *kKvLastLen = "kv_last_len";
 constexpr const char *kSlotRows = "slot_rows"; ///< i32: row stride of a partial slot
 /// i32: the rows a row kernel loops over; launchRows binds it, not the caller.
 constexpr const char *kNumRows = "num_rows";

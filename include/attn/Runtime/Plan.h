@@ -9,15 +9,22 @@
 // a plan exactly as the kernels do). No MLIR or LLVM includes: plain structs of
 // fixed-width integers, trivially copyable.
 //
-// A plan is ONE flat int32 array (FlashInfer's "plan info" idea). The caller
-// sizes it with planHostWorkspaceBytes(), the planner fills it, one async copy
-// moves it to the start of the device workspace, and the kernels read it there.
-// The device workspace continues with the float32 partial-output buffers.
+// A plan is ONE flat int32 array. The caller sizes it with
+// planHostWorkspaceBytes(), the planner fills it, one async copy moves it to
+// the start of the device workspace, and the kernels read it there. It holds
+// copies of the index arrays it was planned from, so the kernels read the
+// same qo_indptr, kv_indptr and kv_last_len the planner did and a step
+// uploads one buffer, not four. The device workspace continues with the
+// float32 partial-output buffers.
 //
 // Flat plan layout (int32 words; offsets are in the header and depend ONLY on
 // the PlanConfig, never on the batch, so CUDA-graph-captured pointers stay valid):
 //
 //   header        [kPlanHeaderWords]          see PlanHeaderField
+//   qo_indptr     [max_batch + 1]             the inputs' copy (query tokens)
+//   kv_indptr     [max_batch + 1]             the inputs' copy (blocks or tokens)
+//   kv_last_len   [max_batch]                 paged: tokens in the last block
+//                                             (from kv_lens if given); ragged: 0
 //   cta_indptr    [max_ctas + 1]              CTA c runs items cta_indptr[c] .. cta_indptr[c+1]-1
 //   work_items    [max_items][kWorkItemWords] see WorkItem
 //   merge_indptr  [max_merge_units + 1]       unit u merges slots merge_indptr[u] .. merge_indptr[u+1]-1
@@ -65,10 +72,10 @@
 namespace attnrt {
 
 /// Version of the flat plan layout below; bumped on any change.
-constexpr int32_t kPlanAbiVersion = 1;
+constexpr int32_t kPlanAbiVersion = 2;
 /// First header word of every plan ("ATNP" little-endian).
 constexpr int32_t kPlanMagic = 0x504E5441;
-constexpr int32_t kPlanHeaderWords = 32;
+constexpr int32_t kPlanHeaderWords = 40;
 constexpr int32_t kWorkItemWords = 8;
 constexpr int32_t kMergeUnitWords = 4;
 constexpr int32_t kMaxTileCandidates = 8;
@@ -127,7 +134,11 @@ enum PlanHeaderField : int32_t {
   kHdrPartialLseOffsetHi = 28,
   kHdrNumQoHeads = 29,
   kHdrNumKvHeads = 30,
-  kHdrReserved = 31,
+  kHdrOffQoIndptr = 31,  ///< word offsets of the index arrays' copies
+  kHdrOffKvIndptr = 32,
+  kHdrOffKvLastLen = 33,
+  kHdrMaxBatch = 34,     ///< entries the index arrays are laid out for
+  kHdrReserved = 35,     ///< .. kPlanHeaderWords - 1: zero
 };
 
 /// WorkItem::flags bits.
@@ -247,6 +258,7 @@ struct PlanLayout {
   int32_t getMaxSlots(const TileCandidate &t) const {
     return int32_t(partial_rows / t.q_rows);
   }
+  int32_t off_qo_indptr = 0, off_kv_indptr = 0, off_kv_last_len = 0;
   int32_t off_cta_indptr = 0, off_items = 0, off_merge_indptr = 0,
           off_merge_units = 0, total_words = 0;
   /// Host-only planner scratch after the flat plan (never uploaded): the
@@ -297,6 +309,11 @@ struct PlanView {
   int32_t gqaPack() const { return words[kHdrGqaPack]; }
   int32_t slotRows() const { return words[kHdrSlotRows]; }
   int32_t candidate() const { return words[kHdrCandidate]; }
+  int32_t batch() const { return words[kHdrBatch]; }
+  /// The index arrays the plan was made from (batch + 1, batch + 1, batch).
+  const int32_t *qoIndptr() const { return words + words[kHdrOffQoIndptr]; }
+  const int32_t *kvIndptr() const { return words + words[kHdrOffKvIndptr]; }
+  const int32_t *kvLastLen() const { return words + words[kHdrOffKvLastLen]; }
   const int32_t *ctaIndptr() const { return words + words[kHdrOffCtaIndptr]; }
   const WorkItem *items() const {
     return reinterpret_cast<const WorkItem *>(words + words[kHdrOffItems]);
@@ -322,21 +339,25 @@ struct PlanSpan {
 /// than split into another copy: a copy call costs the host ~2 us, about what
 /// 32 KiB take over PCIe.
 constexpr size_t kPlanUploadGapBytes = 32 * 1024;
-/// The parts of a flat plan the kernels read, in order: the header,
-/// cta_indptr and the work items up to num_items, merge_indptr and the merge
-/// units up to num_merge_units (neither without merge units: nothing reads
-/// them then). The layout is laid
-/// out for the config's maxima (captured pointers never move), so a batch's
-/// plan is usually a small part of total_words; the upload copies these spans
-/// only. Spans closer than kPlanUploadGapBytes are joined. Returns how many
-/// of `spans` it filled (1 to 3).
-int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[3]);
+/// Most spans planUploadSpans fills.
+constexpr int32_t kMaxPlanSpans = 6;
+/// The parts of a flat plan the kernels read, in order: the header with the
+/// batch's qo_indptr, its kv_indptr, its kv_last_len, cta_indptr and the
+/// work items up to num_items, merge_indptr and the merge units up to
+/// num_merge_units (neither without merge units: nothing reads them then).
+/// The layout is laid out for the config's maxima (captured pointers never
+/// move), so a batch's plan is usually a small part of total_words; the
+/// upload copies these spans only. Spans closer than kPlanUploadGapBytes are
+/// joined (one span, unless the maxima leave large gaps). Returns how many
+/// of `spans` it filled (1 to kMaxPlanSpans).
+int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[kMaxPlanSpans]);
 
 /// Checks that `bytes` of `workspace` hold a plan of this ABI version before
 /// anything reads it: magic and version; every count within its maximum and
 /// every maximum within the planner's limits; the arrays in order inside
 /// total_words (<= bytes / 4); the partial buffers aligned after the plan;
-/// cta_indptr from 0 to num_items and monotone; merge_indptr from 0 to
+/// qo_indptr from 0 to total_q_rows and kv_indptr from 0, both monotone,
+/// kv_last_len non-negative; cta_indptr from 0 to num_items and monotone; merge_indptr from 0 to
 /// num_slots and increasing (no slots and merge_indptr unread without merge
 /// units); each merge unit's and work item's request, head
 /// group and rows inside the header's batch, head groups and tile, its keys
