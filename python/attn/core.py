@@ -751,6 +751,13 @@ def raise_page_index_errors(device):
             "run() that launched it.")
 
 
+def fixed_addresses(fixed):
+    """The device addresses of graph mode's fixed qo_indptr, kv_indptr and
+    last_page_len buffers in ``fixed`` (0 for one it lacks): where plan()
+    copies the batch's arrays."""
+    return tuple(fixed[n].data_ptr() if fixed.get(n) is not None else 0 for n in ("qo", "kv_indptr", "kv_last_len"))
+
+
 class WrapperBase:
     """Workspace, layout, CUDA-graph mode and the plan/launch steps."""
 
@@ -823,13 +830,15 @@ class WrapperBase:
             planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
             template={n: getattr(p, n) for n in template}, **extra)
 
-    def _plan_natively(self, m, batch, maxima, host, min_kv_len=1, page_table=(0, 0, 0)):
+    def _plan_natively(self, m, batch, maxima, host, fixed=(0, 0, 0), min_kv_len=1, page_table=(0, 0, 0)):
         """The fast path's one native call: plans ``batch`` requests under
         ``maxima`` (max_batch, max_total_q_rows, max_kv_tokens) from the host
         arrays at the addresses ``host`` (qo_indptr, kv_indptr, last_page_len;
-        0: none) and queues the plan's copy (which carries those arrays) and
-        graph mode's ``page_table`` (src, dst, bytes); the call refuses a
-        capturing stream and waits on, then records, the upload fence. Grows
+        0: none) and queues the plan's copy (which carries those arrays), in
+        graph mode the arrays' copies into the ``fixed`` buffers at those
+        device addresses (0 skips one) and ``page_table`` (src, dst, bytes);
+        the call refuses a capturing stream and waits on, then records, the
+        upload fence. Grows
         the pinned host workspace once when the batch needs more. Returns
         the summary, or None (nothing done) when the device workspace is too
         small or a request holds fewer than ``min_kv_len`` keys: the full
@@ -842,7 +851,7 @@ class WrapperBase:
         ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         for _ in range(2):
             summary = m.planner.plan(pinned[0], pinned[1], ws_ptr, ws_bytes, handle, batch, *maxima, *host,
-                                     min_kv_len, fence, *page_table)
+                                     min_kv_len, fence, *fixed, *page_table)
             if summary is not None:
                 return summary
             host_bytes, device_bytes = m.planner.sizes(*maxima)
@@ -885,7 +894,7 @@ class WrapperBase:
                                "(plan on the host, then replay the captured run())")
 
     def _plan(self, spec, values, *, qo_indptr, kv_indptr, kv_last_len=None, kv_lens=None,
-              max_batch=None, max_total_q_rows=None, custom_mask=False, split=None):
+              max_batch=None, max_total_q_rows=None, custom_mask=False, split=None, fixed=None):
         """Picks the tile for the batch, plans, uploads the plan, and loads
         (compiling on first use) the picked candidate's kernels.
 
@@ -895,7 +904,9 @@ class WrapperBase:
         cannot change kernels. The KV range each query row sees (causal,
         sliding window) comes from the kernels' mask band. The plan carries
         the index arrays the kernels read (qo_indptr, kv_indptr,
-        last_page_len). ``split``: :func:`plan_config`'s.
+        last_page_len); graph mode also copies them into the caller's
+        ``fixed`` buffers (a dict with "qo", "kv_indptr", "kv_last_len"),
+        as FlashInfer's plan() does. ``split``: :func:`plan_config`'s.
         """
         torch = torch_module()
         self._check_not_capturing("plan")
@@ -947,6 +958,8 @@ class WrapperBase:
             plan_cfg, self._host_ws.data_ptr(), qo_indptr, kv_indptr, kv_last_len=kv_last_len,
             kv_lens=kv_lens, workspace_bytes=host_bytes, device_workspace=self._workspace.data_ptr(),
             device_bytes=ws_bytes, stream=handle)
+        if self._use_cuda_graph and fixed:
+            _native.native().copy_plan_arrays(self._host_ws.data_ptr(), *fixed_addresses(fixed), handle)
         fence.record(handle)
         p = PlannedRun()
         candidate = summary["candidate"]

@@ -67,9 +67,8 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
       (FlashInfer: a finite -5e4).
     - with ``use_cuda_graph=True``, ``run`` accepts a ``q`` with up to the
       buffers' batch rows, so one captured graph serves every smaller batch;
-      plan() writes the page table into ``paged_kv_indices_buffer`` but not
-      ``paged_kv_indptr_buffer``/``paged_kv_last_page_len_buffer``, which set
-      the maximum batch: the kernels read the plan's copies of those arrays.
+      plan() writes the three buffers as FlashInfer's does (the kernels read
+      the page table there and the plan's own copies of the other two).
     """
 
     def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, use_tensor_cores=False,
@@ -80,7 +79,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         # Kept for engines that read it back; attn's decode kernel is one kernel whatever it says.
         self.use_tensor_cores = bool(use_tensor_cores)
         self._fixed = {}
-        self._graph_step = None   # graph mode's fast plan(): the page table buffer (capacity, address, ptrs)
+        self._graph_step = None   # graph mode's fast plan(): the fixed buffers' addresses, read once
         if use_cuda_graph:
             bufs = {"kv_indptr": paged_kv_indptr_buffer, "kv_indices": paged_kv_indices_buffer,
                     "kv_last_len": paged_kv_last_page_len_buffer}
@@ -195,10 +194,11 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             return False  # the full path refuses it
         if self._use_cuda_graph:
             g = self._graph_step
-            if g is None:  # the fixed page table never moves: its size and address, read once
+            if g is None:  # the fixed buffers never move
                 idx = self._fixed["kv_indices"]
-                g = self._graph_step = (idx.numel(), idx.data_ptr(), {"kv_indices": idx.data_ptr()})
-            idx_capacity, idx_ptr, ptrs = g
+                g = self._graph_step = (idx.numel(), idx.data_ptr(), {"kv_indices": idx.data_ptr()},
+                                        core.fixed_addresses(self._fixed))
+            idx_capacity, idx_ptr, ptrs, fixed = g
             if batch > self._max_batch or n_idx > idx_capacity:
                 return False
             config = m.config
@@ -212,13 +212,13 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                 if m.config["fixed_split_tokens"] else 0
             maxima = (max_batch, max_q, max_kv)
             ptrs = {"kv_indices": indices.data_ptr()}
-            table = (0, 0, 0)
+            table = fixed = (0, 0, 0)
             keep = indices
         qo = m.qo_host
         if qo is None or len(qo) < batch + 1:
             qo = m.qo_host = array.array("i", range(0, k * (2 * batch + 2), k))
         summary = self._plan_natively(m, batch, maxima, (qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr()),
-                                      min_kv_len=k, page_table=table)
+                                      fixed, min_kv_len=k, page_table=table)
         if summary is None:
             return False  # the workspace is too small, or a request is too short: the full path says so
         config = m.config if self._use_cuda_graph else dict(m.config, max_batch=maxima[0],

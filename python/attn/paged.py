@@ -136,7 +136,7 @@ class PagedWrapperBase(core.WrapperBase):
         # The plan carries the index arrays read above (the planner's copies, no host sync); the page
         # table goes up apart (graph mode: into the fixed buffer the graph captured).
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h, kv_last_len=last_h, max_batch=max_batch,
-                       max_total_q_rows=max_total_q_rows, custom_mask=has_mask, split=split)
+                       max_total_q_rows=max_total_q_rows, custom_mask=has_mask, split=split, fixed=fixed)
         d_idx = to_device_i32("kv_indices", kv_indices, self._device, fixed.get("kv_indices"))
         p.keepalive = [d_idx]
         p.ptrs = {"kv_indices": d_idx.data_ptr()}

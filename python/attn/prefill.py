@@ -65,11 +65,12 @@ class _PrefillPlanMemo:
             return False  # the full path refuses it
         core.raise_page_index_errors(self._device)
         graph, config = self._use_cuda_graph, m.config
-        table, keep, ptrs = (0, 0, 0), [], {}
+        table, fixed, keep, ptrs = (0, 0, 0), (0, 0, 0), [], {}
         if graph:
             if batch > self._max_batch:
                 return False
             max_batch, max_q = config["max_batch"], config["max_total_q_rows"]
+            fixed = core.fixed_addresses(self._fixed)   # the arrays' copies into the caller's buffers
             if paged:
                 d_idx = self._fixed["kv_indices"]
                 if d_idx.numel() < n_idx:
@@ -83,7 +84,7 @@ class _PrefillPlanMemo:
                 keep, ptrs = [indices], {"kv_indices": indices.data_ptr()}
         summary = self._plan_natively(m, batch, (max_batch, max_q, 0),
                                       (qo.data_ptr(), kv.data_ptr(), last.data_ptr() if paged else 0),
-                                      page_table=table)
+                                      fixed, page_table=table)
         if summary is None:
             return False  # the workspace is too small: the full path fits the split scratch or says so
         config = config if graph else dict(config, max_batch=max_batch, max_total_q_rows=max_q)
@@ -351,7 +352,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
         # The plan carries the indptr arrays read above (no host sync).
         p = self._plan(spec, values, qo_indptr=qo_h, kv_indptr=kv_h,
                        max_batch=self._max_batch if graph else None,
-                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask)
+                       max_total_q_rows=self._max_total_q_rows if graph else None, custom_mask=has_mask,
+                       fixed=self._fixed)
         p.keepalive, p.ptrs = [], {}
         if has_mask:
             kv_lens = [kv_h[b + 1] - kv_h[b] for b in range(len(kv_h) - 1)]

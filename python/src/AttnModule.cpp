@@ -206,6 +206,27 @@ void checkNotCapturing(uint64_t stream) {
         "host, then replay the captured run())");
 }
 
+/// Graph mode's fixed buffers: the plan's copies of qo_indptr, kv_indptr and
+/// kv_last_len (in the pinned host workspace `hostWs`, whose plan was just
+/// made) to the device addresses `dst` (0 skips one), one async copy each on
+/// `stream`. The kernels read the plan's own copies; FlashInfer's plan()
+/// writes these buffers, and engines read them back (an append captured in
+/// the same graph reads the page table there).
+void copyPlanArrays(uint64_t hostWs, const uint64_t dst[3], uint64_t stream) {
+  const int32_t *w = reinterpret_cast<const int32_t *>(hostWs);
+  const size_t n = size_t(w[attnrt::kHdrBatch]);
+  const struct {
+    attnrt::PlanHeaderField offset;
+    size_t words;
+  } arrays[3] = {{attnrt::kHdrOffQoIndptr, n + 1},
+                 {attnrt::kHdrOffKvIndptr, n + 1},
+                 {attnrt::kHdrOffKvLastLen, n}};
+  for (int i = 0; i < 3; ++i)
+    if (dst[i] && arrays[i].words)
+      check(attnRtCopyToDevice(w + w[arrays[i].offset], 4 * arrays[i].words,
+                               dst[i], stream));
+}
+
 /// A PlanConfig converted once (the dict's conversion costs more than the
 /// planner at decode sizes), for plan() of every step: `plan` takes the
 /// host arrays as addresses (CPU tensors' data_ptr()) and the maxima of the
@@ -227,9 +248,11 @@ public:
   /// Plans `batch` requests from host int32 arrays at `qo`, `kv` (batch + 1
   /// entries) and `last` (batch; 0 for ragged KV) under the given maxima
   /// into the host workspace and copies the plan to `device_ws` on `stream`
-  /// (0: plan only, for tests and CPU measurements), then `kv_indices_bytes`
-  /// of the device array `kv_indices` to `kv_indices_dst` (graph mode's
-  /// fixed page table; skipped when 0 or the same). Returns the summary
+  /// (0: plan only, for tests and CPU measurements); in graph mode then the
+  /// plan's copies of the three arrays to the fixed buffers at `qo_dst`,
+  /// `kv_dst` and `last_dst` (0 skips one; copyPlanArrays) and
+  /// `kv_indices_bytes` of the device array `kv_indices` to `kv_indices_dst`
+  /// (the fixed page table; skipped when 0 or the same). Returns the summary
   /// with "host_bytes", or None, having done nothing, when a workspace is
   /// smaller than the config needs or a request holds fewer than
   /// `min_kv_len` keys (the caller's full path then says which). With a
@@ -240,7 +263,8 @@ public:
                   size_t deviceWsBytes, uint64_t stream, int32_t batch,
                   int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
                   uint64_t qo, uint64_t kv, uint64_t last, int32_t minKvLen,
-                  PyFence *fence, uint64_t kvIndices, uint64_t kvIndicesDst,
+                  PyFence *fence, uint64_t qoDst, uint64_t kvDst,
+                  uint64_t lastDst, uint64_t kvIndices, uint64_t kvIndicesDst,
                   size_t kvIndicesBytes) {
     if (deviceWs)
       checkNotCapturing(stream);
@@ -250,7 +274,7 @@ public:
     if (!qo || !kv || (paged && !last))
       throw py::value_error(paged ? "qo_indptr, kv_indptr and kv_last_len are required"
                                   : "qo_indptr and kv_indptr are required");
-    if (!paged && last)
+    if (!paged && (last || lastDst))
       throw py::value_error("kv_last_len is for paged KV; this config is ragged");
     setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
     size_t host = 0, device = 0;
@@ -281,9 +305,14 @@ public:
                                   deviceWsBytes, stream, &s));
       else // plan only (CPU tests and measurements)
         check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
-      // Graph mode: the page table into the fixed buffer the graph captured.
-      if (deviceWs && kvIndicesDst && kvIndicesDst != kvIndices)
-        check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst, stream));
+      if (deviceWs) {
+        // Graph mode: the caller's fixed buffers, and the page table into the
+        // one the graph captured.
+        const uint64_t dst[3] = {qoDst, kvDst, lastDst};
+        copyPlanArrays(hostWs, dst, stream);
+        if (kvIndicesDst && kvIndicesDst != kvIndices)
+          check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst, stream));
+      }
       if (fence && deviceWs)
         check(attnRtFenceRecord(fence->get(), stream));
     }
@@ -529,14 +558,29 @@ PYBIND11_MODULE(_attn, m) {
            py::arg("max_batch"), py::arg("max_total_q_rows"),
            py::arg("max_kv_tokens"), py::arg("qo_indptr"), py::arg("kv_indptr"),
            py::arg("kv_last_len"), py::arg("min_kv_len") = 1,
-           py::arg("fence") = nullptr, py::arg("kv_indices") = 0,
-           py::arg("kv_indices_dst") = 0, py::arg("kv_indices_bytes") = 0,
+           py::arg("fence") = nullptr, py::arg("qo_indptr_dst") = 0,
+           py::arg("kv_indptr_dst") = 0, py::arg("kv_last_len_dst") = 0,
+           py::arg("kv_indices") = 0, py::arg("kv_indices_dst") = 0,
+           py::arg("kv_indices_bytes") = 0,
            "Plans and uploads one step; returns the plan summary (with "
            "host_bytes), or None when a workspace is too small or a request "
            "has fewer than min_kv_len keys (nothing done). Raises Error "
            "naming the bad input (nothing uploaded then), RuntimeError on a "
            "stream capturing a CUDA graph. `fence` (an UploadFence) is waited "
            "on before the pinned host workspace is written, recorded after.");
+
+  m.def(
+      "copy_plan_arrays",
+      [](uint64_t host_ws, uint64_t qo_dst, uint64_t kv_dst, uint64_t last_dst,
+         uint64_t stream) {
+        const uint64_t dst[3] = {qo_dst, kv_dst, last_dst};
+        copyPlanArrays(host_ws, dst, stream);
+      },
+      py::arg("host_workspace"), py::arg("qo_indptr_dst"),
+      py::arg("kv_indptr_dst"), py::arg("kv_last_len_dst"), py::arg("stream"),
+      "Graph mode: the plan's copies of qo_indptr, kv_indptr and kv_last_len "
+      "(in the pinned host workspace of the plan just made) to the fixed "
+      "buffers at these device addresses (0 skips one), async on `stream`.");
 
   py::class_<PyFence>(m, "UploadFence",
                       "Orders the reuse of pinned host buffers that async "

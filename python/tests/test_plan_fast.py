@@ -62,17 +62,27 @@ class Planner:
     def sizes(self, *a):
         return self.real.sizes(*a)
 
-    def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, fence, idx=0,
-             idx_dst=0, idx_bytes=0):
+    def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, fence,
+             qo_dst=0, kv_dst=0, last_dst=0, idx=0, idx_dst=0, idx_bytes=0):
         self.calls += 1
         fence.wait()  # as the binding: before the pinned host workspace is written
         s = self.real.plan(host, host_bytes, 0, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv)
         if s is not None:
             ctypes.memmove(dev, host, s["plan_bytes"])
+            copy_plan_arrays(host, qo_dst, kv_dst, last_dst)
             if idx_dst and idx_dst != idx:
                 ctypes.memmove(idx_dst, idx, idx_bytes)
             fence.record(stream)
         return s
+
+
+def copy_plan_arrays(host, qo_dst, kv_dst, last_dst, stream=0):
+    """The binding's copy_plan_arrays on the host: the plan's copies to the fixed buffers."""
+    words = (ctypes.c_int32 * 40).from_address(host)
+    b = words[22]                                            # kHdrBatch
+    for off, n, dst in ((words[31], b + 1, qo_dst), (words[32], b + 1, kv_dst), (words[33], b, last_dst)):
+        if dst and n:
+            ctypes.memmove(dst, host + 4 * off, 4 * n)
 
 
 class Native:
@@ -100,6 +110,10 @@ class Native:
         if device_workspace:
             ctypes.memmove(device_workspace, workspace, s["plan_bytes"])
         return s
+
+    @staticmethod
+    def copy_plan_arrays(host, qo_dst, kv_dst, last_dst, stream):
+        copy_plan_arrays(host, qo_dst, kv_dst, last_dst)
 
     def upload_plan(self, host, nbytes, dev, stream, device_bytes=None):
         assert device_bytes is None or nbytes <= device_bytes  # the binding's Sized check, roughly
@@ -206,9 +220,13 @@ def test_memoized_plan_equals_the_full_plan(cpu, graph):
     assert (p.total_q, p.batch, p.q_len_per_req, p.keywords, p.sm_scale) == \
         (q.total_q, q.batch, q.q_len_per_req, q.keywords, q.sm_scale)
     assert p.attention_kernel == q.attention_kernel and p.merge_kernel == q.merge_kernel
-    if graph:  # the kernels read the page table from the fixed buffer the graph captured
+    if graph:  # the kernels read the page table from the fixed buffer; plan() fills the others as FlashInfer's
         assert p.ptrs == {"kv_indices": w._fixed["kv_indices"].data_ptr()}
-        assert torch.equal(w._fixed["kv_indices"][:b[1].numel()], b[1])
+        n = len(LENS_B)
+        for name, want in (("kv_indices", b[1]), ("kv_indptr", b[0]), ("kv_last_len", b[2])):
+            assert torch.equal(w._fixed[name][:want.numel()], want), name
+            assert torch.equal(fresh._fixed[name][:want.numel()], want), name
+        assert not w._fixed["kv_last_len"][n:].any()   # nothing written past the batch
 
 
 def test_memoized_plan_still_rejects_bad_input(cpu):
@@ -437,9 +455,14 @@ def test_memoized_prefill_plan_equals_the_full_plan(cpu, paged, graph):
         assert (p.kv_pages, p.page_size, p.window_left) == (q.kv_pages, q.page_size, q.window_left)
     else:
         assert p.total_kv == q.total_kv == sum(KV_B)
-    if graph and paged:  # the kernels read the page table from the fixed buffer the graph captured
-        assert p.ptrs == {"kv_indices": w._fixed["kv_indices"].data_ptr()}
-        assert torch.equal(w._fixed["kv_indices"][:b[2].numel()], b[2])
+    if graph:  # plan() fills the caller's fixed buffers as FlashInfer's does (the kernels read the page table there)
+        want = {"qo": b[0], "kv_indptr": b[1]} if paged else {"qo": b[0], "kv_indptr": got[2]}
+        if paged:
+            want.update(kv_indices=b[2], kv_last_len=b[3])
+            assert p.ptrs == {"kv_indices": w._fixed["kv_indices"].data_ptr()}
+        for name, x in want.items():
+            assert torch.equal(w._fixed[name][:x.numel()], x), name
+            assert torch.equal(fresh._fixed[name][:x.numel()], x), name
 
 
 @pytest.mark.parametrize("paged", [True, False], ids=["paged", "ragged"])
