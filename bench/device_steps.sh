@@ -11,6 +11,7 @@
 #   plan   plan() breakdowns (bench/harness/plan_overhead.py)
 #   ab     plan() of an older package (out/old-src: `git archive <commit>` of
 #          it, carried) and this one, built side by side, timed alternately
+#          (AB_ROUNDS rounds, default 2)
 #   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
 #   variant  a prefill plain and with each variant (bench/harness/variant_cost.py)
 #          with each kernel pack of VARIANT_PACKS, twice alternating
@@ -96,7 +97,7 @@ if [[ $steps == *" ab "* ]]; then
   cmake -G Ninja -S out/old-src -B $old -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
     -DATTN_ENABLE_TESTS=OFF -DPython3_EXECUTABLE="$(command -v python3)" > "$L/old-cmake.log" 2>&1
   ninja -C $old > "$L/old-ninja.log" 2>&1 || tail -20 "$L/old-ninja.log"
-  for round in 1 2; do
+  for round in $(seq ${AB_ROUNDS:-2}); do
     for which in old new; do
       b=$build; [ $which = old ] && b=$old
       PYTHONPATH=$b/python ATTN_BUILD_DIR=$b timeout 60 python3 bench/harness/plan_overhead.py \
