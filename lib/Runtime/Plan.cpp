@@ -1430,9 +1430,9 @@ static void repeatForHeadGroups(int32_t copies, int64_t ctas, int32_t *ctaIndptr
 
 /// The plan's copies of the (validated) index arrays the kernels read:
 /// qo_indptr and kv_indptr as given; kv_last_len (paged) from kv_lens when
-/// given (the lengths the planner reads then), else kv_last_len, 0 for a
-/// request without blocks (whose given value is never
-/// checked); zeros for ragged KV, where nothing reads it.
+/// given (the lengths the planner reads then), else kv_last_len, and 0 for
+/// a request without blocks (whose given value is never checked); zeros for
+/// ragged KV, where nothing reads it.
 static void copyIndexArrays(const PlanConfig &c, const PlanInputs &in,
                             const PlanLayout &l, int32_t *w) {
   const int32_t n = in.batch;

@@ -838,11 +838,10 @@ class WrapperBase:
         graph mode the arrays' copies into the ``fixed`` buffers at those
         device addresses (0 skips one) and ``page_table`` (src, dst, bytes);
         the call refuses a capturing stream and waits on, then records, the
-        upload fence. Grows
-        the pinned host workspace once when the batch needs more. Returns
-        the summary, or None (nothing done) when the device workspace is too
-        small or a request holds fewer than ``min_kv_len`` keys: the full
-        path then fits or says which."""
+        upload fence. Grows the pinned host workspace once when the batch
+        needs more. Returns the summary, or None (nothing done) when the
+        device workspace is too small or a request holds fewer than
+        ``min_kv_len`` keys: the full path then fits or says which."""
         pinned = self._pinned
         if pinned is None:
             pinned = self._pin_buffers()

@@ -13,8 +13,8 @@
 // planHostWorkspaceBytes(), the planner fills it, one async copy moves it to
 // the start of the device workspace, and the kernels read it there. It holds
 // copies of the index arrays it was planned from, so the kernels read the
-// same qo_indptr, kv_indptr and kv_last_len the planner did and a step
-// uploads one buffer, not four. The device workspace continues with the
+// same qo_indptr, kv_indptr and kv_last_len the planner did, and an eager
+// step uploads this one buffer. The device workspace continues with the
 // float32 partial-output buffers.
 //
 // Flat plan layout (int32 words; offsets are in the header and depend ONLY on
@@ -357,10 +357,11 @@ int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[kMaxPlanSpans]);
 /// every maximum within the planner's limits; the arrays in order inside
 /// total_words (<= bytes / 4); the partial buffers aligned after the plan;
 /// qo_indptr from 0 to total_q_rows and kv_indptr from 0, both monotone,
-/// kv_last_len non-negative; cta_indptr from 0 to num_items and monotone; merge_indptr from 0 to
-/// num_slots and increasing (no slots and merge_indptr unread without merge
-/// units); each merge unit's and work item's request, head
-/// group and rows inside the header's batch, head groups and tile, its keys
+/// kv_last_len non-negative; cta_indptr from 0 to num_items and monotone;
+/// merge_indptr from 0 to num_slots and increasing (no slots and
+/// merge_indptr unread without merge units); each merge unit's and work
+/// item's request, head group and rows inside the header's batch, head
+/// groups and tile, its keys
 /// ordered, its slot below num_slots (or -1 for a direct item). A corrupt or
 /// foreign buffer gets InvalidArgument naming the first bad field.
 Status viewPlan(const void *workspace, size_t bytes, PlanView *view);
