@@ -2,7 +2,8 @@
 # One call of the device tool, run on the GPU machine from the repo root
 # (session 17 on; earlier sessions kept a copy of it in their results
 # folder): build the runtime, unpack the kernel packs carried as tarballs
-# (out/*.tgz: out/kernels.tgz, out/fi-kernels.tgz, ...), then the steps named in STEPS
+# (out/*.tgz or, xz-compressed, out/*.txz: out/kernels.tgz, out/fi-kernels.txz, ...),
+# then the steps named in STEPS
 # (default: tests), each bounded:
 #   tests  ctest, the whole pytest suite (sm_90a kernels), the sm_90 kernels
 #          on the prefill/tile/page-index/strided tests, the host-lowered program
@@ -48,9 +49,10 @@ build=/tmp/attn-build
 cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
   -DPython3_EXECUTABLE="$(command -v python3)" > "$L/cmake.log" 2>&1
 ninja -C $build > "$L/ninja.log" 2>&1 || { tail -30 "$L/ninja.log"; exit 1; }
-for t in out/*.tgz; do  # every carried pack, unpacked beside its tarball
-  pack=out/$(basename "$t" .tgz)
-  mkdir -p "$pack" && tar --no-same-owner -C "$pack" -xzf "$t" && chmod -R go-w "$pack"
+for t in out/*.tgz out/*.txz; do  # every carried pack, unpacked beside its tarball
+  [ -f "$t" ] || continue
+  pack=out/$(basename "${t%.*}")
+  mkdir -p "$pack" && tar --no-same-owner -C "$pack" -xaf "$t" && chmod -R go-w "$pack"
 done
 export PYTHONPATH=$build/python ATTN_BUILD_DIR=$build ATTN_CACHE_DIR=$PWD/out/kernels PYTHONUNBUFFERED=1
 stamp "built; packs: $(ls out)"
