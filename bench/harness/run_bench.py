@@ -96,6 +96,17 @@ def measure(w, name, fn, ref, graph):
     return row
 
 
+def release_cache():
+    """Returns the finished workload's memory to the driver, then lets the
+    driver settle: for ~25 ms after an empty_cache() that frees gigabytes,
+    small host-to-device copies completed ~1 ms late on an H100, which made
+    the next workload's timed plan() calls (each waits on the previous one's
+    upload) read ~1.06 ms (bench/harness/plan_after_peers.py)."""
+    torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    time.sleep(0.1)
+
+
 def run_workload(w, systems, meta, graph):
     """Times and checks every (name, fn) of `systems` on workload w."""
     # FlexAttention compiles per shape; a fresh cache per workload keeps
@@ -183,7 +194,7 @@ def main():
             systems += peers.peers_for(w)
         rows += run_workload(w, systems, meta, graph=w["kind"] == "decode")
         del w
-        torch.cuda.empty_cache()
+        release_cache()
     # The row kernels (merge, append) against their PyTorch versions.
     for wid, build in row_workloads.all_workloads(args.smoke):
         if only and wid not in only:
@@ -195,7 +206,7 @@ def main():
             systems = [("attn", e)]
         rows += run_workload(w, systems, meta, graph=True)
         del w
-        torch.cuda.empty_cache()
+        release_cache()
 
     sweep_rows = []
     wanted = set(filter(None, args.sweep.split(",")))
@@ -217,7 +228,7 @@ def main():
             for row in point:
                 row.update(sweep=sweep, x=x)
                 sweep_rows.append(row)
-            torch.cuda.empty_cache()
+            release_cache()
     meta["compile"] = compile_times()
 
     result = {"meta": meta, "rows": rows, "sweeps": sweep_rows}
