@@ -1,0 +1,100 @@
+"""plan() in CUDA-graph mode writes the caller's fixed buffers, as FlashInfer's does.
+
+The kernels read the index arrays from the plan's own copies (the plan's
+upload carries them) and the page table from the fixed indices buffer; an
+engine may read the other buffers too (examples/serve.py's captured append
+reads the page table there), so every plan() of a graph-mode wrapper copies
+the batch's arrays into them: the decode wrapper's indptr, indices and
+last_page_len buffers, the paged prefill wrapper's qo_indptr buffer as well,
+the ragged one's qo_indptr and kv_indptr. Checked on the first plan (the full
+path) and on later ones (the memoized path), with batches smaller than the
+buffers: nothing past the batch is written. GPU only (marked ``gpu``); plans
+only, no kernel runs.
+"""
+
+import pytest
+
+import attn
+
+HQ, HKV, D, PAGE = 32, 8, 128, 16
+SENTINEL = -7
+
+
+def table(torch, gen, batch, pool=512):
+    """(qo_indptr, kv_indptr, kv_indices, last_page_len) of ``batch`` causal prefills (CPU, int32)."""
+    kv_lens = torch.randint(1, 300, (batch,), generator=gen)
+    qo_lens = torch.minimum(kv_lens, torch.randint(1, 40, (batch,), generator=gen))
+    pages = (kv_lens + PAGE - 1) // PAGE
+    qo = torch.zeros(batch + 1, dtype=torch.int32)
+    qo[1:] = torch.cumsum(qo_lens, 0)
+    kv = torch.zeros(batch + 1, dtype=torch.int32)
+    kv[1:] = torch.cumsum(pages, 0)
+    indices = torch.randperm(pool, generator=gen)[:int(kv[-1])].int()
+    last = (kv_lens - (pages - 1) * PAGE).int()
+    return qo, kv, indices, last
+
+
+def buffers(torch, sizes):
+    return [torch.full((n,), SENTINEL, dtype=torch.int32, device="cuda") for n in sizes]
+
+
+def check(torch, buf, want):
+    torch.cuda.synchronize()
+    n = want.numel()
+    assert torch.equal(buf[:n].cpu(), want)
+    assert (buf[n:] == SENTINEL).all(), "plan() wrote past the batch"
+
+
+@pytest.mark.gpu
+def test_gpu_decode_graph_plan_writes_its_buffers():
+    import torch
+    gen = torch.Generator().manual_seed(41)
+    indptr_buf, indices_buf, last_buf = buffers(torch, (17, 512, 16))
+    w = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"),
+                                                         indptr_buf, indices_buf, last_buf)
+    for batch in (9, 4, 12):   # the first plan takes the full path, the others the memoized one
+        _, kv, indices, last = table(torch, gen, batch)
+        for b in (indptr_buf, indices_buf, last_buf):
+            b.fill_(SENTINEL)
+        w.plan(kv, indices.cuda(), last, HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
+        check(torch, indptr_buf, kv)
+        check(torch, indices_buf, indices)
+        check(torch, last_buf, last)
+
+
+@pytest.mark.gpu
+def test_gpu_paged_prefill_graph_plan_writes_its_buffers():
+    import torch
+    gen = torch.Generator().manual_seed(42)
+    qo_buf, indptr_buf, indices_buf, last_buf = buffers(torch, (17, 17, 512, 16))
+    w = attn.BatchPrefillWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"), "NHD",
+                                                 True, qo_buf, indptr_buf, indices_buf, last_buf,
+                                                 max_total_q_rows=16 * 40)
+    for batch in (9, 4, 12):
+        qo, kv, indices, last = table(torch, gen, batch)
+        for b in (qo_buf, indptr_buf, indices_buf, last_buf):
+            b.fill_(SENTINEL)
+        w.plan(qo, kv, indices.cuda(), last, HQ, HKV, D, PAGE, causal=True, q_data_type=torch.bfloat16)
+        check(torch, qo_buf, qo)
+        check(torch, indptr_buf, kv)
+        check(torch, indices_buf, indices)
+        check(torch, last_buf, last)
+
+
+@pytest.mark.gpu
+def test_gpu_ragged_prefill_graph_plan_writes_its_buffers():
+    import torch
+    gen = torch.Generator().manual_seed(43)
+    qo_buf, kv_buf = buffers(torch, (17, 17))
+    w = attn.BatchPrefillWithRaggedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"), "NHD",
+                                                  True, qo_buf, kv_buf, max_total_q_rows=16 * 40)
+    for batch in (9, 4, 12):
+        qo, _, _, _ = table(torch, gen, batch)
+        kv_lens = torch.randint(40, 300, (batch,), generator=gen)
+        kv = torch.zeros(batch + 1, dtype=torch.int32)
+        kv[1:] = torch.cumsum(kv_lens, 0)
+        for b in (qo_buf, kv_buf):
+            b.fill_(SENTINEL)
+        w.plan(qo, kv, HQ, HKV, D, causal=True, q_data_type=torch.bfloat16)
+        check(torch, qo_buf, qo)
+        check(torch, kv_buf, kv)
