@@ -38,63 +38,62 @@ def buffers(torch, sizes):
     return [torch.full((n,), SENTINEL, dtype=torch.int32, device="cuda") for n in sizes]
 
 
-def check(torch, buf, want):
-    torch.cuda.synchronize()
-    n = want.numel()
-    assert torch.equal(buf[:n].cpu(), want)
-    assert (buf[n:] == SENTINEL).all(), "plan() wrote past the batch"
+def check_plans(torch, gen, bufs, plan):
+    """Plans batches of 9, 4 and 12 requests (the first plan takes the full
+    path, the others the memoized one): ``plan(table)`` plans one and returns
+    what each of ``bufs`` must then hold; nothing past that is written."""
+    for batch in (9, 4, 12):
+        t = table(torch, gen, batch)
+        for b in bufs:
+            b.fill_(SENTINEL)
+        wants = plan(t)
+        torch.cuda.synchronize()
+        for b, want in zip(bufs, wants):
+            n = want.numel()
+            assert torch.equal(b[:n].cpu(), want)
+            assert (b[n:] == SENTINEL).all(), "plan() wrote past the batch"
 
 
 @pytest.mark.gpu
 def test_gpu_decode_graph_plan_writes_its_buffers():
     import torch
-    gen = torch.Generator().manual_seed(41)
-    indptr_buf, indices_buf, last_buf = buffers(torch, (17, 512, 16))
+    bufs = buffers(torch, (17, 512, 16))
     w = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"),
-                                                         indptr_buf, indices_buf, last_buf)
-    for batch in (9, 4, 12):   # the first plan takes the full path, the others the memoized one
-        _, kv, indices, last = table(torch, gen, batch)
-        for b in (indptr_buf, indices_buf, last_buf):
-            b.fill_(SENTINEL)
+                                                         *bufs)
+
+    def plan(t):
+        _, kv, indices, last = t
         w.plan(kv, indices.cuda(), last, HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
-        check(torch, indptr_buf, kv)
-        check(torch, indices_buf, indices)
-        check(torch, last_buf, last)
+        return kv, indices, last
+    check_plans(torch, torch.Generator().manual_seed(41), bufs, plan)
 
 
 @pytest.mark.gpu
 def test_gpu_paged_prefill_graph_plan_writes_its_buffers():
     import torch
-    gen = torch.Generator().manual_seed(42)
-    qo_buf, indptr_buf, indices_buf, last_buf = buffers(torch, (17, 17, 512, 16))
+    bufs = buffers(torch, (17, 17, 512, 16))
     w = attn.BatchPrefillWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"), "NHD",
-                                                 True, qo_buf, indptr_buf, indices_buf, last_buf,
-                                                 max_total_q_rows=16 * 40)
-    for batch in (9, 4, 12):
-        qo, kv, indices, last = table(torch, gen, batch)
-        for b in (qo_buf, indptr_buf, indices_buf, last_buf):
-            b.fill_(SENTINEL)
+                                                 True, *bufs, max_total_q_rows=16 * 40)
+
+    def plan(t):
+        qo, kv, indices, last = t
         w.plan(qo, kv, indices.cuda(), last, HQ, HKV, D, PAGE, causal=True, q_data_type=torch.bfloat16)
-        check(torch, qo_buf, qo)
-        check(torch, indptr_buf, kv)
-        check(torch, indices_buf, indices)
-        check(torch, last_buf, last)
+        return t
+    check_plans(torch, torch.Generator().manual_seed(42), bufs, plan)
 
 
 @pytest.mark.gpu
 def test_gpu_ragged_prefill_graph_plan_writes_its_buffers():
     import torch
     gen = torch.Generator().manual_seed(43)
-    qo_buf, kv_buf = buffers(torch, (17, 17))
+    bufs = buffers(torch, (17, 17))
     w = attn.BatchPrefillWithRaggedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"), "NHD",
-                                                  True, qo_buf, kv_buf, max_total_q_rows=16 * 40)
-    for batch in (9, 4, 12):
-        qo, _, _, _ = table(torch, gen, batch)
-        kv_lens = torch.randint(40, 300, (batch,), generator=gen)
-        kv = torch.zeros(batch + 1, dtype=torch.int32)
-        kv[1:] = torch.cumsum(kv_lens, 0)
-        for b in (qo_buf, kv_buf):
-            b.fill_(SENTINEL)
+                                                  True, *bufs, max_total_q_rows=16 * 40)
+
+    def plan(t):
+        qo = t[0]
+        kv = torch.zeros_like(qo)   # ragged: tokens, at least each request's query tokens
+        kv[1:] = torch.cumsum(torch.randint(40, 300, (qo.numel() - 1,), generator=gen), 0)
         w.plan(qo, kv, HQ, HKV, D, causal=True, q_data_type=torch.bfloat16)
-        check(torch, qo_buf, qo)
-        check(torch, kv_buf, kv)
+        return qo, kv
+    check_plans(torch, gen, bufs, plan)
