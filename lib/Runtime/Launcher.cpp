@@ -175,7 +175,8 @@ static Status bindRowArgs(const KernelManifest &k, int64_t numRows,
     return Status(StatusCode::InvalidArgument,
                   "kernel \"" + k.name + "\" has role " +
                       kernelRoleName(k.role) +
-                      ", not a row kernel (merge_states, append_kv)");
+                      ", not a row kernel (merge_states, append_kv, "
+                      "copy_indices)");
   if (numRows < 0 || numRows > std::numeric_limits<int32_t>::max())
     return Status(StatusCode::InvalidArgument,
                   "row kernel \"" + k.name + "\": num_rows " +

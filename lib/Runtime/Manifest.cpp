@@ -40,6 +40,7 @@ const char *kernelRoleName(KernelRole role) {
   case KernelRole::Merge: return "merge";
   case KernelRole::MergeStates: return "merge_states";
   case KernelRole::AppendKV: return "append_kv";
+  case KernelRole::CopyIndices: return "copy_indices";
   }
   return "?";
 }
@@ -171,8 +172,10 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
   else if (role == "merge") out->role = KernelRole::Merge;
   else if (role == "merge_states") out->role = KernelRole::MergeStates;
   else if (role == "append_kv") out->role = KernelRole::AppendKV;
+  else if (role == "copy_indices") out->role = KernelRole::CopyIndices;
   else return r.fail(where + ": role must be \"attention\", \"merge\", "
-                             "\"merge_states\" or \"append_kv\"");
+                             "\"merge_states\", \"append_kv\" or "
+                             "\"copy_indices\"");
   const bool rows = isRowKernel(out->role);
   if (!r.getInt(k, "threads", where, &out->threads) ||
       !r.getInt(k, "shared_bytes", where, &out->shared_bytes))
@@ -181,8 +184,12 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
     return r.fail(where + ": threads must be in [1, 1024], shared_bytes >= 0");
   if (!r.getString(k, "dtype", where, &out->dtype))
     return false;
-  if (out->dtype != "bf16" && out->dtype != "f16" && out->dtype != "f32")
-    return r.fail(where + ": dtype must be bf16, f16 or f32");
+  // copy_indices copies words: i32 rows of one element.
+  const bool words = out->role == KernelRole::CopyIndices;
+  if (words ? out->dtype != "i32"
+            : out->dtype != "bf16" && out->dtype != "f16" && out->dtype != "f32")
+    return r.fail(where + (words ? ": a copy_indices kernel's dtype is i32"
+                                 : ": dtype must be bf16, f16 or f32"));
   if (!r.getInt(k, "head_dim", where, &out->head_dim) ||
       !r.getInt(k, "num_qo_heads", where, &out->num_qo_heads) ||
       !r.getInt(k, "num_kv_heads", where, &out->num_kv_heads))

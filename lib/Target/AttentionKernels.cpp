@@ -98,7 +98,8 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
   auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(kGPUModule);
   if (!gpuModule || gpuModule.getOps<mlir::gpu::GPUFuncOp>().empty())
     return error("no attn.attention with a tile (run attn-prepare-pipeline "
-                 "first), attn.merge_states or attn.append_kv to compile");
+                 "first), attn.merge_states, attn.append_kv or "
+                 "attn.copy_indices to compile");
   if (options.candidate >= 0)
     if (llvm::Error err = keepCandidate(module, gpuModule, options.candidate))
       return std::move(err);

@@ -146,6 +146,18 @@ struct AttnLowerHostCallsPass
         return signalPassFailure();
 
     SmallVector<Operation *> ops;
+    WalkResult refused = module.walk([&](CopyIndicesOp op) {
+      if (op->getParentOfType<gpu::GPUModuleOp>())
+        return WalkResult::advance();
+      // Its kernel exists for the runtime's graph-mode plan(), which
+      // launches it itself; no runtime entry point takes it from host code.
+      op.emitOpError() << "has no host call: copy the arrays with memref.copy "
+                          "or gpu.memcpy in host code (attn.copy_indices is "
+                          "a kernel the runtime launches itself)";
+      return WalkResult::interrupt();
+    });
+    if (refused.wasInterrupted())
+      return signalPassFailure();
     module.walk([&](Operation *op) {
       if (isa<AttentionOp, MergeStatesOp, AppendKVOp>(op) &&
           !op->getParentOfType<gpu::GPUModuleOp>())

@@ -203,7 +203,7 @@ def spec_to_json(spec):
     """
     if dataclasses.is_dataclass(spec):
         fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    elif hasattr(spec, "_fields"):  # MergeStatesSpec, AppendKVSpec
+    elif hasattr(spec, "_fields"):  # the row kernels' specs (rows.py)
         fields = dict(zip(spec._fields, spec))
     else:
         raise TypeError(f"attn: cannot describe a {type(spec).__name__} as a kernel spec")
@@ -211,9 +211,9 @@ def spec_to_json(spec):
 
 
 def _spec_classes():
-    from .rows import AppendKVSpec, MergeStatesSpec
+    from .rows import AppendKVSpec, CopyIndicesSpec, MergeStatesSpec
     from .variants import AttentionSpec
-    return {c.__name__: c for c in (AttentionSpec, MergeStatesSpec, AppendKVSpec)}
+    return {c.__name__: c for c in (AttentionSpec, MergeStatesSpec, AppendKVSpec, CopyIndicesSpec)}
 
 
 def spec_from_json(d):

@@ -751,6 +751,23 @@ def raise_page_index_errors(device):
             "run() that launched it.")
 
 
+def plan_copier(device):
+    """(module, kernel) of the copy_indices kernel graph mode's plan() writes
+    the fixed buffers with (one launch for the step's index arrays and page
+    table), or None where this install has no such kernel: a runtime-only
+    install whose kernel pack predates it, which then copies with the
+    driver (a few microseconds more per plan())."""
+    from .errors import KernelNotFoundError
+    from .rows import PLAN_COPIES, row_kernel
+    try:
+        return row_kernel(PLAN_COPIES, device)
+    except KernelNotFoundError:
+        from .log import logger
+        logger.info("attn: no %s kernel in the kernel pack; graph-mode plan() copies the fixed buffers "
+                    "with the driver", PLAN_COPIES.summary())
+        return None
+
+
 def fixed_addresses(fixed):
     """The device addresses of graph mode's fixed qo_indptr, kv_indptr and
     last_page_len buffers in ``fixed`` (0 for one it lacks): where plan()
@@ -824,10 +841,15 @@ class WrapperBase:
             self._memo.clear()
         torch = torch_module()
         ws = self._workspace
+        planner = _native.native().Planner(p.config)
+        if self._use_cuda_graph:
+            copier = plan_copier(self._device)
+            if copier is not None:
+                planner.set_copy_kernel(*copier)
         self._memo[key] = PlanMemo(
             info=kernel_info(p.spec, self._device), config=p.config,
             workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
-            planner=_native.native().Planner(p.config), torch=torch, i32=torch.int32,
+            planner=planner, torch=torch, i32=torch.int32,
             template={n: getattr(p, n) for n in template}, **extra)
 
     def _plan_natively(self, m, batch, maxima, host, fixed=(0, 0, 0), min_kv_len=1, page_table=(0, 0, 0)):

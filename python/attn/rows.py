@@ -1,9 +1,11 @@
-"""The row kernels: merging attention states and appending to a paged cache.
+"""The row kernels: merging attention states, appending to a paged cache,
+copying index arrays.
 
-``attn.merge_states`` and ``attn.append_kv`` compile, like attention, from
-attn IR to generated kernels ("row kernels": one thread group per token and
-head, grid-strided; docs/Kernels.md). This module holds their specs (what a
-kernel depends on: element type, head dim, number of states or page size)
+``attn.merge_states``, ``attn.append_kv`` and ``attn.copy_indices`` compile,
+like attention, from attn IR to generated kernels ("row kernels": one
+thread group per token and head, or one thread per word, grid-strided;
+docs/Kernels.md). This module holds their specs (what a kernel depends on:
+element type, head dim, number of states, page size or number of arrays)
 and their launches on CUDA tensors. Head counts, strides and the layout of
 the cache are kernel arguments, so one kernel serves every model of its
 head dim.
@@ -73,6 +75,37 @@ class AppendKVSpec(namedtuple("AppendKVSpec", "dtype head_dim page_size")):
 
     def summary(self):
         return f"append_kv d={self.head_dim} page={self.page_size} {self.dtype}"
+
+
+class CopyIndicesSpec(namedtuple("CopyIndicesSpec", "pairs")):
+    """The copy_indices kernel of ``pairs`` int32 arrays (1 to 4) copied
+    into the start of other buffers in one launch: graph mode's plan()
+    writes the step's qo_indptr, kv_indptr, last_page_len and page table
+    into the fixed buffers with it (:data:`PLAN_COPIES`).
+
+    >>> print(CopyIndicesSpec(2).to_ir().splitlines()[2].strip())
+    %d0_1, %d1_1 = attn.copy_indices %s0, %s1 into %d0, %d1
+    """
+
+    def to_ir(self):
+        n, t = self.pairs, "tensor<?xi32>"
+        args = [f"%s{i}: {t}" for i in range(n)] + [f"%d{i}: {t}" for i in range(n)]
+        outs = ", ".join(f"%d{i}_1" for i in range(n))
+        types = ", ".join([t] * n)
+        return (f"func.func @copy_indices({', '.join(args)}) -> ({types}) {{\n"
+                f"  // {self.summary()}\n"
+                f"  {outs} = attn.copy_indices {', '.join(f'%s{i}' for i in range(n))} into "
+                f"{', '.join(f'%d{i}' for i in range(n))}\n"
+                f"      : {types} into {types}\n"
+                f"  return {outs} : {types}\n}}\n")
+
+    def summary(self):
+        return f"copy_indices of {self.pairs} arrays"
+
+
+#: The copy kernel graph mode's plan() launches: qo_indptr, kv_indptr,
+#: last_page_len and the page table.
+PLAN_COPIES = CopyIndicesSpec(4)
 
 
 _kernels = {}

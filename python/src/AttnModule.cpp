@@ -34,6 +34,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -227,6 +228,50 @@ void copyPlanArrays(uint64_t hostWs, const uint64_t dst[3], uint64_t stream) {
                                dst[i], stream));
 }
 
+/// Graph mode's fixed buffers in one launch of the generated copy_indices
+/// kernel `kernel` of `module` (four arrays): the plan's copies of
+/// qo_indptr, kv_indptr and kv_last_len, which the plan's upload has just
+/// queued into the device workspace `deviceWs` at their host offsets, to
+/// `dst` (0 skips one), and `kvIndicesBytes` of the page table `kvIndices`
+/// to `kvIndicesDst` (skipped when 0 or the same). One driver call where
+/// copyPlanArrays and the page table's copy make up to four.
+void launchPlanCopies(attnRtModule_t module, const char *kernel,
+                      uint64_t hostWs, uint64_t deviceWs, const uint64_t dst[3],
+                      uint64_t kvIndices, uint64_t kvIndicesDst,
+                      size_t kvIndicesBytes, uint64_t stream) {
+  const int32_t *w = reinterpret_cast<const int32_t *>(hostWs);
+  const int32_t n = w[attnrt::kHdrBatch];
+  const bool table = kvIndicesDst && kvIndicesDst != kvIndices;
+  const struct {
+    uint64_t src, dst;
+    int64_t words;
+  } pairs[4] = {
+      {deviceWs + 4 * uint64_t(w[attnrt::kHdrOffQoIndptr]), dst[0], n + 1},
+      {deviceWs + 4 * uint64_t(w[attnrt::kHdrOffKvIndptr]), dst[1], n + 1},
+      {deviceWs + 4 * uint64_t(w[attnrt::kHdrOffKvLastLen]), dst[2], n},
+      {kvIndices, kvIndicesDst, table ? int64_t(kvIndicesBytes / 4) : 0}};
+  static const char *const names[4][3] = {{"n0", "src0", "dst0"},
+                                          {"n1", "src1", "dst1"},
+                                          {"n2", "src2", "dst2"},
+                                          {"n3", "src3", "dst3"}};
+  attnRtArg args[12];
+  int64_t rows = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t words = pairs[i].dst ? pairs[i].words : 0;
+    if (words > std::numeric_limits<int32_t>::max())
+      throw py::value_error("attn: a page table of " + std::to_string(words) +
+                            " entries exceeds the copy kernel's 2^31-1");
+    rows += words;
+    args[3 * i] = {names[i][0], ATTN_RT_ARG_I32, {}};
+    args[3 * i].value.i32 = int32_t(words);
+    args[3 * i + 1] = {names[i][1], ATTN_RT_ARG_PTR, {}};
+    args[3 * i + 1].value.ptr = words ? pairs[i].src : 0;
+    args[3 * i + 2] = {names[i][2], ATTN_RT_ARG_PTR, {}};
+    args[3 * i + 2].value.ptr = words ? pairs[i].dst : 0;
+  }
+  check(attnRtLaunchRows(module, kernel, rows, args, 12, stream));
+}
+
 /// A PlanConfig converted once (the dict's conversion costs more than the
 /// planner at decode sizes), for plan() of every step: `plan` takes the
 /// host arrays as addresses (CPU tensors' data_ptr()) and the maxima of the
@@ -305,13 +350,20 @@ public:
                                   deviceWsBytes, stream, &s));
       else // plan only (CPU tests and measurements)
         check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
-      if (deviceWs) {
+      if (deviceWs && (qoDst || kvDst || lastDst || kvIndicesDst)) {
         // Graph mode: the caller's fixed buffers, and the page table into the
-        // one the graph captured.
+        // one the graph captured: one generated kernel where the wrapper has
+        // it, else the driver's copies.
         const uint64_t dst[3] = {qoDst, kvDst, lastDst};
-        copyPlanArrays(hostWs, dst, stream);
-        if (kvIndicesDst && kvIndicesDst != kvIndices)
-          check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst, stream));
+        if (copyModule_) {
+          launchPlanCopies(copyModule_, copyKernel_.c_str(), hostWs, deviceWs,
+                           dst, kvIndices, kvIndicesDst, kvIndicesBytes, stream);
+        } else {
+          copyPlanArrays(hostWs, dst, stream);
+          if (kvIndicesDst && kvIndicesDst != kvIndices)
+            check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst,
+                                     stream));
+        }
       }
       if (fence && deviceWs)
         check(attnRtFenceRecord(fence->get(), stream));
@@ -321,6 +373,16 @@ public:
     return std::move(d);
   }
 
+  /// Graph mode's copies into the fixed buffers through the copy_indices
+  /// kernel `kernel` of `module` (a Module, kept alive here; None: the
+  /// driver's copies).
+  void setCopyKernel(py::object module, attnRtModule_t handle,
+                     std::string kernel) {
+    copyModuleObject_ = std::move(module);
+    copyModule_ = handle;
+    copyKernel_ = std::move(kernel);
+  }
+
 private:
   void setMaxima(int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens) {
     c_.max_batch = maxBatch;
@@ -328,6 +390,9 @@ private:
     c_.max_kv_tokens = c_.fixed_split_tokens > 0 ? maxKvTokens : 0;
   }
   attnRtPlanConfig c_;
+  py::object copyModuleObject_;
+  attnRtModule_t copyModule_ = nullptr;
+  std::string copyKernel_;
 };
 
 /// A host workspace: an int address (pinned memory from PyTorch) or a
@@ -567,7 +632,19 @@ PYBIND11_MODULE(_attn, m) {
            "has fewer than min_kv_len keys (nothing done). Raises Error "
            "naming the bad input (nothing uploaded then), RuntimeError on a "
            "stream capturing a CUDA graph. `fence` (an UploadFence) is waited "
-           "on before the pinned host workspace is written, recorded after.");
+           "on before the pinned host workspace is written, recorded after.")
+      .def(
+          "set_copy_kernel",
+          [](PyPlanner &p, py::object module, const std::string &kernel) {
+            if (module.is_none())
+              return p.setCopyKernel(py::none(), nullptr, "");
+            attnRtModule_t handle = module.cast<const PyModule &>().get();
+            p.setCopyKernel(std::move(module), handle, kernel);
+          },
+          py::arg("module"), py::arg("kernel") = "",
+          "Graph mode: plan() writes the fixed buffers with this copy_indices "
+          "kernel (four arrays) of `module`, one launch; None: with the "
+          "driver's copies.");
 
   m.def(
       "copy_plan_arrays",

@@ -8,13 +8,16 @@ the batch's arrays into them: the decode wrapper's indptr, indices and
 last_page_len buffers, the paged prefill wrapper's qo_indptr buffer as well,
 the ragged one's qo_indptr and kv_indptr. Checked on the first plan (the full
 path) and on later ones (the memoized path), with batches smaller than the
-buffers: nothing past the batch is written. GPU only (marked ``gpu``); plans
-only, no kernel runs.
+buffers: nothing past the batch is written. The memoized path writes them
+with the generated copy_indices kernel (one launch), or with the driver's
+copies where an install lacks it: both are checked. GPU only (marked
+``gpu``); plans only, no attention kernel runs.
 """
 
 import pytest
 
 import attn
+import attn.core
 
 HQ, HKV, D, PAGE = 32, 8, 128, 16
 SENTINEL = -7
@@ -32,6 +35,19 @@ def table(torch, gen, batch, pool=512):
     indices = torch.randperm(pool, generator=gen)[:int(kv[-1])].int()
     last = (kv_lens - (pages - 1) * PAGE).int()
     return qo, kv, indices, last
+
+
+@pytest.fixture(params=["kernel", "driver"])
+def copies(request, monkeypatch):
+    """How the memoized plan() writes the fixed buffers: the copy_indices
+    kernel (which must be found: compiled, or in the kernel pack) or the
+    driver's copies (an install without it)."""
+    import torch
+    if request.param == "kernel":
+        assert attn.core.plan_copier(torch.device("cuda", torch.cuda.current_device())) is not None
+    else:
+        monkeypatch.setattr(attn.core, "plan_copier", lambda device: None)
+    return request.param
 
 
 def buffers(torch, sizes):
@@ -55,7 +71,7 @@ def check_plans(torch, gen, bufs, plan):
 
 
 @pytest.mark.gpu
-def test_gpu_decode_graph_plan_writes_its_buffers():
+def test_gpu_decode_graph_plan_writes_its_buffers(copies):
     import torch
     bufs = buffers(torch, (17, 512, 16))
     w = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"),
@@ -69,7 +85,7 @@ def test_gpu_decode_graph_plan_writes_its_buffers():
 
 
 @pytest.mark.gpu
-def test_gpu_paged_prefill_graph_plan_writes_its_buffers():
+def test_gpu_paged_prefill_graph_plan_writes_its_buffers(copies):
     import torch
     bufs = buffers(torch, (17, 17, 512, 16))
     w = attn.BatchPrefillWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"), "NHD",
@@ -83,7 +99,7 @@ def test_gpu_paged_prefill_graph_plan_writes_its_buffers():
 
 
 @pytest.mark.gpu
-def test_gpu_ragged_prefill_graph_plan_writes_its_buffers():
+def test_gpu_ragged_prefill_graph_plan_writes_its_buffers(copies):
     import torch
     gen = torch.Generator().manual_seed(43)
     bufs = buffers(torch, (17, 17))

@@ -1,7 +1,7 @@
 """GPU: the generated row kernels (attn.merge_states, attn.append_kv) through
 attn.merge_state / merge_state_in_place / merge_states and
-append_paged_kv_cache, against PyTorch on the same device. Skipped without
-torch/GPU."""
+append_paged_kv_cache, against PyTorch on the same device; the copy_indices
+kernel graph-mode plan() launches, directly. Skipped without torch/GPU."""
 
 import pytest
 
@@ -235,3 +235,29 @@ def test_append_of_strided_keys():
     reference_append(want[:, 0], kv[:, 0], batch, pos, indptr.cuda(), indices.cuda(), page, "NHD")
     reference_append(want[:, 1], kv[:, 1], batch, pos, indptr.cuda(), indices.cuda(), page, "NHD")
     assert torch.equal(cache, want)
+
+
+@pytest.mark.parametrize("counts", [(17, 17, 16, 512), (1, 0, 0, 0), (0, 3, 0, 70000), (0, 0, 0, 0),
+                                    (300, 1, 2049, 5)])
+def test_copy_indices(counts):
+    """The copy_indices kernel (four arrays): each pair's first n words
+    copied, the rest of every destination kept; a pair of count 0 may have
+    null pointers; a launch over more rows than the counts copies nothing
+    more."""
+    import torch
+    from attn.rows import PLAN_COPIES, launch_rows
+    gen = torch.Generator().manual_seed(sum(counts))
+    srcs = [torch.randint(-2**31, 2**31 - 1, (n + 5,), generator=gen, dtype=torch.int32).cuda() for n in counts]
+    dsts = [torch.full((n + 7,), -7, dtype=torch.int32, device="cuda") for n in counts]
+    for rows in (sum(counts), sum(counts) + 1000):
+        for d in dsts:
+            d.fill_(-7)
+        args = []
+        for i, (n, src, dst) in enumerate(zip(counts, srcs, dsts)):
+            args += [(f"n{i}", "i32", n), (f"src{i}", "ptr", src.data_ptr() if n else 0),
+                     (f"dst{i}", "ptr", dst.data_ptr() if n else 0)]
+        launch_rows(PLAN_COPIES, torch.device("cuda", torch.cuda.current_device()), rows, args)
+        torch.cuda.synchronize()
+        for n, src, dst in zip(counts, srcs, dsts):
+            assert torch.equal(dst[:n], src[:n])
+            assert (dst[n:] == -7).all()

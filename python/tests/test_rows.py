@@ -6,13 +6,19 @@ import json
 import pytest
 
 from attn.compiler import spec_summary
-from attn.rows import AppendKVSpec, MergeStatesSpec
+from attn.rows import PLAN_COPIES, AppendKVSpec, CopyIndicesSpec, MergeStatesSpec
 
 
 def test_specs_name_themselves():
     assert spec_summary(MergeStatesSpec("bf16", 128, 2, False)) == "merge_states of 2 d=128 bf16"
     assert spec_summary(MergeStatesSpec("f32", 64, 3, True)) == "merge_states of 3 d=64 f32 masked"
     assert spec_summary(AppendKVSpec("f16", 96, 3)) == "append_kv d=96 page=3 f16"
+    assert spec_summary(CopyIndicesSpec(3)) == "copy_indices of 3 arrays"
+
+
+def test_copy_spec_round_trips_through_json():
+    from attn.compiler import spec_from_json, spec_to_json
+    assert spec_from_json(spec_to_json(PLAN_COPIES)) == CopyIndicesSpec(4)
 
 
 @pytest.mark.compiler
@@ -38,6 +44,32 @@ def test_spec_compiles_to_one_row_kernel(tmp_path, spec, name, role, arch):
     assert len(k.image) > 0
     # The runtime parses the manifest (no device needed to parse).
     native.native().manifest_candidates(k.manifest)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_copy_spec_compiles_to_one_word_kernel(tmp_path, arch):
+    import attn._native as native
+    from attn.cache import KernelCache
+    from attn.compiler import get_kernel
+    k = get_kernel(PLAN_COPIES, arch, cache=KernelCache(str(tmp_path)))
+    (kernel,) = json.loads(k.manifest)["kernels"]
+    assert (kernel["name"], kernel["role"], kernel["dtype"]) == ("attn_copy_indices_n4", "copy_indices", "i32")
+    # A word a thread per CTA step; the arguments plan() binds by name.
+    assert kernel["rows_per_cta"] == kernel["threads"] == 256
+    assert [a["name"] for a in kernel["args"]] == ["num_rows"] + [
+        f"{x}{i}" for i in range(4) for x in ("n", "src", "dst")]
+    assert kernel["resources"]["spill_store_bytes"] == 0
+    native.native().manifest_candidates(k.manifest)
+
+
+@pytest.mark.compiler
+def test_copy_spec_refuses_more_arrays_than_a_kernel_takes(tmp_path):
+    from attn.cache import KernelCache
+    from attn.compiler import get_kernel
+    from attn.errors import CompileError
+    with pytest.raises(CompileError, match="copies 1 to 4 arrays in one kernel, got 5"):
+        get_kernel(CopyIndicesSpec(5), "sm_90", cache=KernelCache(str(tmp_path)))
 
 
 @pytest.mark.compiler

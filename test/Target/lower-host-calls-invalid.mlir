@@ -161,3 +161,13 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// copy_indices is a kernel the runtime launches itself; host code copies
+// arrays with the memref and gpu dialects' own ops.
+func.func @copy(%s: memref<?xi32>, %d: memref<?xi32>) {
+  // expected-error @+1 {{has no host call: copy the arrays with memref.copy or gpu.memcpy in host code (attn.copy_indices is a kernel the runtime launches itself)}}
+  attn.copy_indices %s into %d : memref<?xi32> into memref<?xi32>
+  return
+}

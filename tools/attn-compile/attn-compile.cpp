@@ -246,15 +246,19 @@ int main(int argc, char **argv) {
   llvm::raw_ostream &os = llvm::outs();
   os << "attn-compile: " << inputFile << " for " << chip << "\n";
   module->walk([&](AttentionOp op) { reportAttention(op, *targetInfo, os); });
-  unsigned merges = 0, appends = 0;
+  unsigned merges = 0, appends = 0, copies = 0;
   module->walk([&](MergeStatesOp) { ++merges; });
   module->walk([&](AppendKVOp) { ++appends; });
+  module->walk([&](CopyIndicesOp) { ++copies; });
   if (merges)
     os << "  " << merges << " attn.merge_states (a row kernel each: states "
        << "merged by log-sum-exp)\n";
   if (appends)
     os << "  " << appends << " attn.append_kv (a row kernel each: new K/V "
        << "into the pages)\n";
+  if (copies)
+    os << "  " << copies << " attn.copy_indices (a row kernel each: int32 "
+       << "arrays into other buffers)\n";
   if (emit != Emit::None) {
     AttentionKernelOptions kernelOptions;
     kernelOptions.emit = emit == Emit::Cubin

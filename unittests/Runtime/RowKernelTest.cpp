@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The row kernels (roles merge_states and append_kv: a grid-strided loop over
-// num_rows rows, no plan): what the manifest parser accepts and refuses, the
+// The row kernels (roles merge_states, append_kv and copy_indices: a
+// grid-strided loop over num_rows rows, no plan): what the manifest parser accepts and refuses, the
 // grid launchRows picks, and every check launchRows makes before it touches
 // the driver (checkRowLaunch, and the C API without a module). The launch
 // itself needs a GPU.
@@ -171,7 +171,11 @@ TEST(RowKernels, RefusesBadRowKernels) {
                "{\"name\": \"num_rows\", \"kind\": \"ptr\"}"),
        "argument \"num_rows\" must be an i32"},
       {replace(ex, "\"role\": \"append_kv\"", "\"role\": \"append_k\""),
-       "role must be \"attention\", \"merge\", \"merge_states\" or \"append_kv\""},
+       "role must be \"attention\", \"merge\", \"merge_states\", \"append_kv\" or "
+       "\"copy_indices\""},
+      {replace(ex, "\"dtype\": \"bf16\", \"head_dim\": 128, \"num_qo_heads\": 0",
+               "\"dtype\": \"i32\", \"head_dim\": 128, \"num_qo_heads\": 0"),
+       "dtype must be bf16, f16 or f32"},
       {replace(ex, "\"ctas_per_sm\": 8", "\"ctas_per_sm\": 65"), "ctas_per_sm"},
       {replace(ex, "\"ctas_per_sm\": 8", "\"ctas_per_sm\": 0"), "ctas_per_sm"},
       {replace(ex, "\"layout\": \"HND\"", "\"layout\": \"XYZ\""), "layout"},
@@ -198,6 +202,40 @@ TEST(RowKernels, RefusesBadRowKernels) {
   Status s = parseManifest(replace(ex, "\"rows_per_cta\": 16", "\"rows_per_cta\": 0"), &m);
   EXPECT_NE(s.message().find("attn_merge_states_bf16_d128_n2"), std::string::npos)
       << s.message();
+}
+
+/// copy_indices as the compiler writes it: rows are i32 words.
+const char *kCopy = R"json({"attn_manifest_version": 1, "arch": "sm_90a", "kernels": [
+  {"name": "attn_copy_indices_n1", "role": "copy_indices", "threads": 256,
+   "shared_bytes": 0, "ctas_per_sm": 32, "rows_per_cta": 256, "dtype": "i32",
+   "head_dim": 1, "num_qo_heads": 0, "num_kv_heads": 0,
+   "args": [{"name": "num_rows", "kind": "i32"}, {"name": "n0", "kind": "i32"},
+            {"name": "src0", "kind": "ptr"}, {"name": "dst0", "kind": "ptr"}]}]})json";
+
+TEST(RowKernels, ParsesCopyIndices) {
+  Manifest m;
+  Status s = parseManifest(kCopy, &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const KernelManifest *k = m.find("attn_copy_indices_n1");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->role, KernelRole::CopyIndices);
+  EXPECT_TRUE(isRowKernel(k->role));
+  EXPECT_STREQ(kernelRoleName(k->role), "copy_indices");
+  EXPECT_EQ(k->dtype, "i32");
+  EXPECT_EQ(k->rows_per_cta, 256);
+  // A word a thread: 1000 words take 4 CTAs, ten million the resident cap.
+  EXPECT_EQ(rowGrid(*k, 1000, 132), 4);
+  EXPECT_EQ(rowGrid(*k, 10000000, 132), 132 * 32);
+  // Its dtype is i32 only.
+  expectError(parseManifest(replace(kCopy, "\"dtype\": \"i32\"", "\"dtype\": \"bf16\""), &m),
+              StatusCode::ManifestParseError, "a copy_indices kernel's dtype is i32");
+  // Bound by name like every row kernel: a count it lacks is refused.
+  std::vector<KernelArg> args = {KernelArg::int32("n0", 4), KernelArg::pointer("src0", 0x100),
+                                 KernelArg::pointer("dst0", 0x200), KernelArg::int32("n1", 4)};
+  ASSERT_TRUE(parseManifest(kCopy, &m).ok());
+  expectError(checkRowLaunch(*m.find("attn_copy_indices_n1"), 8, args.data(), 4),
+              StatusCode::ManifestMismatch, "has no argument \"n1\"");
+  EXPECT_TRUE(checkRowLaunch(*m.find("attn_copy_indices_n1"), 8, args.data(), 3).ok());
 }
 
 TEST(RowKernels, AttentionAndMergeStillNeedHeads) {

@@ -33,19 +33,22 @@ constexpr int32_t kManifestVersion = 1;
 enum class ArgKind : int32_t { Ptr = 0, I32 = 1, I64 = 2, F32 = 3, TensorMap = 4 };
 
 /// Kernel role: "attention" runs the work list, "merge" runs the merge map;
-/// the row kernels "merge_states" (merge N attention states by LSE) and
-/// "append_kv" (write new K/V tokens into a paged cache) loop over
-/// `num_rows` independent rows and take no plan (launchRows).
+/// the row kernels "merge_states" (merge N attention states by LSE),
+/// "append_kv" (write new K/V tokens into a paged cache) and "copy_indices"
+/// (int32 arrays into other buffers, rows of one word) loop over `num_rows`
+/// independent rows and take no plan (launchRows).
 enum class KernelRole : int32_t {
   Attention = 0,
   Merge = 1,
   MergeStates = 2,
-  AppendKV = 3
+  AppendKV = 3,
+  CopyIndices = 4
 };
 
 /// Whether kernels of `role` are row kernels (launched by launchRows).
 inline bool isRowKernel(KernelRole role) {
-  return role == KernelRole::MergeStates || role == KernelRole::AppendKV;
+  return role == KernelRole::MergeStates || role == KernelRole::AppendKV ||
+         role == KernelRole::CopyIndices;
 }
 
 /// Parameter names the runtime binds from the plan (docs/Manifest.md). Every

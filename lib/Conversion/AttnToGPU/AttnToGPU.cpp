@@ -87,7 +87,7 @@ static LogicalResult lowerKernel(gpu::GPUFuncOp kernel) {
                       TileKVRangeOp, TileKVTileCountOp, TileKVPrologueOp,
                       TileKVNextOp, TileKVDrainOp, TileQKOp, TileSoftmaxInitOp,
                       TileOnlineSoftmaxOp, TilePVOp, TileStoreOp, TileMergeOp,
-                      TileMergeStatesOp, TileAppendKVOp>();
+                      TileMergeStatesOp, TileAppendKVOp, TileCopyIndicesOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                        target);

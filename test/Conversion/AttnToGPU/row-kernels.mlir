@@ -88,3 +88,34 @@ func.func @append(%k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %kc: tenso
       : tensor<?x8x128xbf16> into tensor<?x16x8x128xbf16>
   return %k1, %v1 : tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>
 }
+
+// -----
+
+// copy_indices: a grid-strided loop over the words of all pairs, one a
+// thread per step; the first pair whose running end passes the word copies
+// it (at the word less the pairs before), the others are else branches, and
+// a word past every end copies nothing. Negative counts count as 0.
+// CHECK-LABEL: gpu.func @attn_copy_indices_n2
+// CHECK-NOT: attn.tile
+// CHECK-COUNT-2: arith.maxsi
+// CHECK: %[[GRID:.*]] = gpu.grid_dim x
+// CHECK: %[[STEP:.*]] = arith.muli %[[GRID]], %{{.*}} : index
+// CHECK: scf.for %[[W:.*]] = %{{.*}} to %{{.*}} step %[[STEP]]
+// CHECK: %[[IN0:.*]] = arith.cmpi slt, %[[W]], %[[END0:.*]] : index
+// CHECK: scf.if %[[IN0]]
+// CHECK: %[[V0:.*]] = memref.load %{{.*}}[%[[AT0:.*]]] : memref<1099511627776xi32, #gpu.address_space<global>>
+// CHECK: memref.store %[[V0]], %{{.*}}[%[[AT0]]]
+// CHECK: } else {
+// CHECK: arith.cmpi slt, %[[W]], %{{.*}} : index
+// CHECK: scf.if
+// CHECK: arith.subi %[[W]], %[[END0]] : index
+// CHECK: memref.load
+// CHECK: memref.store
+// CHECK-NOT: memref.store
+// CHECK: gpu.return
+func.func @copy(%s0: tensor<?xi32>, %s1: tensor<?xi32>, %d0: tensor<?xi32>, %d1: tensor<?xi32>)
+    -> (tensor<?xi32>, tensor<?xi32>) {
+  %c0, %c1 = attn.copy_indices %s0, %s1 into %d0, %d1
+      : tensor<?xi32>, tensor<?xi32> into tensor<?xi32>, tensor<?xi32>
+  return %c0, %c1 : tensor<?xi32>, tensor<?xi32>
+}

@@ -109,3 +109,16 @@ func.func @append_copies_a_cache_read_later(%kn: tensor<?x8x128xbf16>, %vn: tens
       : tensor<?x8x128xbf16> into tensor<?x16x8x128xbf16>
   return %k1, %v1, %kc : tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>
 }
+
+// -----
+
+// copy_indices writes its destinations in place (their tails stay).
+// CHECK-LABEL: func.func @copy_indices_in_place
+// CHECK-SAME: %{{[^:]*}}: memref<?xi32>, %[[D:[^:]*]]: memref<?xi32>
+// CHECK-NOT: memref.alloc
+// CHECK: attn.copy_indices %{{.*}} into %[[D]] : memref<?xi32> into memref<?xi32>{{$}}
+// CHECK: return %[[D]]
+func.func @copy_indices_in_place(%s: tensor<?xi32>, %d: tensor<?xi32>) -> tensor<?xi32> {
+  %c = attn.copy_indices %s into %d : tensor<?xi32> into tensor<?xi32>
+  return %c : tensor<?xi32>
+}

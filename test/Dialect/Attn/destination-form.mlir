@@ -1,6 +1,7 @@
 // RUN: attn-opt %s -split-input-file | attn-opt -split-input-file | FileCheck %s
 // Round trip of the destination form: `outs` on tensors, and the memref
-// form (no results) of attn.attention, attn.merge_states, attn.append_kv.
+// form (no results) of attn.attention, attn.merge_states, attn.append_kv,
+// attn.copy_indices.
 
 // CHECK-LABEL: func.func @attention_memref
 // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} format(#attn.bsr<block_cols = 16>)
@@ -54,5 +55,14 @@ func.func @append_memref(%kn: memref<?x8x128xbf16>, %vn: memref<?x8x128xbf16>,
   attn.append_kv %kn, %vn into %kc, %vc format(#attn.bsr<block_cols = 16>)
       indices(%b, %p, %ip, %ix : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
       : memref<?x8x128xbf16> into memref<?x16x8x128xbf16>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @copy_indices_memref
+// CHECK: attn.copy_indices %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32> into memref<?xi32>, memref<?xi32>{{$}}
+func.func @copy_indices_memref(%s0: memref<?xi32>, %s1: memref<?xi32>, %d0: memref<?xi32>, %d1: memref<?xi32>) {
+  attn.copy_indices %s0, %s1 into %d0, %d1 : memref<?xi32>, memref<?xi32> into memref<?xi32>, memref<?xi32>
   return
 }

@@ -595,3 +595,41 @@ func.func @f(%k: tensor<?x8x128xbf16>, %c: tensor<?x16x8x128xbf16>, %i: tensor<?
       : tensor<?x8x128xbf16> into tensor<?x16x8x128xbf16>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// attn.copy_indices
+//===----------------------------------------------------------------------===//
+
+func.func @f(%i: tensor<?xi32>) {
+  // expected-error @+1 {{copies 1 to 4 arrays in one kernel, got 5}}
+  %c:5 = attn.copy_indices %i, %i, %i, %i, %i into %i, %i, %i, %i, %i
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      into tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<8xi32>, %d: tensor<4xi32>) {
+  // expected-error @+1 {{source #0 holds 8 indices but its destination only 4}}
+  %c = attn.copy_indices %s into %d : tensor<8xi32> into tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<?xi32>, %d: tensor<?xi32>) {
+  // expected-error @+1 {{an operand is a tensor but the first source is a memref}}
+  attn.copy_indices %s into %d : memref<?xi32> into tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<?xi64>, %d: tensor<?xi64>) {
+  // expected-error @+1 {{operand #0 must be variadic of 1-D tensor or memref of i32}}
+  %c = attn.copy_indices %s into %d : tensor<?xi64> into tensor<?xi64>
+  return
+}

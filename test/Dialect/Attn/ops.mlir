@@ -1,5 +1,5 @@
 // RUN: attn-opt %s -split-input-file | attn-opt -split-input-file | FileCheck %s
-// Round trip of attn.attention, attn.merge_states and attn.append_kv over
+// Round trip of attn.attention, attn.merge_states, attn.append_kv and attn.copy_indices over
 // every KV format.
 
 attn.variant @window(window_left : i32) {
@@ -131,4 +131,14 @@ func.func @append(%k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>,
       indices(%b, %p, %kp, %ki : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
       : tensor<?x8x128xbf16> into tensor<?x16x8x128xbf16>
   return %k1, %v1 : tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @copy_indices
+// CHECK: %{{.*}}:2 = attn.copy_indices %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} : tensor<?xi32>, tensor<7xi32> into tensor<?xi32>, tensor<9xi32>
+func.func @copy_indices(%a: tensor<?xi32>, %b: tensor<7xi32>, %da: tensor<?xi32>, %db: tensor<9xi32>)
+    -> (tensor<?xi32>, tensor<9xi32>) {
+  %c:2 = attn.copy_indices %a, %b into %da, %db : tensor<?xi32>, tensor<7xi32> into tensor<?xi32>, tensor<9xi32>
+  return %c#0, %c#1 : tensor<?xi32>, tensor<9xi32>
 }

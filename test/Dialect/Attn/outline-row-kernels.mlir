@@ -58,3 +58,22 @@ func.func @append(%k: tensor<?x2x96xf16>, %v: tensor<?x2x96xf16>, %kc: tensor<?x
   return %k1, %v1 : tensor<?x2x3x96xf16>, tensor<?x2x3x96xf16>
 }
 
+
+// -----
+
+// attn.copy_indices: one kernel per number of arrays; rows are words (dtype
+// i32, head_dim 1), a word a thread per CTA step, so merge_rows is the
+// thread count. Each pair's length is an argument (n<i>), the words of all
+// pairs the launch's num_rows.
+// CHECK-LABEL: func.func @copy_two
+// CHECK: attn.copy_indices {{.*}}attn.kernels = [@attn_kernels::@attn_copy_indices_n2]
+// CHECK: gpu.func @attn_copy_indices_n2(%{{.*}}: i32 {attn.name = "num_rows"}, %{{.*}}: i32 {attn.name = "n0"}, %{{.*}}: memref<1099511627776xi32, #gpu.address_space<global>> {attn.name = "src0"}, %{{.*}}: memref<1099511627776xi32, #gpu.address_space<global>> {attn.name = "dst0"}, %{{.*}}: i32 {attn.name = "n1"}, {{.*}}{attn.name = "src1"}, {{.*}}{attn.name = "dst1"})
+// CHECK-SAME: attn.launch = #attn.launch<role = copy_indices, chip = "sm_90", threads = 256, ctas_per_sm = 32, dtype = i32, head_dim = 1, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 256>
+// CHECK: attn.tile.copy_indices %{{.*}} counts(%{{.*}}, %{{.*}} : i32, i32) from(%{{.*}}, %{{.*}} : {{.*}}) into(%{{.*}}, %{{.*}} : {{.*}})
+// CHECK: gpu.return
+func.func @copy_two(%s0: tensor<?xi32>, %s1: tensor<?xi32>, %d0: tensor<?xi32>, %d1: tensor<?xi32>)
+    -> (tensor<?xi32>, tensor<?xi32>) {
+  %c0, %c1 = attn.copy_indices %s0, %s1 into %d0, %d1
+      : tensor<?xi32>, tensor<?xi32> into tensor<?xi32>, tensor<?xi32>
+  return %c0, %c1 : tensor<?xi32>, tensor<?xi32>
+}

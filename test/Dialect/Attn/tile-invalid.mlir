@@ -217,6 +217,39 @@ func.func @f(%n: i32, %k: memref<?xbf16>, %c: memref<?xf16>, %i: memref<?xi32>, 
 
 // -----
 
+// copy_indices: rows are words.
+
+// expected-error @+1 {{a copy_indices kernel copies words: dtype i32 and head_dim 1}}
+func.func private @f() attributes {attn.launch = #attn.launch<role = copy_indices, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 256>}
+
+// -----
+
+// expected-error @+1 {{merge_rows (128, the words of a CTA step) must be a positive multiple of threads (256)}}
+func.func private @f() attributes {attn.launch = #attn.launch<role = copy_indices, chip = "sm_90", threads = 256, dtype = i32, head_dim = 1, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 128>}
+
+// -----
+
+// expected-error @+1 {{a copy_indices kernel has no heads, tile, format or pdl}}
+func.func private @f() attributes {attn.launch = #attn.launch<role = copy_indices, chip = "sm_90", threads = 256, dtype = i32, head_dim = 1, num_qo_heads = 0, num_kv_heads = 0, format = #attn.bsr<block_cols = 16>, merge_rows = 256>}
+
+// -----
+
+func.func @f(%n: i32, %i: memref<?xi32>) attributes {attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, format = #attn.bsr<block_cols = 16>, merge_rows = 16>} {
+  // expected-error @+1 {{must be inside a copy_indices kernel (a function with an attn.launch contract of role copy_indices)}}
+  attn.tile.copy_indices %n counts(%n : i32) from(%i : memref<?xi32>) into(%i : memref<?xi32>)
+  return
+}
+
+// -----
+
+func.func @f(%n: i32, %i: memref<?xi32>) attributes {attn.launch = #attn.launch<role = copy_indices, chip = "sm_90", threads = 256, dtype = i32, head_dim = 1, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 256>} {
+  // expected-error @+1 {{copies 1 to 4 arrays, got 5}}
+  attn.tile.copy_indices %n counts(%n, %n, %n, %n, %n : i32, i32, i32, i32, i32) from(%i, %i, %i, %i, %i : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) into(%i, %i, %i, %i, %i : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
+  return
+}
+
+// -----
+
 func.func @f(%r: !attn.kv_range<64>, %item: !attn.item, %k: memref<?xbf16>) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 128, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 64, kv = 64, warps = 4>, format = #attn.bsr<block_rows = ?, block_cols = 1, indexing = ragged, strided = true>>} {
   // expected-error @+1 {{a strided format addresses each key's row by its strides: rows(stride token, head) is required}}
   %p = attn.tile.kv_prologue %r, %item, %k, %k : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<64> -> !attn.kv_pipe<64x128xbf16>

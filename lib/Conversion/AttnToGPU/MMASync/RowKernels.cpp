@@ -1,4 +1,4 @@
-//===- RowKernels.cpp - attn.tile.merge_states and attn.tile.append_kv ----===//
+//===- RowKernels.cpp - The row kernels' tile ops -------------------------===//
 //
 // Part of the attn project.
 //
@@ -25,6 +25,12 @@
 // row: a row whose request, position or page is out of range writes
 // nothing, and its first thread counts it in dropped[0] (atomically), so a
 // bad page table never writes outside the cache.
+//
+// copy_indices: rows are words; the pairs' words form one index space
+// (pair i's after the counts of the ones before it), one word a thread per
+// step of the grid-strided loop, and a chain of range tests finds a word's
+// pair. The arrays are a step's plan indices and page table: a few
+// thousand words, where one launch, not the copy, is the cost.
 //
 //===----------------------------------------------------------------------===//
 
@@ -329,10 +335,54 @@ struct AppendKVLowering : public OpConversionPattern<TileAppendKVOp> {
   }
 };
 
+struct CopyIndicesLowering : public OpConversionPattern<TileCopyIndicesOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileCopyIndicesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    const int64_t T = op.getLaunch().getThreads();
+    // Where each pair's words end in the joint index space (a negative
+    // count copies nothing).
+    SmallVector<Value> ends;
+    Value end = kb.idx(0);
+    for (Value count : op.getCounts()) {
+      end = kb.add(end, kb.maxs(kb.toIndex(count), kb.idx(0)));
+      ends.push_back(end);
+    }
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
+    auto loop = scf::ForOp::create(b, kb.add(kb.mul(cta, T), tid),
+                                   kb.toIndex(op.getNumRows()),
+                                   kb.mul(grid, T));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value word = loop.getInductionVar();
+    Value begin = kb.idx(0);
+    for (auto [source, destination, pairEnd] :
+         llvm::zip(op.getSources(), op.getDestinations(), ends)) {
+      auto inPair = scf::IfOp::create(b, kb.slt(word, pairEnd),
+                                      /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&inPair.getThenRegion().front());
+      Value at = kb.sub(word, begin);
+      Value v = memref::LoadOp::create(b, source, ValueRange{at});
+      memref::StoreOp::create(b, v, destination, ValueRange{at});
+      // The next pair's test in the else branch.
+      b.setInsertionPointToStart(&inPair.getElseRegion().front());
+      begin = pairEnd;
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::attn::mmasync::populateRowKernelPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<MergeStatesLowering, AppendKVLowering>(converter,
-                                                      patterns.getContext());
+  patterns.add<MergeStatesLowering, AppendKVLowering, CopyIndicesLowering>(
+      converter, patterns.getContext());
 }

@@ -270,6 +270,21 @@ LogicalResult LaunchAttr::verify(
                        << " bytes of shared memory do not fit one SM of "
                        << chip.getValue() << " ("
                        << target->getSharedMemoryPerSM() << " bytes)";
+  if (role == KernelRole::copy_indices) {
+    // Rows of one 32-bit word: a thread copies one word per loop step.
+    if (!dtype || !dtype.isInteger(32) || headDim != 1)
+      return emitError() << "a copy_indices kernel copies words: dtype i32 "
+                            "and head_dim 1";
+    if (numQoHeads != 0 || numKVHeads != 0 || tile || format || pdl)
+      return emitError() << "a copy_indices kernel has no heads, tile, "
+                            "format or pdl";
+    if (mergeRows < 1 || mergeRows % threads)
+      return emitError() << "merge_rows (" << mergeRows
+                         << ", the words of a CTA step) must be a positive "
+                            "multiple of threads ("
+                         << threads << ")";
+    return success();
+  }
   const bool rowKernel =
       role == KernelRole::merge_states || role == KernelRole::append_kv;
   const bool f32Allowed = role == KernelRole::merge_states;

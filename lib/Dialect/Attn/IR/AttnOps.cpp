@@ -79,7 +79,7 @@ static LogicalResult verifyCacheType(Operation *op, StringRef what,
 }
 
 //===----------------------------------------------------------------------===//
-// The destination form, shared by the three ops
+// The destination form, shared by the four ops
 //===----------------------------------------------------------------------===//
 
 /// Checks that `operands` are all tensors or all memrefs, like `first`
@@ -584,5 +584,58 @@ LogicalResult AppendKVOp::verify() {
     return emitOpError() << "takes 4 index arrays (batch_indices, positions, "
                             "kv_indptr, kv_indices), got "
                          << getIndices().size();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CopyIndicesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CopyIndicesOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  // Tensor destinations come back updated; memref ones are written in place.
+  // The operands are sources then destinations, as many of each.
+  if (operands.empty() || operands.size() % 2 ||
+      !isa<RankedTensorType>(operands.front().getType()))
+    return success();
+  for (Value destination : operands.drop_front(operands.size() / 2))
+    inferredReturnTypes.push_back(destination.getType());
+  return success();
+}
+
+void CopyIndicesOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // A destination longer than its source keeps its tail.
+  getDestinationFormEffects(*this, getDpsInitsMutable(), /*initsRead=*/true,
+                            effects);
+}
+
+Speculation::Speculatability CopyIndicesOp::getSpeculatability() {
+  return hasTensorSemantics() ? Speculation::Speculatable
+                              : Speculation::NotSpeculatable;
+}
+
+LogicalResult CopyIndicesOp::verify() {
+  const int64_t pairs = getSources().size();
+  if (pairs < 1 || pairs > kMaxPairs)
+    return emitOpError() << "copies 1 to " << kMaxPairs
+                         << " arrays in one kernel, got " << pairs;
+  SmallVector<std::pair<Value, StringRef>> operands;
+  for (Value v : getOperands().drop_front())
+    operands.push_back({v, "an operand"});
+  if (failed(verifySameKind(*this, getSources().front(), "the first source",
+                            operands)))
+    return failure();
+  for (auto [i, source, destination] :
+       llvm::enumerate(getSources(), getDestinations())) {
+    int64_t from = cast<ShapedType>(source.getType()).getDimSize(0);
+    int64_t to = cast<ShapedType>(destination.getType()).getDimSize(0);
+    if (!ShapedType::isDynamic(from) && !ShapedType::isDynamic(to) && from > to)
+      return emitOpError() << "source #" << i << " holds " << from
+                           << " indices but its destination only " << to;
+  }
   return success();
 }

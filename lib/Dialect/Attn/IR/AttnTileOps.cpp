@@ -442,3 +442,13 @@ LogicalResult TileAppendKVOp::verify() {
       return failure();
   return success();
 }
+
+LogicalResult TileCopyIndicesOp::verify() {
+  if (failed(getRowLaunch(*this, KernelRole::copy_indices)))
+    return failure();
+  const int64_t pairs = getCounts().size();
+  if (pairs < 1 || pairs > CopyIndicesOp::kMaxPairs)
+    return emitOpError() << "copies 1 to " << CopyIndicesOp::kMaxPairs
+                         << " arrays, got " << pairs;
+  return success();
+}

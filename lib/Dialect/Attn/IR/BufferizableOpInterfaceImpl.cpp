@@ -243,6 +243,31 @@ struct AppendKVOpInterface
   }
 };
 
+/// copy_indices reads its sources and reads and writes its destinations
+/// (a destination's tail past its source stays).
+struct CopyIndicesOpInterface
+    : public DstBufferizableOpInterfaceExternalModel<CopyIndicesOpInterface,
+                                                     CopyIndicesOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto copy = cast<CopyIndicesOp>(op);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(op);
+    FailureOr<SmallVector<Value>> sources =
+        buffersOf(rewriter, copy.getSources(), options, state);
+    FailureOr<SmallVector<Value>> destinations =
+        buffersOf(rewriter, copy.getDestinations(), options, state);
+    if (failed(sources) || failed(destinations))
+      return failure();
+    auto bufferized = CopyIndicesOp::create(rewriter, op->getLoc(), TypeRange{},
+                                            *sources, *destinations);
+    bufferized->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    replaceOpWithBufferizedValues(rewriter, op, *destinations);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::attn::registerBufferizableOpInterfaceExternalModels(
@@ -251,5 +276,6 @@ void mlir::attn::registerBufferizableOpInterfaceExternalModels(
     AttentionOp::attachInterface<AttentionOpInterface>(*ctx);
     MergeStatesOp::attachInterface<MergeStatesOpInterface>(*ctx);
     AppendKVOp::attachInterface<AppendKVOpInterface>(*ctx);
+    CopyIndicesOp::attachInterface<CopyIndicesOpInterface>(*ctx);
   });
 }

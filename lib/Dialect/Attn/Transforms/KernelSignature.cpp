@@ -167,6 +167,20 @@ SmallVector<KernelArgument> mlir::attn::getAppendKVKernelArguments(Type dtype) {
           {"head_stride", i64, {}},     {"dropped", buf(i32), {}}};
 }
 
+SmallVector<KernelArgument>
+mlir::attn::getCopyIndicesKernelArguments(MLIRContext *ctx, int64_t pairs) {
+  Type i32 = IntegerType::get(ctx, 32);
+  Type buf = getKernelBufferType(i32);
+  SmallVector<KernelArgument> args = {{"num_rows", i32, {}}};
+  for (int64_t i = 0; i < pairs; ++i) {
+    std::string n = std::to_string(i);
+    args.push_back({"n" + n, i32, {}});
+    args.push_back({"src" + n, buf, {}});
+    args.push_back({"dst" + n, buf, {}});
+  }
+  return args;
+}
+
 gpu::GPUFuncOp mlir::attn::createKernel(OpBuilder &b, Location loc,
                                         gpu::GPUModuleOp gpuModule,
                                         StringRef name,

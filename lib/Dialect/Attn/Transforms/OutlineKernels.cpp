@@ -36,6 +36,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::attn {
@@ -422,11 +423,11 @@ struct AttnOutlineKernelsPass
     for (AttentionOp op : ops)
       if (failed(outline(op, *target)))
         return signalPassFailure();
-    // merge_states and append_kv in host code (not inside an attention,
-    // whose own merges are its merge kernel's) become row kernels.
+    // merge_states, append_kv and copy_indices in host code (not inside an
+    // attention, whose own merges are its merge kernel's) become row kernels.
     SmallVector<Operation *> rowOps;
     getOperation().walk([&](Operation *op) {
-      if (isa<MergeStatesOp, AppendKVOp>(op) &&
+      if (isa<MergeStatesOp, AppendKVOp, CopyIndicesOp>(op) &&
           !op->getParentOfType<gpu::GPUModuleOp>())
         rowOps.push_back(op);
     });
@@ -435,9 +436,14 @@ struct AttnOutlineKernelsPass
     gpu::GPUModuleOp gm = getOrCreateGPUModule(getOperation(), gpuModuleName);
     for (Operation *op : rowOps) {
       LogicalResult done =
-          isa<MergeStatesOp>(op)
-              ? outlineMergeStates(cast<MergeStatesOp>(op), gm, *target)
-              : outlineAppendKV(cast<AppendKVOp>(op), gm, *target);
+          llvm::TypeSwitch<Operation *, LogicalResult>(op)
+              .Case([&](MergeStatesOp m) {
+                return outlineMergeStates(m, gm, *target);
+              })
+              .Case([&](AppendKVOp a) { return outlineAppendKV(a, gm, *target); })
+              .Case([&](CopyIndicesOp c) {
+                return outlineCopyIndices(c, gm, *target);
+              });
       if (failed(done))
         return signalPassFailure();
     }

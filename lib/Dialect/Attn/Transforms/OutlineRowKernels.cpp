@@ -1,16 +1,17 @@
-//===- OutlineRowKernels.cpp - merge_states and append_kv to kernels ------===//
+//===- OutlineRowKernels.cpp - The row ops of host code to kernels --------===//
 //
 // Part of the attn project.
 //
 //===----------------------------------------------------------------------===//
 //
-// The row kernels of attn-outline-kernels: an attn.merge_states or
-// attn.append_kv in host code (not inside an attention) becomes a kernel
-// whose body is one attn.tile.merge_states / attn.tile.append_kv, launched
-// over `num_rows` = tokens x heads rows. Row kernels have no plan; their
-// head counts and strides are arguments, so one kernel serves every head
-// count and memory layout of its element type and head dim (and, for
-// append_kv, page size).
+// The row kernels of attn-outline-kernels: an attn.merge_states,
+// attn.append_kv or attn.copy_indices in host code (not inside an
+// attention) becomes a kernel whose body is the one tile op of the same
+// name, launched over `num_rows` rows: tokens x heads for the first two,
+// words for copy_indices. Row kernels have no plan; their head counts,
+// strides and lengths are arguments, so one kernel serves every head count
+// and memory layout of its element type and head dim (and, for append_kv,
+// page size; copy_indices has one kernel per number of arrays).
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,6 +134,51 @@ LogicalResult mlir::attn::outlineMergeStates(MergeStatesOp op,
                               arg("o"), arg("o_stride"), arg("lse"),
                               arg("lse_stride"),
                               masked ? Value(arg("mask")) : Value());
+    gpu::ReturnOp::create(b, op.getLoc());
+  }
+  recordKernel(op, gm.getName(), name);
+  return success();
+}
+
+LogicalResult mlir::attn::outlineCopyIndices(CopyIndicesOp op,
+                                             gpu::GPUModuleOp gm,
+                                             const TargetInfo &target) {
+  const int64_t pairs = op.getSources().size();
+  std::string name = llvm::formatv("attn_copy_indices_n{0}", pairs).str();
+  if (!gm.lookupSymbol(name)) {
+    MLIRContext *ctx = op.getContext();
+    // A row is one word, a thread's per loop step.
+    const int64_t none = 0, one = 1;
+    Type i32 = IntegerType::get(ctx, 32);
+    LaunchAttr launch = LaunchAttr::getChecked(
+        [&] { return op.emitOpError(); }, ctx, KernelRole::copy_indices,
+        StringAttr::get(ctx, target.getName()), kRowThreads,
+        /*shared_bytes=*/none, kRowGridPerSM, i32, /*head_dim=*/one,
+        /*num_qo_heads=*/none, /*num_kv_heads=*/none, /*tile=*/TileAttr(),
+        /*format=*/BsrAttr(), /*cost_per_item=*/none,
+        /*cost_per_kv_token=*/one, /*min_chunk=*/none, /*band=*/BandAttr(),
+        /*custom_mask=*/false, /*merge=*/FlatSymbolRefAttr(),
+        /*merge_rows=*/kRowThreads, /*pdl=*/false,
+        /*output_transform=*/false, /*variants=*/ArrayAttr());
+    if (!launch)
+      return failure();
+    OpBuilder b(ctx);
+    gpu::GPUFuncOp func =
+        createKernel(b, op.getLoc(), gm, name,
+                     getCopyIndicesKernelArguments(ctx, pairs), launch);
+    auto arg = [&](StringRef argName) {
+      return getKernelArgument(func, argName);
+    };
+    SmallVector<Value> counts, sources, destinations;
+    for (int64_t i = 0; i < pairs; ++i) {
+      std::string n = std::to_string(i);
+      counts.push_back(arg("n" + n));
+      sources.push_back(arg("src" + n));
+      destinations.push_back(arg("dst" + n));
+    }
+    b.setInsertionPointToStart(&func.getBody().front());
+    TileCopyIndicesOp::create(b, op.getLoc(), arg("num_rows"), counts, sources,
+                              destinations);
     gpu::ReturnOp::create(b, op.getLoc());
   }
   recordKernel(op, gm.getName(), name);

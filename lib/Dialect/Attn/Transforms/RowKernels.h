@@ -27,6 +27,10 @@ LogicalResult outlineMergeStates(MergeStatesOp op, gpu::GPUModuleOp gm,
 LogicalResult outlineAppendKV(AppendKVOp op, gpu::GPUModuleOp gm,
                               const TargetInfo &target);
 
+/// The same for the copy_indices kernel of `op`'s number of arrays.
+LogicalResult outlineCopyIndices(CopyIndicesOp op, gpu::GPUModuleOp gm,
+                                 const TargetInfo &target);
+
 } // namespace mlir::attn
 
 #endif // ATTN_LIB_DIALECT_ATTN_TRANSFORMS_ROWKERNELS_H

@@ -386,10 +386,12 @@ def Attn_LaunchAttr : Attn_Attr<"Launch", "launch"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     bool isAttention() const { return getRole() == KernelRole::attention; }
-    /// merge_states and append_kv: grid-strided over rows, no plan.
+    /// merge_states, append_kv and copy_indices: grid-strided over rows,
+    /// no plan.
     bool isRowKernel() const {
       return getRole() == KernelRole::merge_states ||
-             getRole() == KernelRole::append_kv;
+             getRole() == KernelRole::append_kv ||
+             getRole() == KernelRole::copy_indices;
     }
     /// The name of the discardable attribute a gpu.func carries it in.
     static constexpr ::llvm::StringLiteral getAttrName() { return "attn.launch"; }

@@ -56,7 +56,8 @@ def Attn_KernelRole : I32EnumAttr<"KernelRole", "what a generated kernel runs", 
     I32EnumAttrCase<"attention", 0>,
     I32EnumAttrCase<"merge", 1>,
     I32EnumAttrCase<"merge_states", 2>,
-    I32EnumAttrCase<"append_kv", 3>
+    I32EnumAttrCase<"append_kv", 3>,
+    I32EnumAttrCase<"copy_indices", 4>
   ]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;

@@ -358,4 +358,55 @@ def Attn_AppendKVOp : Attn_Op<"append_kv", [
   let hasVerifier = 1;
 }
 
+def Attn_CopyIndicesOp : Attn_Op<"copy_indices", [
+    SameVariadicOperandSize,
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>]> {
+  let summary = "copy int32 index arrays into the start of other buffers";
+  let description = [{
+    Copies each source (a 1-D int32 array) into the first elements of its
+    destination, for one to four pairs at once; a destination longer than
+    its source keeps its tail. This is what a CUDA-graph step does after
+    planning: the plan's indptr arrays and the page table go into the
+    fixed buffers the captured kernels (and the engine's own captured
+    appends) read. As a kernel it is one launch for all the pairs, where
+    separate copies would each cost a driver call.
+
+    ```mlir
+    %kv1, %last1 = attn.copy_indices %kv_indptr, %last_len
+        into %kv_indptr_buf, %last_len_buf
+        : tensor<?xi32>, tensor<?xi32> into tensor<?xi32>, tensor<?xi32>
+    ```
+
+    The destinations are the op's destinations (DestinationStyleOpInterface):
+    with tensors the results are the updated buffers; with memrefs (every
+    operand a memref) the op has no results and writes them in place.
+  }];
+  let arguments = (ins
+    Variadic<Attn_IndexArray>:$sources,
+    Variadic<Attn_IndexArray>:$destinations
+  );
+  // The updated destinations as tensors; none in the memref form.
+  let results = (outs Variadic<RankedTensorOf<[I32]>>:$copied);
+  let extraClassDeclaration = [{
+    /// The most pairs one kernel copies.
+    static constexpr int64_t kMaxPairs = 4;
+    bool hasTensorSemantics() {
+      return ::llvm::isa<::mlir::RankedTensorType>(
+          getSources().front().getType());
+    }
+    /// DestinationStyleOpInterface: the destinations.
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getDestinationsMutable();
+    }
+  }];
+  let assemblyFormat = [{
+    $sources `into` $destinations attr-dict `:` type($sources) `into`
+    type($destinations)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ATTN_DIALECT_ATTN_IR_ATTNOPS_TD

@@ -641,4 +641,36 @@ def Attn_TileAppendKVOp : Attn_TileOp<"append_kv"> {
   let hasVerifier = 1;
 }
 
+def Attn_TileCopyIndicesOp : Attn_TileOp<"copy_indices", [SameVariadicOperandSize]> {
+  let summary = "the body of a copy_indices kernel: int32 arrays, one launch";
+  let description = [{
+    Copies `counts[i]` words of `sources[i]` into `destinations[i]` for
+    every pair. The words of all pairs form one index space of `num_rows`
+    (the sum of the counts, which the runtime passes as the launch's row
+    count), strided over the grid: a thread's word belongs to the first
+    pair whose running sum of counts passes it. Words at or past the sum
+    of the counts copy nothing, so a `num_rows` larger than the counts
+    never reads or writes outside them.
+
+    ```mlir
+    attn.tile.copy_indices %num_rows counts(%n0, %n1 : i32, i32)
+        from(%s0, %s1 : memref<?xi32>, memref<?xi32>)
+        into(%d0, %d1 : memref<?xi32>, memref<?xi32>)
+    ```
+  }];
+  let arguments = (ins
+    I32:$num_rows,
+    Variadic<I32>:$counts,
+    Variadic<Attn_I32Buffer>:$sources,
+    Variadic<Attn_I32Buffer>:$destinations
+  );
+  let assemblyFormat = [{
+    $num_rows `counts` `(` $counts `:` type($counts) `)`
+    `from` `(` $sources `:` type($sources) `)`
+    `into` `(` $destinations `:` type($destinations) `)`
+    attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ATTN_DIALECT_ATTN_IR_ATTNTILEOPS_TD

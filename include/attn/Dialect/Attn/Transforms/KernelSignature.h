@@ -106,6 +106,11 @@ SmallVector<KernelArgument> getMergeStatesKernelArguments(Type dtype,
 /// head_stride, dropped.
 SmallVector<KernelArgument> getAppendKVKernelArguments(Type dtype);
 
+/// The arguments of a copy_indices kernel of `pairs` arrays: num_rows (the
+/// words of all pairs), then n<i>, src<i>, dst<i> for each pair.
+SmallVector<KernelArgument> getCopyIndicesKernelArguments(MLIRContext *ctx,
+                                                          int64_t pairs);
+
 /// Appends `gpu.func @name` with `args` to `gpuModule`: a kernel of
 /// `launch.getThreads()` threads carrying the contract as `attn.launch`.
 gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc,
