@@ -6,10 +6,11 @@
 |*                                                                            *|
 |* The runtime's C API for the Python package and other languages: plan,      *|
 |* workspace sizing, module loading, plan upload, run and merge, and launches *|
-|* of row kernels (merge_states, append_kv). Every function returns an        *|
-|* attnRtStatus; on failure attnRtLastError() returns a message naming the    *|
-|* bad input (thread-local, valid until the next call on the same thread). No *|
-|* function throws, allocates device memory, or synchronizes the host.        *|
+|* of row kernels (merge_states, append_kv, copy_indices). Every function     *|
+|* returns an attnRtStatus; on failure attnRtLastError() returns a message    *|
+|* naming the bad input (thread-local, valid until the next call on the same  *|
+|* thread). No function throws, allocates device memory, or synchronizes the  *|
+|* host.                                                                      *|
 |* Exported from libattn_runtime.so.                                          *|
 |*                                                                            *|
 |* The structs mirror attn/Runtime/Plan.h field for field; the work-list ABI  *|
@@ -240,7 +241,8 @@ ATTN_RT_EXPORT attnRtStatus attnRtMergeSized(
     size_t device_bytes, const attnRtArg *args, int32_t num_args,
     uint64_t stream);
 
-/* Launches row kernel `kernel` (manifest role "merge_states" or "append_kv":
+/* Launches row kernel `kernel` (manifest role "merge_states", "append_kv" or
+ * "copy_indices":
  * a grid-strided loop over independent rows, no plan) over num_rows rows.
  * The runtime binds the kernel's `num_rows` argument; args binds every other
  * one by name and must hold exactly those (a missing, mistyped, unknown or

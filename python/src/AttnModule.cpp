@@ -782,7 +782,8 @@ PYBIND11_MODULE(_attn, m) {
       },
       py::arg("module"), py::arg("kernel"), py::arg("num_rows"),
       py::arg("args"), py::arg("stream"),
-      "Launches a row kernel (role merge_states or append_kv) over num_rows "
+      "Launches a row kernel (role merge_states, append_kv or copy_indices) "
+      "over num_rows "
       "rows; args as for run(), without num_rows (the runtime binds it) and "
       "with exactly the kernel's other arguments. 0 rows launches nothing.");
 

@@ -203,7 +203,8 @@ int64_t rowGrid(const KernelManifest &k, int64_t numRows, int32_t numSms);
 Status checkRowLaunch(const KernelManifest &k, int64_t numRows,
                       const KernelArg *args, int32_t numArgs);
 
-/// Launches row kernel `kernel` (role merge_states or append_kv) over
+/// Launches row kernel `kernel` (role merge_states, append_kv or
+/// copy_indices) over
 /// `numRows` rows: num_rows is bound by the runtime, every other argument
 /// from `args` by name (checkRowLaunch); grid rowGrid(numSms()), block
 /// `threads`, `shared_bytes` dynamic shared memory. No plan; nothing is
