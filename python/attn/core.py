@@ -797,6 +797,7 @@ class WrapperBase:
         self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
         self._capture_ok = False    # a frozen plan (SinglePlans) may be captured without graph mode
         self._memo = {}             # plan()'s fast path: scalar arguments -> what they decide (PlanMemo)
+        self._graph_bufs = None     # graph mode's fixed buffers as the fast path passes them (_graph_buffers)
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
 
@@ -851,6 +852,17 @@ class WrapperBase:
             workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
             planner=planner, torch=torch, i32=torch.int32,
             template={n: getattr(p, n) for n in template}, **extra)
+
+    def _graph_buffers(self):
+        """Graph mode's fixed buffers as plan()'s fast path passes them, read
+        once (they never move): ``(fixed_addresses(...), the kv_indices
+        buffer or None, its entries, its address)``."""
+        g = self._graph_bufs
+        if g is None:
+            idx = self._fixed.get("kv_indices")
+            g = self._graph_bufs = (fixed_addresses(self._fixed), idx,
+                                    0 if idx is None else idx.numel(), 0 if idx is None else idx.data_ptr())
+        return g
 
     def _plan_natively(self, m, batch, maxima, host, fixed=(0, 0, 0), min_kv_len=1, page_table=(0, 0, 0)):
         """The fast path's one native call: plans ``batch`` requests under

@@ -79,7 +79,6 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         # Kept for engines that read it back; attn's decode kernel is one kernel whatever it says.
         self.use_tensor_cores = bool(use_tensor_cores)
         self._fixed = {}
-        self._graph_step = None   # graph mode's fast plan(): the fixed buffers' addresses, read once
         if use_cuda_graph:
             bufs = {"kv_indptr": paged_kv_indptr_buffer, "kv_indices": paged_kv_indices_buffer,
                     "kv_last_len": paged_kv_last_page_len_buffer}
@@ -193,19 +192,14 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         if n_idx < kv_pages:
             return False  # the full path refuses it
         if self._use_cuda_graph:
-            g = self._graph_step
-            if g is None:  # the fixed buffers never move
-                idx = self._fixed["kv_indices"]
-                g = self._graph_step = (idx.numel(), idx.data_ptr(), {"kv_indices": idx.data_ptr()},
-                                        core.fixed_addresses(self._fixed))
-            idx_capacity, idx_ptr, ptrs, fixed = g
+            fixed, keep, idx_capacity, idx_ptr = self._graph_buffers()
             if batch > self._max_batch or n_idx > idx_capacity:
                 return False
             config = m.config
             maxima = (config["max_batch"], config["max_total_q_rows"], config["max_kv_tokens"])
             # The page table goes into the fixed buffer in the same call (device to device).
             table = (indices.data_ptr(), idx_ptr, 4 * n_idx)
-            keep = self._fixed["kv_indices"]
+            ptrs = {"kv_indices": idx_ptr}
         else:
             max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
             max_kv = split_kv_bound(m.info, kv_pages, m.template["page_size"], k) \
