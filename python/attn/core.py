@@ -756,9 +756,12 @@ def plan_copier(device):
     the fixed buffers with (one launch for the step's index arrays and page
     table), or None where this install has no such kernel: a runtime-only
     install whose kernel pack predates it, which then copies with the
-    driver (a few microseconds more per plan())."""
+    driver (a few microseconds more per plan()), or a device that is not a
+    CUDA one (the CPU stand-ins of the planner's tests)."""
     from .errors import KernelNotFoundError
     from .rows import PLAN_COPIES, row_kernel
+    if getattr(device, "type", None) != "cuda":
+        return None
     try:
         return row_kernel(PLAN_COPIES, device)
     except KernelNotFoundError:

@@ -91,3 +91,11 @@ def test_precompile_refuses_an_unknown_kind(tmp_path):
     from attn import precompile
     with pytest.raises(SystemExit):
         precompile.main(["--heads", "8/8", "--head-dim", "64", "--out", str(tmp_path), "--kinds", "merg"])
+
+
+def test_no_copy_kernel_for_a_device_that_is_not_cuda():
+    """Graph mode's plan() launches the copy kernel on CUDA devices only; on
+    any other (the CPU stand-ins of test_plan_fast.py) it copies as before."""
+    from types import SimpleNamespace
+    from attn.core import plan_copier
+    assert plan_copier(SimpleNamespace(type="cpu", index=None)) is None
