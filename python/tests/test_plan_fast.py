@@ -144,7 +144,7 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     w = attn.BatchDecodeWithPagedKVCacheWrapper.__new__(attn.BatchDecodeWithPagedKVCacheWrapper)
     ws = torch.zeros(64 << 20, dtype=torch.uint8)
     w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
-    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_pinned", "_graph_step"):
+    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_pinned", "_graph_bufs"):
         setattr(w, name, None)
     w._ws_sizes, w._capture_ok, w._memo, w._op_handle = (None, None), False, {}, 0
     w._fixed = {}
