@@ -109,6 +109,14 @@ void run(benchmark::State &state, bool prefill, bool graph, bool indices,
   state.counters["items"] = v.numItems();
   state.counters["merges"] = v.numMergeUnits();
   state.counters["plan_KiB"] = double(v.bytes()) / 1024;
+  // What an upload copies: its host-to-device copies and their bytes.
+  PlanSpan spans[kMaxPlanSpans];
+  const int32_t n = planUploadSpans(v, spans);
+  size_t upload = 0;
+  for (int32_t i = 0; i < n; ++i)
+    upload += spans[i].bytes;
+  state.counters["upload_copies"] = n;
+  state.counters["upload_KiB"] = double(upload) / 1024;
   // Balance: the largest CTA's cost over the mean of the whole grid.
   std::vector<int64_t> costs(v.numCtas());
   planCtaCosts(f.config, v, costs.data());
@@ -130,6 +138,10 @@ void BM_PlanDecodeUniform(benchmark::State &s) {
 /// C++ share of the Python decode plan() of bench/harness/plan_overhead.py.
 void BM_PlanDecodeSkewedSm90a(benchmark::State &s) {
   run(s, false, false, false, false, 0, true);
+}
+/// The same in graph mode (CUDAGraphBatchDecodeWithPagedKVCacheWrapper's).
+void BM_PlanDecodeSkewedSm90aGraph(benchmark::State &s) {
+  run(s, false, true, false, false, 0, true);
 }
 void BM_PlanDecodeUniformSm90a(benchmark::State &s) {
   run(s, false, false, false, true, 0, true);
@@ -215,6 +227,7 @@ BENCHMARK(BM_PlanDecodeSkewedCheckIndices)->Arg(256)->Unit(benchmark::kMicroseco
 BENCHMARK(BM_PlanDecodeUniform)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeSkewedFixedSplit)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeSkewedSm90a)->Arg(1)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlanDecodeSkewedSm90aGraph)->Arg(1)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanDecodeUniformSm90a)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ViewPlanDecodeSkewedSm90a)->Arg(1)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanPrefillCausal)->Arg(1)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);

@@ -350,23 +350,23 @@ public:
                                   deviceWsBytes, stream, &s));
       else // plan only (CPU tests and measurements)
         check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
-      if (deviceWs && (qoDst || kvDst || lastDst || kvIndicesDst)) {
-        // Graph mode: the caller's fixed buffers, and the page table into the
-        // one the graph captured: one generated kernel where the wrapper has
-        // it, else the driver's copies.
-        const uint64_t dst[3] = {qoDst, kvDst, lastDst};
-        if (copyModule_) {
-          launchPlanCopies(copyModule_, copyKernel_.c_str(), hostWs, deviceWs,
-                           dst, kvIndices, kvIndicesDst, kvIndicesBytes, stream);
-        } else {
-          copyPlanArrays(hostWs, dst, stream);
-          if (kvIndicesDst && kvIndicesDst != kvIndices)
-            check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst,
-                                     stream));
-        }
+      // The fence follows the last copy that reads the pinned host workspace:
+      // the upload, or graph mode's driver copies from the plan's host copy.
+      // The copy kernel reads the plan's device copies, so it comes after the
+      // fence (the next plan() does not wait for it to finish).
+      const bool fixed = deviceWs && (qoDst || kvDst || lastDst || kvIndicesDst);
+      const uint64_t dst[3] = {qoDst, kvDst, lastDst};
+      if (fixed && !copyModule_) {
+        copyPlanArrays(hostWs, dst, stream);
+        if (kvIndicesDst && kvIndicesDst != kvIndices)
+          check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst,
+                                   stream));
       }
       if (fence && deviceWs)
         check(attnRtFenceRecord(fence->get(), stream));
+      if (fixed && copyModule_) // graph mode: the fixed buffers in one launch
+        launchPlanCopies(copyModule_, copyKernel_.c_str(), hostWs, deviceWs,
+                         dst, kvIndices, kvIndicesDst, kvIndicesBytes, stream);
     }
     py::dict d = summaryDict(s);
     d["host_bytes"] = host;
