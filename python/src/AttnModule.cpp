@@ -295,15 +295,17 @@ public:
   /// into the host workspace and copies the plan to `device_ws` on `stream`
   /// (0: plan only, for tests and CPU measurements); in graph mode then the
   /// plan's copies of the three arrays to the fixed buffers at `qo_dst`,
-  /// `kv_dst` and `last_dst` (0 skips one; copyPlanArrays) and
-  /// `kv_indices_bytes` of the device array `kv_indices` to `kv_indices_dst`
-  /// (the fixed page table; skipped when 0 or the same). Returns the summary
+  /// `kv_dst` and `last_dst` (0 skips one) and `kv_indices_bytes` of the
+  /// device array `kv_indices` to `kv_indices_dst` (the fixed page table;
+  /// skipped when 0 or the same): one launch of the copy kernel given to
+  /// setCopyKernel (launchPlanCopies), else the driver's copies
+  /// (copyPlanArrays and a device-to-device copy). Returns the summary
   /// with "host_bytes", or None, having done nothing, when a workspace is
   /// smaller than the config needs or a request holds fewer than
   /// `min_kv_len` keys (the caller's full path then says which). With a
   /// device workspace, a stream capturing a CUDA graph is refused first;
   /// `fence` (optional) is waited on before the pinned host workspace is
-  /// written and recorded after its copy is queued.
+  /// written and recorded after the last copy that reads it.
   py::object plan(uint64_t hostWs, size_t hostWsBytes, uint64_t deviceWs,
                   size_t deviceWsBytes, uint64_t stream, int32_t batch,
                   int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
