@@ -55,18 +55,24 @@ FailureOr<int64_t> getRowHeadDim(Operation *op, ShapedType rows) {
   return headDim;
 }
 
-/// The contract of a row kernel, verified.
+/// The rows of a CTA step when a row is head_dim elements over head_dim / 8
+/// threads (merge_states, append_kv).
+int64_t getHeadRowsPerStep(int64_t headDim) {
+  return kRowsPerThreadStep * (kRowThreads / (headDim / 8));
+}
+
+/// The contract of a row kernel taking `rows` rows a CTA step, verified.
 FailureOr<LaunchAttr> getRowLaunch(Operation *op, KernelRole role,
                                    const TargetInfo &target, Type dtype,
-                                   int64_t headDim, BsrAttr format) {
+                                   int64_t headDim, BsrAttr format,
+                                   int64_t rows) {
   MLIRContext *ctx = op->getContext();
   // The grid holds kRowGridPerSM CTAs per SM (more than fit at once): the
   // hardware starts each as one finishes, so a CTA runs one or two loop
   // steps and the SMs stay full to the end (H200, M1: 91% of copy, against
   // 74% with a grid of the 8 CTAs per SM that fit).
   int64_t ctasPerSM = kRowGridPerSM;
-  const int64_t none = 0, unit = 1,
-                rows = kRowsPerThreadStep * (kRowThreads / (headDim / 8));
+  const int64_t none = 0, unit = 1;
   LaunchAttr launch = LaunchAttr::getChecked(
       [&] { return op->emitOpError(); }, ctx, role,
       StringAttr::get(ctx, target.getName()), kRowThreads,
@@ -112,8 +118,9 @@ LogicalResult mlir::attn::outlineMergeStates(MergeStatesOp op,
                                    masked ? "_masked" : "")
                          .str();
   if (!gm.lookupSymbol(name)) {
-    FailureOr<LaunchAttr> launch = getRowLaunch(
-        op, KernelRole::merge_states, target, dtype, *headDim, BsrAttr());
+    FailureOr<LaunchAttr> launch =
+        getRowLaunch(op, KernelRole::merge_states, target, dtype, *headDim,
+                     BsrAttr(), getHeadRowsPerStep(*headDim));
     if (failed(launch))
       return failure();
     OpBuilder b(op.getContext());
@@ -147,25 +154,17 @@ LogicalResult mlir::attn::outlineCopyIndices(CopyIndicesOp op,
   std::string name = llvm::formatv("attn_copy_indices_n{0}", pairs).str();
   if (!gm.lookupSymbol(name)) {
     MLIRContext *ctx = op.getContext();
-    // A row is one word, a thread's per loop step.
-    const int64_t none = 0, one = 1;
-    Type i32 = IntegerType::get(ctx, 32);
-    LaunchAttr launch = LaunchAttr::getChecked(
-        [&] { return op.emitOpError(); }, ctx, KernelRole::copy_indices,
-        StringAttr::get(ctx, target.getName()), kRowThreads,
-        /*shared_bytes=*/none, kRowGridPerSM, i32, /*head_dim=*/one,
-        /*num_qo_heads=*/none, /*num_kv_heads=*/none, /*tile=*/TileAttr(),
-        /*format=*/BsrAttr(), /*cost_per_item=*/none,
-        /*cost_per_kv_token=*/one, /*min_chunk=*/none, /*band=*/BandAttr(),
-        /*custom_mask=*/false, /*merge=*/FlatSymbolRefAttr(),
-        /*merge_rows=*/kRowThreads, /*pdl=*/false,
-        /*output_transform=*/false, /*variants=*/ArrayAttr());
-    if (!launch)
+    // A row is one word (head_dim 1), a thread's per loop step.
+    FailureOr<LaunchAttr> launch =
+        getRowLaunch(op, KernelRole::copy_indices, target,
+                     IntegerType::get(ctx, 32), /*headDim=*/1, BsrAttr(),
+                     /*rows=*/kRowThreads);
+    if (failed(launch))
       return failure();
     OpBuilder b(ctx);
     gpu::GPUFuncOp func =
         createKernel(b, op.getLoc(), gm, name,
-                     getCopyIndicesKernelArguments(ctx, pairs), launch);
+                     getCopyIndicesKernelArguments(ctx, pairs), *launch);
     auto arg = [&](StringRef argName) {
       return getKernelArgument(func, argName);
     };
@@ -200,8 +199,9 @@ LogicalResult mlir::attn::outlineAppendKV(AppendKVOp op, gpu::GPUModuleOp gm,
                          .str();
   if (!gm.lookupSymbol(name)) {
     MLIRContext *ctx = op.getContext();
-    FailureOr<LaunchAttr> launch = getRowLaunch(
-        op, KernelRole::append_kv, target, dtype, *headDim, op.getFormat());
+    FailureOr<LaunchAttr> launch =
+        getRowLaunch(op, KernelRole::append_kv, target, dtype, *headDim,
+                     op.getFormat(), getHeadRowsPerStep(*headDim));
     if (failed(launch))
       return failure();
     OpBuilder b(ctx);
