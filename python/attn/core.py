@@ -751,24 +751,30 @@ def raise_page_index_errors(device):
             "run() that launched it.")
 
 
+_plan_copiers = {}
+
+
 def plan_copier(device):
     """(module, kernel) of the copy_indices kernel graph mode's plan() writes
     the fixed buffers with (one launch for the step's index arrays and page
     table), or None where this install has no such kernel: a runtime-only
     install whose kernel pack predates it, which then copies with the
-    driver (a few microseconds more per plan()), or a device that is not a
-    CUDA one (the CPU stand-ins of the planner's tests)."""
-    from .errors import KernelNotFoundError
-    from .rows import PLAN_COPIES, row_kernel
+    driver (a few microseconds more per plan(); said once per device), or a
+    device that is not a CUDA one (the CPU stand-ins of the planner's
+    tests). Looked up once per device."""
     if getattr(device, "type", None) != "cuda":
         return None
-    try:
-        return row_kernel(PLAN_COPIES, device)
-    except KernelNotFoundError:
-        from .log import logger
-        logger.info("attn: no %s kernel in the kernel pack; graph-mode plan() copies the fixed buffers "
-                    "with the driver", PLAN_COPIES.summary())
-        return None
+    if device not in _plan_copiers:
+        from .errors import KernelNotFoundError
+        from .rows import PLAN_COPIES, row_kernel
+        try:
+            _plan_copiers[device] = row_kernel(PLAN_COPIES, device)
+        except KernelNotFoundError:
+            from .log import logger
+            logger.info("attn: no %s kernel in the kernel pack; graph-mode plan() on %s copies the fixed "
+                        "buffers with the driver", PLAN_COPIES.summary(), device)
+            _plan_copiers[device] = None
+    return _plan_copiers[device]
 
 
 def fixed_addresses(fixed):
@@ -800,7 +806,7 @@ class WrapperBase:
         self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
         self._capture_ok = False    # a frozen plan (SinglePlans) may be captured without graph mode
         self._memo = {}             # plan()'s fast path: scalar arguments -> what they decide (PlanMemo)
-        self._graph_bufs = None     # graph mode's fixed buffers as the fast path passes them (_graph_buffers)
+        self._graph_bufs = None     # graph mode's fixed buffers as the fast path passes them (_graph_step)
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
 
@@ -856,16 +862,25 @@ class WrapperBase:
             planner=planner, torch=torch, i32=torch.int32,
             template={n: getattr(p, n) for n in template}, **extra)
 
-    def _graph_buffers(self):
-        """Graph mode's fixed buffers as plan()'s fast path passes them, read
-        once (they never move): ``(fixed_addresses(...), the kv_indices
-        buffer or None, its entries, its address)``."""
+    def _graph_step(self, indices, n_idx):
+        """What graph mode's fast plan() passes for a step whose page table
+        ``indices`` (None: ragged KV) holds ``n_idx`` entries: ``(fixed
+        buffers' addresses, page-table copy (src, dst, bytes), tensors to
+        keep alive, kernel pointers)``, or None when the fixed page table
+        is smaller (the full path says so). The fixed buffers never move,
+        so their addresses are read once."""
         g = self._graph_bufs
         if g is None:
             idx = self._fixed.get("kv_indices")
             g = self._graph_bufs = (fixed_addresses(self._fixed), idx,
                                     0 if idx is None else idx.numel(), 0 if idx is None else idx.data_ptr())
-        return g
+        fixed, d_idx, capacity, idx_ptr = g
+        if indices is None:
+            return fixed, (0, 0, 0), [], {}
+        if capacity < n_idx:
+            return None
+        # The page table goes into the fixed buffer in the same call (device to device).
+        return fixed, (indices.data_ptr(), idx_ptr, 4 * n_idx), [d_idx], {"kv_indices": idx_ptr}
 
     def _plan_natively(self, m, batch, maxima, host, fixed=(0, 0, 0), min_kv_len=1, page_table=(0, 0, 0)):
         """The fast path's one native call: plans ``batch`` requests under

@@ -192,14 +192,12 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         if n_idx < kv_pages:
             return False  # the full path refuses it
         if self._use_cuda_graph:
-            fixed, keep, idx_capacity, idx_ptr = self._graph_buffers()
-            if batch > self._max_batch or n_idx > idx_capacity:
+            step = self._graph_step(indices, n_idx)
+            if batch > self._max_batch or step is None:
                 return False
+            fixed, table, keep, ptrs = step
             config = m.config
             maxima = (config["max_batch"], config["max_total_q_rows"], config["max_kv_tokens"])
-            # The page table goes into the fixed buffer in the same call (device to device).
-            table = (indices.data_ptr(), idx_ptr, 4 * n_idx)
-            ptrs = {"kv_indices": idx_ptr}
         else:
             max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
             max_kv = split_kv_bound(m.info, kv_pages, m.template["page_size"], k) \
@@ -207,7 +205,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             maxima = (max_batch, max_q, max_kv)
             ptrs = {"kv_indices": indices.data_ptr()}
             table = fixed = (0, 0, 0)
-            keep = indices
+            keep = [indices]
         qo = m.qo_host
         if qo is None or len(qo) < batch + 1:
             qo = m.qo_host = array.array("i", range(0, k * (2 * batch + 2), k))
@@ -217,7 +215,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             return False  # the workspace is too small, or a request is too short: the full path says so
         config = m.config if self._use_cuda_graph else dict(m.config, max_batch=maxima[0],
                                                             max_total_q_rows=maxima[1], max_kv_tokens=maxima[2])
-        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=[keep],
+        p = self._memoized_run(m, summary, batch=batch, total_q=batch * k, config=config, keepalive=keep,
                                ptrs=ptrs)
         p.q_len_per_req, p.kv_pages = k, kv_pages
         return True

@@ -70,13 +70,10 @@ class _PrefillPlanMemo:
             if batch > self._max_batch:
                 return False
             max_batch, max_q = config["max_batch"], config["max_total_q_rows"]
-            fixed, d_idx, idx_capacity, idx_ptr = self._graph_buffers()   # the arrays' copies go there
-            if paged:
-                if idx_capacity < n_idx:
-                    return False
-                # The page table goes into the fixed buffer in the same call (device to device).
-                table = (indices.data_ptr(), idx_ptr, 4 * n_idx)
-                keep, ptrs = [d_idx], {"kv_indices": idx_ptr}
+            step = self._graph_step(indices if paged else None, n_idx)   # the arrays' copies go there
+            if step is None:
+                return False
+            fixed, table, keep, ptrs = step
         else:
             max_batch, max_q = max(1, batch), max(1, total_q)   # the full path's config (plan_config)
             if paged:
