@@ -28,6 +28,11 @@
 #          a pack named *-tma (precompile.sh run with
 #          ATTN_KV_TMA=1: K/V tiles by TMA) runs with ATTN_KV_TMA=1, here and in
 #          kab, which skips a pack whose suite timed out
+#   sanitize  compute-sanitizer (memcheck, racecheck) over SANITIZE_TESTS
+#          (default the prefill, tile, variant, custom-mask, page-index and
+#          fixed-buffer test files) through bench/harness/sanitize_suite.py, on the
+#          default kernels and on SANITIZE_ARCHS (default "default,sm_90"),
+#          within SANITIZE_DEADLINE seconds (default 420)
 #   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1), with
 #          each pack of NCU_PACKS (default kernels): the
 #          full set of the attention kernel's launch, its details page and its
@@ -72,6 +77,14 @@ if [[ $steps == *" tests "* ]]; then
     timeout 60 out/host-lowering/run.sh > "$L/host-lowering.log" 2>&1
     stamp "host-lowering rc=$?: $(grep -c PASS "$L/host-lowering.log") PASS, $(grep -c FAIL "$L/host-lowering.log") FAIL"
   fi
+fi
+if [[ $steps == *" sanitize "* ]]; then
+  deadline=${SANITIZE_DEADLINE:-420}
+  timeout $((deadline + 60)) python3 bench/harness/sanitize_suite.py --out "$L/sanitize" --deadline "$deadline" \
+    --archs "${SANITIZE_ARCHS:-default,sm_90}" --tests ${SANITIZE_TESTS:-python/tests/test_gpu_prefill.py \
+    python/tests/test_gpu_tiles.py python/tests/test_gpu_prefill_variants.py python/tests/test_custom_mask.py \
+    python/tests/test_gpu_page_index_checks.py python/tests/test_gpu_fixed_buffers.py} > "$L/sanitize.log" 2>&1
+  stamp "sanitize rc=$?: $(grep -E '^\|' "$L/sanitize/summary.md" 2>/dev/null | tail -4 | tr '\n' ' ')"
 fi
 if [[ $steps == *" fi "* ]]; then
   mkdir -p "$L/fi"
