@@ -32,7 +32,8 @@
 #          (default the prefill, tile, variant, custom-mask, page-index and
 #          fixed-buffer test files) through bench/harness/sanitize_suite.py, on the
 #          default kernels and on SANITIZE_ARCHS (default "default,sm_90"),
-#          within SANITIZE_DEADLINE seconds (default 420)
+#          within SANITIZE_DEADLINE seconds (default 420); SANITIZE_ARGS
+#          for sanitize_suite.py's other options (--chunk, --tools, -k)
 #   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1), with
 #          each pack of NCU_PACKS (default kernels): the
 #          full set of the attention kernel's launch, its details page and its
@@ -81,7 +82,7 @@ fi
 if [[ $steps == *" sanitize "* ]]; then
   deadline=${SANITIZE_DEADLINE:-420}
   timeout $((deadline + 60)) python3 bench/harness/sanitize_suite.py --out "$L/sanitize" --deadline "$deadline" \
-    --archs "${SANITIZE_ARCHS:-default,sm_90}" --tests ${SANITIZE_TESTS:-python/tests/test_gpu_prefill.py \
+    --archs "${SANITIZE_ARCHS:-default,sm_90}" ${SANITIZE_ARGS:-} --tests ${SANITIZE_TESTS:-python/tests/test_gpu_prefill.py \
     python/tests/test_gpu_tiles.py python/tests/test_gpu_prefill_variants.py python/tests/test_custom_mask.py \
     python/tests/test_gpu_page_index_checks.py python/tests/test_gpu_fixed_buffers.py} > "$L/sanitize.log" 2>&1
   stamp "sanitize rc=$?: $(grep -E '^\|' "$L/sanitize/summary.md" 2>/dev/null | tail -4 | tr '\n' ' ')"
