@@ -141,6 +141,29 @@ def test_ragged_prefill_general_head_dims(d):
     torch.testing.assert_close(w.run(q, k, v).float(), ro, atol=2e-2, rtol=2e-2)
 
 
+def test_ragged_prefill_head_dim_64_rows_without_keys():
+    """Head dim 64's 192-row tile (three computing warpgroups): the LSE (the
+    row sums) against the reference, and rows that see no key (causal,
+    qo_len > kv_len) exactly 0 with LSE -inf."""
+    import torch
+    gen = torch.Generator().manual_seed(64)
+    qo_lens, kv_lens, d = [300, 40, 5], [200, 40, 900], 64
+    q = torch.randn(sum(qo_lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
+    k = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    v = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    w = attn.BatchPrefillWithRaggedKVCacheWrapper(workspace(torch))
+    w.plan(indptr_of(torch, qo_lens), indptr_of(torch, kv_lens), HQ, HKV, d, causal=True,
+           q_data_type=torch.bfloat16)
+    assert picked_tile(w) == 192
+    o, lse = w.run(q, k, v, return_lse=True)
+    ro, rl = attention(q, k, v, qo_lens, kv_lens, causal=True, sm_scale=1 / math.sqrt(d))
+    empty = qo_lens[0] - kv_lens[0]  # rows 0..99 of request 0 sit before key 0
+    assert torch.all(o[:empty] == 0)
+    assert torch.all(lse[:empty] == float("-inf"))
+    torch.testing.assert_close(o.float(), ro, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lse[empty:], rl[empty:], atol=1e-2, rtol=1e-3)
+
+
 def test_ragged_prefill_head_dim_256_without_mask():
     """Every key of every tile visible (no causal tiles skipped), over
     requests of 1 to 17 K/V tiles of 80 keys."""
