@@ -382,9 +382,8 @@ SmallVector<Value, 4> mlir::attn::mmasync::mma(KernelBuilder &kb,
 }
 
 Value mlir::attn::mmasync::inlineHook(OpBuilder &b, Region &region,
-                                      ValueRange args) {
+                                      ValueRange args, IRMapping mapping) {
   Block &block = region.front();
-  IRMapping mapping;
   // Hooks take i32 positions and heads; callers pass index values too.
   for (auto [arg, value] : llvm::zip(block.getArguments(), args)) {
     if (value.getType().isIndex() && arg.getType().isInteger(32))
@@ -393,7 +392,10 @@ Value mlir::attn::mmasync::inlineHook(OpBuilder &b, Region &region,
     mapping.map(arg, value);
   }
   for (Operation &op : block.without_terminator())
-    b.clone(op, mapping);
+    if (op.getNumResults() == 0 ||
+        !llvm::all_of(op.getResults(),
+                      [&](Value r) { return mapping.contains(r); }))
+      b.clone(op, mapping);
   return mapping.lookup(cast<YieldOp>(block.getTerminator()).getValue());
 }
 

@@ -29,6 +29,7 @@
 #include "attn/Dialect/Attn/IR/TileLayout.h"
 #include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::attn::mmasync {
@@ -295,8 +296,10 @@ SmallVector<Value, 4> mma(KernelBuilder &kb, const KernelContext &ctx,
                           ArrayRef<Value> c);
 
 /// Clones the single block of hook region `region` at the builder, its
-/// arguments bound to `args`; returns the yielded value.
-Value inlineHook(OpBuilder &b, Region &region, ValueRange args);
+/// arguments bound to `args`; returns the yielded value. An op whose results
+/// `preset` already maps is not cloned: the caller has its values.
+Value inlineHook(OpBuilder &b, Region &region, ValueRange args,
+                 IRMapping preset = {});
 
 //===----------------------------------------------------------------------===//
 // Pattern families (one file each)

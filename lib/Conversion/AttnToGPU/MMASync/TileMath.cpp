@@ -32,6 +32,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::mmasync;
@@ -58,6 +60,36 @@ SmallVector<Value> flattenFragments(const Fragments &frags) {
   for (const auto &f : frags)
     values.append(f.begin(), f.end());
   return values;
+}
+
+/// A logits hook's conversion of a key position to float: `arith.sitofp` of
+/// k_pos, of k_pos - q_pos or of q_pos - k_pos (ALiBi's distance).
+struct KeyDistance {
+  arith::SIToFPOp conversion;
+  int64_t keySign; // +1: k_pos enters with +, -1: with -
+  bool query;      // q_pos enters too, with the other sign
+};
+
+/// The hook's key distances (hook arguments: s, q_pos, k_pos, head).
+SmallVector<KeyDistance> findKeyDistances(Region &hook) {
+  Block &block = hook.front();
+  Value qPos = block.getArgument(1), kPos = block.getArgument(2);
+  SmallVector<KeyDistance> found;
+  for (auto conversion : block.getOps<arith::SIToFPOp>()) {
+    if (!conversion.getType().isF32())
+      continue;
+    Value x = conversion.getIn();
+    if (x == kPos) {
+      found.push_back({conversion, 1, false});
+      continue;
+    }
+    auto sub = x.getDefiningOp<arith::SubIOp>();
+    if (sub && sub.getLhs() == kPos && sub.getRhs() == qPos)
+      found.push_back({conversion, 1, true});
+    else if (sub && sub.getLhs() == qPos && sub.getRhs() == kPos)
+      found.push_back({conversion, -1, true});
+  }
+  return found;
 }
 
 struct QKLowering : public OpConversionPattern<TileQKOp> {
@@ -166,12 +198,42 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     // Logits transform, on scaled logits in natural units.
     Region &transform = op.getLogitsTransform();
     const bool transformed = !transform.empty();
+    // A key distance the hook converts to float (ALiBi's k_pos - q_pos) is
+    // the row's distance to the thread's first key, converted once a tile,
+    // plus the key's constant offset 8 nt + (i & 1): an add where each
+    // element took an integer subtract and a conversion (a quarter-rate
+    // instruction, beside the exponentials). float(B) + C is float(B + C)
+    // exactly while |B| < 2^24 (distances within 16M tokens); beyond, the
+    // two differ by one rounding.
+    SmallVector<KeyDistance> distances;
+    SmallVector<std::array<Value, 2>> distanceBase;
+    if (transformed) {
+      distances = findKeyDistances(transform);
+      Value firstKey = kb.add(tileStart, kb.mul(tc.t, 2));
+      for (const KeyDistance &d : distances) {
+        std::array<Value, 2> base;
+        for (int64_t r = 0; r < 2; ++r) {
+          Value x = d.keySign > 0
+                        ? (d.query ? kb.sub(firstKey, qPos[r]) : firstKey)
+                        : kb.sub(qPos[r], firstKey);
+          base[r] = arith::SIToFPOp::create(b, b.getF32Type(), kb.toI32(x));
+        }
+        distanceBase.push_back(base);
+      }
+    }
     if (transformed)
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
+          IRMapping preset;
+          const int64_t offset = nt * 8 + (i & 1);
+          for (auto [d, base] : llvm::zip(distances, distanceBase))
+            preset.map(d.conversion.getResult(),
+                       offset == 0 ? base[i / 2]
+                                   : kb.fadd(base[i / 2],
+                                             kb.f32(float(d.keySign * offset))));
           Value x = kb.fmul(s[nt][i], smScale);
           x = inlineHook(b, transform,
-                         {x, qPos[i / 2], keyPos(nt, i), head[i / 2]});
+                         {x, qPos[i / 2], keyPos(nt, i), head[i / 2]}, preset);
           s[nt][i] = kb.fmul(x, kb.f32(kLog2e));
         }
 
