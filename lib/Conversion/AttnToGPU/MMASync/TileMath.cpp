@@ -10,8 +10,11 @@
 //  1. qk: per k16 step, the A fragment of Q (registers, or ldmatrix from the
 //     Q tile) against N/8 n-tiles of K (ldmatrix x4 = two n-tiles), f32.
 //  2. online_softmax: logits stay raw unless a logits transform needs them
-//     scaled: the exponent is then exp2(fma(s, sm_scale*log2e, -m)), one FMA
-//     and ex2 per element (sm_scale >= 0, which the wrappers check). The
+//     scaled (natural units): the exponent is exp2(fma(s, c, -m)) with c =
+//     sm_scale*log2e, or log2e after a transform, one FMA and ex2 per
+//     element, and the row max is taken before c (sm_scale >= 0, which the
+//     wrappers check; rounding is monotonic, so max(s) * c rounds to the
+//     max of the rounded s * c). The
 //     mask (keys outside the item's range, the variants' masks, the custom
 //     mask's bit) runs where it can bite: decode tiles always, taller tiles
 //     on tiles leaving the range's interior unless a mask without a band (or
@@ -234,8 +237,10 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
           Value x = kb.fmul(s[nt][i], smScale);
           x = inlineHook(b, transform,
                          {x, qPos[i / 2], keyPos(nt, i), head[i / 2]}, preset);
-          s[nt][i] = kb.fmul(x, kb.f32(kLog2e));
+          s[nt][i] = x;
         }
+    // Scores as they stand to log2 units.
+    Value toLog2 = transformed ? kb.f32(kLog2e) : scaleLog2;
 
     // The mask, where it can bite.
     Region &maskHooks = op.getLogitsMask();
@@ -302,9 +307,7 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       SmallVector<Value> row;
       for (int64_t nt = 0; nt < NT; ++nt)
         row.append({s[nt][2 * r], s[nt][2 * r + 1]});
-      Value rowMax = kb.quadMax(kb.treeMax(row));
-      if (!transformed)
-        rowMax = kb.fmul(rowMax, scaleLog2);
+      Value rowMax = kb.fmul(kb.quadMax(kb.treeMax(row)), toLog2);
       Value mNew = kb.fmax(st.m[r], rowMax);
       // A row that has seen only masked keys keeps m = -inf; subtract 0 then.
       Value mUse = kb.select(kb.foeq(mNew, negInf), zeroF, mNew);
@@ -314,10 +317,7 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t j = 0; j < 2; ++j) {
           Value &x = s[nt][2 * r + j];
-          Value arg = transformed
-                          ? kb.fadd(x, negM)
-                          : math::FmaOp::create(b, x, scaleLog2, negM).getResult();
-          x = kb.exp2(arg);
+          x = kb.exp2(math::FmaOp::create(b, x, toLog2, negM));
           probs.push_back(x);
         }
       st.l[r] = kb.fadd(kb.fmul(st.l[r], alpha[r]), kb.treeSum(probs));
