@@ -37,6 +37,14 @@ def paged_prefill(torch, qo_lens, kv_lens, *, d=128, page=16, seed=0):
     return out, ref, w
 
 
+def ragged_qkv(torch, gen, qo_lens, kv_lens, d):
+    """q, k, v of ragged requests (bf16, on the GPU), drawn from ``gen``."""
+    q = torch.randn(sum(qo_lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
+    k = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    v = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    return q, k, v
+
+
 def picked_tile(w):
     p = w._planned
     return core.kernel_info(p.spec, w._device).candidates[p.summary["candidate"]]["q_rows"]
@@ -132,9 +140,7 @@ def test_ragged_prefill_general_head_dims(d):
     import torch
     gen = torch.Generator().manual_seed(d)
     lens = [1, 300, 17, 640]
-    q = torch.randn(sum(lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
-    k = torch.randn(sum(lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
-    v = torch.randn(sum(lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    q, k, v = ragged_qkv(torch, gen, lens, lens, d)
     w = attn.BatchPrefillWithRaggedKVCacheWrapper(workspace(torch))
     w.plan(indptr_of(torch, lens), indptr_of(torch, lens), HQ, HKV, d, causal=True, q_data_type=torch.bfloat16)
     ro, _ = attention(q, k, v, lens, lens, causal=True, sm_scale=1 / math.sqrt(d))
@@ -148,9 +154,7 @@ def test_ragged_prefill_head_dim_64_rows_without_keys():
     import torch
     gen = torch.Generator().manual_seed(64)
     qo_lens, kv_lens, d = [300, 40, 5], [200, 40, 900], 64
-    q = torch.randn(sum(qo_lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
-    k = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
-    v = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    q, k, v = ragged_qkv(torch, gen, qo_lens, kv_lens, d)
     w = attn.BatchPrefillWithRaggedKVCacheWrapper(workspace(torch))
     w.plan(indptr_of(torch, qo_lens), indptr_of(torch, kv_lens), HQ, HKV, d, causal=True,
            q_data_type=torch.bfloat16)
@@ -171,9 +175,7 @@ def test_ragged_prefill_head_dim_256_without_mask():
     gen = torch.Generator().manual_seed(256)
     qo_lens, kv_lens = [1, 200, 33, 130], [80, 1360, 33, 700]
     d = 256
-    q = torch.randn(sum(qo_lens), HQ, d, generator=gen).to(torch.bfloat16).cuda()
-    k = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
-    v = torch.randn(sum(kv_lens), HKV, d, generator=gen).to(torch.bfloat16).cuda()
+    q, k, v = ragged_qkv(torch, gen, qo_lens, kv_lens, d)
     w = attn.BatchPrefillWithRaggedKVCacheWrapper(workspace(torch))
     w.plan(indptr_of(torch, qo_lens), indptr_of(torch, kv_lens), HQ, HKV, d, causal=False,
            q_data_type=torch.bfloat16)
