@@ -208,10 +208,9 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     // instruction, beside the exponentials). float(B) + C is float(B + C)
     // exactly while |B| < 2^24 (distances within 16M tokens); beyond, the
     // two differ by one rounding.
-    SmallVector<KeyDistance> distances;
-    SmallVector<std::array<Value, 2>> distanceBase;
     if (transformed) {
-      distances = findKeyDistances(transform);
+      SmallVector<KeyDistance> distances = findKeyDistances(transform);
+      SmallVector<std::array<Value, 2>> distanceBase;
       Value firstKey = kb.add(tileStart, kb.mul(tc.t, 2));
       for (const KeyDistance &d : distances) {
         std::array<Value, 2> base;
@@ -223,8 +222,6 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
         }
         distanceBase.push_back(base);
       }
-    }
-    if (transformed)
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           IRMapping preset;
@@ -234,11 +231,12 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
                        offset == 0 ? base[i / 2]
                                    : kb.fadd(base[i / 2],
                                              kb.f32(float(d.keySign * offset))));
-          Value x = kb.fmul(s[nt][i], smScale);
-          x = inlineHook(b, transform,
-                         {x, qPos[i / 2], keyPos(nt, i), head[i / 2]}, preset);
-          s[nt][i] = x;
+          s[nt][i] = inlineHook(b, transform,
+                                {kb.fmul(s[nt][i], smScale), qPos[i / 2],
+                                 keyPos(nt, i), head[i / 2]},
+                                preset);
         }
+    }
     // Scores as they stand to log2 units.
     Value toLog2 = transformed ? kb.f32(kLog2e) : scaleLog2;
 
