@@ -2,10 +2,10 @@
 """What a variant costs a prefill: P2's sixteen ragged causal requests (each
 request's K/V contiguous) through attn's ragged prefill wrapper, plain and
 with each variant the kernel packs hold for that shape (soft-cap 30, ALiBi,
-RoPE on q and k),
+RoPE on q and k, and the causal pattern given as a custom mask),
 each checked against a float32 reference of the same variant.
 
-    ATTN_CACHE_DIR=out/kernels python3 bench/harness/variant_cost.py [plain,soft_cap,alibi,rope]
+    ATTN_CACHE_DIR=out/kernels python3 bench/harness/variant_cost.py [plain,soft_cap,alibi,rope,causal_mask]
 
 Figures: triton do_bench median (L2 flushed between calls) and TFLOP/s of
 the causal FLOPs (a variant's extra math is not counted). Needs what
@@ -29,6 +29,10 @@ VARIANTS = {
     "soft_cap": {"logits_soft_cap": SOFT_CAP},
     "alibi": {"pos_encoding_mode": "ALIBI"},
     "rope": {"pos_encoding_mode": "ROPE_LLAMA"},
+    # The causal pattern as a custom mask (plan's causal=False): every tile is
+    # computed and each score reads its bit, so the figure (still of the causal
+    # FLOPs) prices the mask, not the variant; checked against plain causal.
+    "causal_mask": {},
 }
 ROPE_THETA = 1e4  # FlashInfer's default rope_theta, rope_scale 1
 
@@ -46,6 +50,15 @@ def rope(x, pos):
     cos, sin = angle.cos()[:, None], angle.sin()[:, None]
     x1, x2 = x[..., :d // 2], x[..., d // 2:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def causal_mask(w):
+    """The bool custom mask [sum(qo_len * kv_len)] that is causal attention."""
+    rows = []
+    for qo, kv in zip(w["qo_lens"], w["kv_lens"]):
+        pos = kv - qo + torch.arange(qo, device="cuda")
+        rows.append((torch.arange(kv, device="cuda")[None, :] <= pos[:, None]).flatten())
+    return torch.cat(rows)
 
 
 def reference(w, variant, row_chunk=1024):
@@ -91,7 +104,11 @@ def main():
     ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     for name in names:
         wr = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")
-        wr.plan(qo, qo, HQ, HKV, w["head_dim"], causal=True, q_data_type=torch.bfloat16, **VARIANTS[name])
+        kwargs = dict(VARIANTS[name])
+        if name == "causal_mask":
+            kwargs["custom_mask"] = causal_mask(w)
+        wr.plan(qo, qo, HQ, HKV, w["head_dim"], causal=name != "causal_mask", q_data_type=torch.bfloat16,
+                **kwargs)
         fn = lambda: wr.run(w["q"], w["k"], w["v"])  # noqa: E731
         err = rel_error(fn(), reference(w, name))
         ms = triton.testing.do_bench(fn, warmup=25, rep=300, return_mode="median")
