@@ -29,12 +29,14 @@ VARIANTS = {
     "soft_cap": {"logits_soft_cap": SOFT_CAP},
     "alibi": {"pos_encoding_mode": "ALIBI"},
     "rope": {"pos_encoding_mode": "ROPE_LLAMA"},
+    "rope_llama31": {"pos_encoding_mode": "ROPE_LLAMA31"},
     # The causal pattern as a custom mask (plan's causal=False): every tile is
     # computed and each score reads its bit, so the figure (still of the causal
     # FLOPs) prices the mask, not the variant; checked against plain causal.
     "causal_mask": {},
 }
-ROPE_THETA = 1e4  # FlashInfer's default rope_theta, rope_scale 1
+ROPE_THETA = {"rope": 1e4, "rope_llama31": 5e5}  # the defaults (FlashInfer's; Llama-3.1's), rope_scale 1
+LLAMA31 = (8.0, 1.0, 4.0, 8192.0)  # rope_factor, low and high freq factors, original context: attn's defaults
 
 
 def alibi_slopes(heads):
@@ -42,11 +44,22 @@ def alibi_slopes(heads):
     return torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
 
 
-def rope(x, pos):
+def inv_freq(d, variant, device):
+    """RoPE's frequencies of a head dim, with Llama-3.1's scaling for rope_llama31."""
+    f = ROPE_THETA[variant] ** (-torch.arange(0, d // 2, device=device, dtype=torch.float64) * 2 / d)
+    if variant == "rope_llama31":
+        factor, low, high, ctx = LLAMA31
+        wavelen = 2 * math.pi / f
+        smooth = (ctx / wavelen - low) / (high - low)
+        blend = (1 - smooth) * f / factor + smooth * f
+        f = torch.where(wavelen < ctx / high, f, torch.where(wavelen > ctx / low, f / factor, blend))
+    return f.float()
+
+
+def rope(x, pos, variant):
     """Rotate-half (NeoX) RoPE of x [n, heads, D] at positions pos [n], float32."""
     d = x.shape[-1]
-    inv_freq = ROPE_THETA ** (-torch.arange(0, d // 2, device=x.device, dtype=torch.float32) * 2 / d)
-    angle = pos.float()[:, None] * inv_freq[None]
+    angle = pos.float()[:, None] * inv_freq(d, variant, x.device)[None]
     cos, sin = angle.cos()[:, None], angle.sin()[:, None]
     x1, x2 = x[..., :d // 2], x[..., d // 2:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
@@ -71,16 +84,16 @@ def reference(w, variant, row_chunk=1024):
     start = row = 0
     for qo, kv in zip(w["qo_lens"], w["kv_lens"]):
         k = w["k"][start:start + kv].float()
-        if variant == "rope":
-            k = rope(k, torch.arange(kv, device=q.device))
+        if variant in ROPE_THETA:
+            k = rope(k, torch.arange(kv, device=q.device), variant)
         k = k.repeat_interleave(group, dim=1).transpose(0, 1)
         v = w["v"][start:start + kv].float().repeat_interleave(group, dim=1).transpose(0, 1)
         start += kv
         for r0 in range(0, qo, row_chunk):
             r1 = min(qo, r0 + row_chunk)
             qb = q[row + r0:row + r1].float()
-            if variant == "rope":
-                qb = rope(qb, kv - qo + torch.arange(r0, r1, device=q.device))
+            if variant in ROPE_THETA:
+                qb = rope(qb, kv - qo + torch.arange(r0, r1, device=q.device), variant)
             qb = qb.transpose(0, 1)
             s = torch.matmul(qb, k.transpose(1, 2)) * scale
             pos = kv - qo + torch.arange(r0, r1, device=q.device)
