@@ -36,6 +36,7 @@ ir() {
         sliding_window) ptypes="$ptypes i32" ;;
         soft_cap|logits_scale) ptypes="$ptypes f32" ;;
         rope) ptypes="$ptypes f32 f32" ;;
+        rope_llama31) ptypes="$ptypes f32 f32 f32 f32 f32 f32" ;;
         sinks) ptypes="$ptypes memref<?xf32>" ;;
       esac
     done

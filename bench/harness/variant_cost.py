@@ -2,10 +2,10 @@
 """What a variant costs a prefill: P2's sixteen ragged causal requests (each
 request's K/V contiguous) through attn's ragged prefill wrapper, plain and
 with each variant the kernel packs hold for that shape (soft-cap 30, ALiBi,
-RoPE on q and k),
+RoPE on q and k, and the causal pattern given as a custom mask),
 each checked against a float32 reference of the same variant.
 
-    ATTN_CACHE_DIR=out/kernels python3 bench/harness/variant_cost.py [plain,soft_cap,alibi,rope]
+    ATTN_CACHE_DIR=out/kernels python3 bench/harness/variant_cost.py [plain,soft_cap,alibi,rope,causal_mask]
 
 Figures: triton do_bench median (L2 flushed between calls) and TFLOP/s of
 the causal FLOPs (a variant's extra math is not counted). Needs what
@@ -29,8 +29,14 @@ VARIANTS = {
     "soft_cap": {"logits_soft_cap": SOFT_CAP},
     "alibi": {"pos_encoding_mode": "ALIBI"},
     "rope": {"pos_encoding_mode": "ROPE_LLAMA"},
+    "rope_llama31": {"pos_encoding_mode": "ROPE_LLAMA31"},
+    # The causal pattern as a custom mask (plan's causal=False): every tile is
+    # computed and each score reads its bit, so the figure (still of the causal
+    # FLOPs) prices the mask, not the variant; checked against plain causal.
+    "causal_mask": {},
 }
-ROPE_THETA = 1e4  # FlashInfer's default rope_theta, rope_scale 1
+ROPE_THETA = {"rope": 1e4, "rope_llama31": 5e5}  # the defaults (FlashInfer's; Llama-3.1's), rope_scale 1
+LLAMA31 = (8.0, 1.0, 4.0, 8192.0)  # rope_factor, low and high freq factors, original context: attn's defaults
 
 
 def alibi_slopes(heads):
@@ -38,14 +44,34 @@ def alibi_slopes(heads):
     return torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
 
 
-def rope(x, pos):
+def inv_freq(d, variant, device):
+    """RoPE's frequencies of a head dim, with Llama-3.1's scaling for rope_llama31."""
+    f = ROPE_THETA[variant] ** (-torch.arange(0, d // 2, device=device, dtype=torch.float64) * 2 / d)
+    if variant == "rope_llama31":
+        factor, low, high, ctx = LLAMA31
+        wavelen = 2 * math.pi / f
+        smooth = (ctx / wavelen - low) / (high - low)
+        blend = (1 - smooth) * f / factor + smooth * f
+        f = torch.where(wavelen < ctx / high, f, torch.where(wavelen > ctx / low, f / factor, blend))
+    return f.float()
+
+
+def rope(x, pos, variant):
     """Rotate-half (NeoX) RoPE of x [n, heads, D] at positions pos [n], float32."""
     d = x.shape[-1]
-    inv_freq = ROPE_THETA ** (-torch.arange(0, d // 2, device=x.device, dtype=torch.float32) * 2 / d)
-    angle = pos.float()[:, None] * inv_freq[None]
+    angle = pos.float()[:, None] * inv_freq(d, variant, x.device)[None]
     cos, sin = angle.cos()[:, None], angle.sin()[:, None]
     x1, x2 = x[..., :d // 2], x[..., d // 2:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def causal_mask(w):
+    """The bool custom mask [sum(qo_len * kv_len)] that is causal attention."""
+    rows = []
+    for qo, kv in zip(w["qo_lens"], w["kv_lens"]):
+        pos = kv - qo + torch.arange(qo, device="cuda")
+        rows.append((torch.arange(kv, device="cuda")[None, :] <= pos[:, None]).flatten())
+    return torch.cat(rows)
 
 
 def reference(w, variant, row_chunk=1024):
@@ -58,16 +84,16 @@ def reference(w, variant, row_chunk=1024):
     start = row = 0
     for qo, kv in zip(w["qo_lens"], w["kv_lens"]):
         k = w["k"][start:start + kv].float()
-        if variant == "rope":
-            k = rope(k, torch.arange(kv, device=q.device))
+        if variant in ROPE_THETA:
+            k = rope(k, torch.arange(kv, device=q.device), variant)
         k = k.repeat_interleave(group, dim=1).transpose(0, 1)
         v = w["v"][start:start + kv].float().repeat_interleave(group, dim=1).transpose(0, 1)
         start += kv
         for r0 in range(0, qo, row_chunk):
             r1 = min(qo, r0 + row_chunk)
             qb = q[row + r0:row + r1].float()
-            if variant == "rope":
-                qb = rope(qb, kv - qo + torch.arange(r0, r1, device=q.device))
+            if variant in ROPE_THETA:
+                qb = rope(qb, kv - qo + torch.arange(r0, r1, device=q.device), variant)
             qb = qb.transpose(0, 1)
             s = torch.matmul(qb, k.transpose(1, 2)) * scale
             pos = kv - qo + torch.arange(r0, r1, device=q.device)
@@ -91,7 +117,11 @@ def main():
     ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     for name in names:
         wr = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")
-        wr.plan(qo, qo, HQ, HKV, w["head_dim"], causal=True, q_data_type=torch.bfloat16, **VARIANTS[name])
+        kwargs = dict(VARIANTS[name])
+        if name == "causal_mask":
+            kwargs["custom_mask"] = causal_mask(w)
+        wr.plan(qo, qo, HQ, HKV, w["head_dim"], causal=name != "causal_mask", q_data_type=torch.bfloat16,
+                **kwargs)
         fn = lambda: wr.run(w["q"], w["k"], w["v"])  # noqa: E731
         err = rel_error(fn(), reference(w, name))
         ms = triton.testing.do_bench(fn, warmup=25, rep=300, return_mode="median")

@@ -158,15 +158,6 @@ Value KernelBuilder::quadSum(Value x) {
   return fadd(x, shuffleXor(x, 2));
 }
 
-Value KernelBuilder::loadMaskBit(Value mask, Value bit) {
-  Value byte = memref::LoadOp::create(b, mask, ValueRange{divu(bit, 8)});
-  Value word = arith::ExtUIOp::create(b, b.getI32Type(), byte);
-  Value shifted = arith::ShRUIOp::create(b, word, toI32(remu(bit, 8)));
-  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                               arith::AndIOp::create(b, shifted, i32(1)),
-                               i32(0));
-}
-
 SoftmaxState mlir::attn::detail::SoftmaxState::initial(KernelBuilder &kb,
                                                        int64_t nTiles) {
   SoftmaxState init;

@@ -95,10 +95,6 @@ public:
   mlir::Value quadMax(mlir::Value x);
   mlir::Value quadSum(mlir::Value x);
 
-  /// Bit `bit` (index) of the little-endian bit-packed byte buffer `mask`
-  /// (a flat i8 memref): `(mask[bit / 8] >> (bit % 8)) & 1`, as an i1.
-  mlir::Value loadMaskBit(mlir::Value mask, mlir::Value bit);
-
 private:
   mlir::ImplicitLocOpBuilder &b;
 };

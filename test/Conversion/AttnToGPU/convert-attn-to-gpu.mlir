@@ -147,10 +147,10 @@ module attributes {gpu.container_module} {
 // CHECK: gpu.barrier
 // CHECK: nvvm.mma.sync
 // CHECK: memref.load %[[MASKPTR]]
-// CHECK: arith.cmpi sge
 // CHECK: memref.load %[[MASK]][%{{.*}}] : memref<{{[0-9]+}}xi8, #gpu.address_space<global>>
 // CHECK-NEXT: arith.extui %{{.*}} : i8 to i32
-// CHECK: arith.shrui
+// CHECK: arith.shli
+// CHECK: arith.cmpi sge
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // The epilogue: each quad trades words (butterflies 1, 2, 3) so that every

@@ -4,7 +4,10 @@
 // pages, explicit kv_indices, no last-page length) with a bit-packed custom mask and a sliding
 // window. The prefill kernel takes custom_mask (i8) and mask_indptr after the
 // page table, reads request b's byte offset from mask_indptr, and ANDs one
-// mask bit per (row, key) with the window's mask on every tile.
+// mask bit per (row, key) with the window's mask on every tile: each row's
+// bytes under the thread's keys are loaded once a tile (NT + 1 of them, each
+// index clamped to the row's last byte), and a score tests its bit in the pair
+// of bytes that holds it.
 
 // CHECK-LABEL: func.func @tree_verify
 // CHECK: attn.kernels = [@attn_kernels::@[[K:attn_prefill_bf16_d128_h32x8_p1_nhd_q128_kv64_s2_k1_c1_sliding_window_mask]]]
@@ -16,11 +19,18 @@
 // CHECK-SAME: %{{.*}}: i32 {attn.name = "window_left", attn.param_type = i32}
 // CHECK: nvvm.mma.sync
 // CHECK: memref.load %[[MASKPTR]][%{{.*}}] : memref<{{[0-9]+}}xi32, #gpu.address_space<global>>
-// The window's mask, then the mask byte, shifted by the bit within it.
-// CHECK: arith.cmpi sge
+// Each row's mask bytes (64 keys: 8 n-tiles, 9 bytes; no more loads for the
+// tile's 64 scores), paired, then the window's mask and each score's bit.
 // CHECK: memref.load %[[MASK]][%{{.*}}] : memref<{{[0-9]+}}xi8, #gpu.address_space<global>>
 // CHECK-NEXT: arith.extui %{{.*}} : i8 to i32
-// CHECK: arith.shrui
+// CHECK-COUNT-8: memref.load %[[MASK]]
+// CHECK: arith.shli
+// CHECK: arith.ori
+// CHECK-COUNT-9: memref.load %[[MASK]]
+// CHECK-NOT: memref.load %[[MASK]]
+// CHECK: arith.cmpi sge
+// CHECK: arith.andi
+// CHECK: arith.cmpi ne
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 func.func @tree_verify(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>,
     %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>,
@@ -48,7 +58,7 @@ func.func @tree_verify(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v
 // CHECK-SAME: %[[MASKPTR:arg[0-9]+]]: memref<{{[0-9]+}}xi32, #gpu.address_space<global>> {attn.name = "mask_indptr"}
 // CHECK: memref.load %[[MASKPTR]]
 // CHECK: memref.load %[[MASK]]
-// CHECK: arith.shrui
+// CHECK: arith.shli
 func.func @tree_decode_tile(%q: tensor<?x32x128xbf16>, %k: tensor<?x1x8x128xbf16>, %v: tensor<?x1x8x128xbf16>,
     %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>,
     %mask: tensor<?xi8>) -> tensor<?x32x128xbf16> {

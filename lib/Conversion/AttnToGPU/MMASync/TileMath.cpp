@@ -36,6 +36,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <array>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -94,6 +95,48 @@ SmallVector<KeyDistance> findKeyDistances(Region &hook) {
   }
   return found;
 }
+
+/// The custom mask's bits of one row for a thread's keys of a tile. Key
+/// firstKey + 8 nt + e (e = 0, 1) is bit P + 8 nt + e of the packed mask, P
+/// the row's bit of firstKey, so it lies in byte P / 8 + nt or the next one:
+/// the NT + 1 bytes from P / 8 are loaded once a row and tile, and each score
+/// tests its bit in the 16 bits of bytes nt and nt + 1, where a bit per score
+/// took a load, its address and its shift.
+struct MaskRow {
+  SmallVector<Value> pairs; // i32 per n-tile: byte nt | byte nt + 1 << 8
+  Value bit[2];             // i32: 1 << (P % 8 + e)
+
+  /// `rowBit`: the row's first bit; `lastByte`: the row's last byte, where
+  /// the loads stop (a byte past it holds only keys at or past kv_len, which
+  /// the range test masks; keys start at 0, so none lies before the row).
+  static MaskRow load(KernelBuilder &kb, Value mask, Value rowBit,
+                      Value lastByte, Value firstKey, int64_t NT) {
+    ImplicitLocOpBuilder &b = kb.builder();
+    Value first = kb.add(rowBit, firstKey);
+    Value byte0 = kb.divu(first, 8);
+    SmallVector<Value> bytes;
+    for (int64_t j = 0; j <= NT; ++j) {
+      Value at = kb.mins(kb.add(byte0, kb.idx(j)), lastByte);
+      bytes.push_back(arith::ExtUIOp::create(
+          b, b.getI32Type(), memref::LoadOp::create(b, mask, ValueRange{at})));
+    }
+    MaskRow row;
+    for (int64_t nt = 0; nt < NT; ++nt)
+      row.pairs.push_back(kb.ori(
+          bytes[nt], arith::ShLIOp::create(b, bytes[nt + 1], kb.i32(8))));
+    Value shift = kb.toI32(kb.remu(first, 8));
+    for (int64_t e = 0; e < 2; ++e)
+      row.bit[e] = arith::ShLIOp::create(
+          b, kb.i32(1), e ? arith::AddIOp::create(b, shift, kb.i32(1)).getResult()
+                          : shift);
+    return row;
+  }
+
+  /// Whether the mask keeps key firstKey + 8 nt + e.
+  Value keeps(KernelBuilder &kb, int64_t nt, int64_t e) const {
+    return kb.ne(kb.andi(pairs[nt], bit[e]), kb.i32(0));
+  }
+};
 
 struct QKLowering : public OpConversionPattern<TileQKOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -208,10 +251,12 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     // instruction, beside the exponentials). float(B) + C is float(B + C)
     // exactly while |B| < 2^24 (distances within 16M tokens); beyond, the
     // two differ by one rounding.
+    SmallVector<KeyDistance> distances;
+    SmallVector<std::array<Value, 2>> distanceBase;
+    // The thread's first key of the tile (its keys: firstKey + 8 nt + 0, 1).
+    Value firstKey = kb.add(tileStart, kb.mul(tc.t, 2));
     if (transformed) {
-      SmallVector<KeyDistance> distances = findKeyDistances(transform);
-      SmallVector<std::array<Value, 2>> distanceBase;
-      Value firstKey = kb.add(tileStart, kb.mul(tc.t, 2));
+      distances = findKeyDistances(transform);
       for (const KeyDistance &d : distances) {
         std::array<Value, 2> base;
         for (int64_t r = 0; r < 2; ++r) {
@@ -245,20 +290,26 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     Value customMask = adaptor.getCustomMask().empty()
                            ? Value()
                            : adaptor.getCustomMask().front();
-    // The custom mask's bit of row r's first key: rows past row_count and
-    // keys outside [0, kv_len) are clamped into the request's matrix, so no
-    // load leaves it (those elements are discarded or masked anyway).
-    Value maskRowBit[2], lastKey;
+    // The custom mask's first bit of row r (rows past row_count are clamped
+    // to the item's last, in the request's matrix) and its last byte.
+    Value maskRowBit[2], maskLastByte[2];
     if (customMask) {
       Value maskBase = kb.mul(
           kb.toIndex(memref::LoadOp::create(
               b, adaptor.getMaskIndptr().front(), ValueRange{item.request})),
           8);
-      for (int64_t r = 0; r < 2; ++r)
+      for (int64_t r = 0; r < 2; ++r) {
         maskRowBit[r] = kb.add(maskBase, kb.mul(token[r], item.kvLen));
-      lastKey = kb.sub(item.kvLen, kb.idx(1));
+        maskLastByte[r] = kb.divu(
+            kb.sub(kb.add(maskRowBit[r], item.kvLen), kb.idx(1)), 8);
+      }
     }
     auto applyMask = [&](Fragments &v) {
+      std::optional<MaskRow> maskRows[2];
+      if (customMask)
+        for (int64_t r = 0; r < 2; ++r)
+          maskRows[r] = MaskRow::load(kb, customMask, maskRowBit[r],
+                                      maskLastByte[r], firstKey, NT);
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           Value k = keyPos(nt, i);
@@ -271,11 +322,8 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
           if (!maskHooks.empty())
             keep = kb.andi(keep, inlineHook(b, maskHooks,
                                             {qPos[i / 2], k, head[i / 2]}));
-          if (customMask) {
-            Value key = kb.maxs(kb.mins(k, lastKey), kb.idx(0));
-            keep = kb.andi(keep, kb.loadMaskBit(customMask,
-                                                kb.add(maskRowBit[i / 2], key)));
-          }
+          if (customMask)
+            keep = kb.andi(keep, maskRows[i / 2]->keeps(kb, nt, i & 1));
           v[nt][i] = kb.select(keep, v[nt][i], negInf);
         }
     };

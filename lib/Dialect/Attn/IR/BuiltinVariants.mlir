@@ -150,7 +150,10 @@ attn.variant @rope(rope_scale : f32, rope_theta : f32) {
 // when the wavelength is under original_context / high_freq_factor, use
 // f / rope_factor above original_context / low_freq_factor, and blend
 // linearly in between. Llama-3.1 uses theta 5e5, factor 8, factors 1 / 4,
-// original context 8192.
+// original context 8192. Written in frequencies (wavelength under C / high
+// is f over 2 pi high / C; the blend weight C f / 2 pi - low over high -
+// low), every division is of parameters alone, which the kernel computes
+// once: an element of a K tile costs multiplies, not five divisions.
 attn.variant @rope_llama31(rope_scale : f32, rope_theta : f32, rope_factor : f32,
                            low_freq_factor : f32, high_freq_factor : f32,
                            original_context : f32) {
@@ -161,6 +164,14 @@ attn.variant @rope_llama31(rope_scale : f32, rope_theta : f32, rope_factor : f32
     %low = attn.param "low_freq_factor" : f32
     %high = attn.param "high_freq_factor" : f32
     %ctx = attn.param "original_context" : f32
+    %two_pi = arith.constant 6.28318530717958647692 : f32
+    %one = arith.constant 1.0 : f32
+    %per_freq = arith.divf %ctx, %two_pi : f32
+    %high_freq = arith.divf %high, %per_freq : f32
+    %low_freq = arith.divf %low, %per_freq : f32
+    %inv_factor = arith.divf %one, %factor : f32
+    %span = arith.subf %high, %low : f32
+    %inv_span = arith.divf %one, %span : f32
     %d = attn.config head_dim : i32
     %two = arith.constant 2 : i32
     %half = arith.divsi %d, %two : i32
@@ -173,22 +184,16 @@ attn.variant @rope_llama31(rope_scale : f32, rope_theta : f32, rope_factor : f32
     %log_theta = math.log2 %theta : f32
     %e = arith.mulf %e1, %log_theta : f32
     %freq = math.exp2 %e : f32
-    %two_pi = arith.constant 6.28318530717958647692 : f32
-    %wavelen = arith.divf %two_pi, %freq : f32
-    %high_wavelen = arith.divf %ctx, %high : f32
-    %low_wavelen = arith.divf %ctx, %low : f32
-    %scaled = arith.divf %freq, %factor : f32
-    %r0 = arith.divf %ctx, %wavelen : f32
+    %scaled = arith.mulf %freq, %inv_factor : f32
+    %r0 = arith.mulf %per_freq, %freq : f32
     %r1 = arith.subf %r0, %low : f32
-    %span = arith.subf %high, %low : f32
-    %smooth = arith.divf %r1, %span : f32
-    %one = arith.constant 1.0 : f32
+    %smooth = arith.mulf %r1, %inv_span : f32
     %keep_w = arith.subf %one, %smooth : f32
     %blend0 = arith.mulf %keep_w, %scaled : f32
     %blend1 = arith.mulf %smooth, %freq : f32
     %blend = arith.addf %blend0, %blend1 : f32
-    %is_high = arith.cmpf olt, %wavelen, %high_wavelen : f32
-    %is_low = arith.cmpf ogt, %wavelen, %low_wavelen : f32
+    %is_high = arith.cmpf ogt, %freq, %high_freq : f32
+    %is_low = arith.cmpf olt, %freq, %low_freq : f32
     %f_low = arith.select %is_low, %scaled, %blend : f32
     %inv_freq = arith.select %is_high, %freq, %f_low : f32
     %posf = arith.sitofp %pos : i32 to f32
@@ -211,6 +216,14 @@ attn.variant @rope_llama31(rope_scale : f32, rope_theta : f32, rope_factor : f32
     %low = attn.param "low_freq_factor" : f32
     %high = attn.param "high_freq_factor" : f32
     %ctx = attn.param "original_context" : f32
+    %two_pi = arith.constant 6.28318530717958647692 : f32
+    %one = arith.constant 1.0 : f32
+    %per_freq = arith.divf %ctx, %two_pi : f32
+    %high_freq = arith.divf %high, %per_freq : f32
+    %low_freq = arith.divf %low, %per_freq : f32
+    %inv_factor = arith.divf %one, %factor : f32
+    %span = arith.subf %high, %low : f32
+    %inv_span = arith.divf %one, %span : f32
     %d = attn.config head_dim : i32
     %two = arith.constant 2 : i32
     %half = arith.divsi %d, %two : i32
@@ -223,22 +236,16 @@ attn.variant @rope_llama31(rope_scale : f32, rope_theta : f32, rope_factor : f32
     %log_theta = math.log2 %theta : f32
     %e = arith.mulf %e1, %log_theta : f32
     %freq = math.exp2 %e : f32
-    %two_pi = arith.constant 6.28318530717958647692 : f32
-    %wavelen = arith.divf %two_pi, %freq : f32
-    %high_wavelen = arith.divf %ctx, %high : f32
-    %low_wavelen = arith.divf %ctx, %low : f32
-    %scaled = arith.divf %freq, %factor : f32
-    %r0 = arith.divf %ctx, %wavelen : f32
+    %scaled = arith.mulf %freq, %inv_factor : f32
+    %r0 = arith.mulf %per_freq, %freq : f32
     %r1 = arith.subf %r0, %low : f32
-    %span = arith.subf %high, %low : f32
-    %smooth = arith.divf %r1, %span : f32
-    %one = arith.constant 1.0 : f32
+    %smooth = arith.mulf %r1, %inv_span : f32
     %keep_w = arith.subf %one, %smooth : f32
     %blend0 = arith.mulf %keep_w, %scaled : f32
     %blend1 = arith.mulf %smooth, %freq : f32
     %blend = arith.addf %blend0, %blend1 : f32
-    %is_high = arith.cmpf olt, %wavelen, %high_wavelen : f32
-    %is_low = arith.cmpf ogt, %wavelen, %low_wavelen : f32
+    %is_high = arith.cmpf ogt, %freq, %high_freq : f32
+    %is_low = arith.cmpf olt, %freq, %low_freq : f32
     %f_low = arith.select %is_low, %scaled, %blend : f32
     %inv_freq = arith.select %is_high, %freq, %f_low : f32
     %posf = arith.sitofp %pos : i32 to f32

@@ -9,8 +9,16 @@
 // CHECK: attn.param "high_freq_factor" : f32
 // CHECK: attn.param "original_context" : f32
 // CHECK: arith.constant 6.28318
-// CHECK: arith.cmpf olt
+// The divisions are of parameters alone, before the element's frequency
+// (the kernel computes them once); after it, multiplies until the
+// position's division by rope_scale.
+// CHECK: math.exp2
+// CHECK-NOT: arith.divf
 // CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf olt
+// CHECK-NOT: arith.divf
+// CHECK: arith.sitofp
+// CHECK-NEXT: arith.divf
 // CHECK: math.cos
 // CHECK: attn.hook key_transform(
 
