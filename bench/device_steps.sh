@@ -55,10 +55,14 @@ build=/tmp/attn-build
 cmake -G Ninja -S . -B $build -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
   -DPython3_EXECUTABLE="$(command -v python3)" > "$L/cmake.log" 2>&1
 ninja -C $build > "$L/ninja.log" 2>&1 || { tail -30 "$L/ninja.log"; exit 1; }
-for t in out/*.tgz out/*.txz; do  # every carried pack, unpacked beside its tarball
+# Every pack tarball under out/, unpacked beside it into a fresh folder, so a
+# folder is exactly its tarball. A warm machine keeps ignored files between
+# calls: a tarball an earlier call carried is still there and unpacked again
+# (remove it first where a call builds out/<pack> itself).
+for t in out/*.tgz out/*.txz; do
   [ -f "$t" ] || continue
   pack=out/$(basename "${t%.*}")
-  mkdir -p "$pack" && tar --no-same-owner -C "$pack" -xaf "$t" && chmod -R go-w "$pack"
+  rm -rf "$pack" && mkdir -p "$pack" && tar --no-same-owner -C "$pack" -xaf "$t" && chmod -R go-w "$pack"
 done
 export PYTHONPATH=$build/python ATTN_BUILD_DIR=$build ATTN_CACHE_DIR=$PWD/out/kernels PYTHONUNBUFFERED=1
 stamp "built; packs: $(ls out)"
