@@ -1148,17 +1148,23 @@ public:
       ctaIndptr[c + 1] = 0;
     }
     const int64_t mask = (int64_t(1) << kCtaBits) - 1;
-    for (int64_t i = 0; i < n; ++i) {
+    // Tile i's first head group, (i mod groups), stepped rather than divided
+    // for: a division per (tile, group) was most of the assignment's time.
+    int64_t first = 0;
+    for (int64_t i = 0; i < n; ++i, first = first + 1 == groups ? 0 : first + 1) {
       const int64_t cost = itemCost(t, rowTiles[i].kvEnd - rowTiles[i].kvBegin)
                            << kCtaBits;
+      // Head groups rotate with the tile, so that each CTA gets about as
+      // many of every group (the least loaded CTA would take group 0 each
+      // time): the g-th CTA taken gets group (g + i) mod groups. Owners are
+      // head group major, as written below.
+      int64_t group = first;
       for (int64_t g = 0; g < groups;) {
         const int64_t m = std::min<int64_t>(groups - g, C);
         for (int64_t k = 0; k < m; ++k, ++g) {
           const int32_t c = int32_t(order[k] & mask);
-          // Head groups rotate with the tile, so that each CTA gets about as
-          // many of every group (the least loaded CTA would take group 0
-          // each time); owners head group major, as written below.
-          owner[(g + i) % groups * n + i] = c;
+          owner[group * n + i] = c;
+          group = group + 1 == groups ? 0 : group + 1;
           ++ctaIndptr[c + 1];
           raised[k] = order[k] + cost;
         }
