@@ -17,6 +17,8 @@
 #   variant  a prefill plain and with each variant (bench/harness/variant_cost.py)
 #          with each kernel pack of VARIANT_PACKS, twice alternating
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
+#   OLD_PACKS  packs (of kab, variant) run with the build of out/old-src:
+#          kernels of an older plan ABI against their own runtime
 #   kab    kernels before and after a change on one GPU: the benchmark's
 #          KAB_ONLY workloads without peers (default the prefill ones) with
 #          each kernel pack of KAB_PACKS (folders under out/, carried as
@@ -109,14 +111,24 @@ if [[ $steps == *" copy "* ]]; then
   stamp "copy_cost rc=$?"
   cat "$L/copy-cost.log" >> "$L/summary.txt"
 fi
-if [[ $steps == *" ab "* ]]; then
-  # plan() before and after a change on one host: the old runtime and package
-  # (out/old-src) built beside this one, the same script timing both, twice
-  # alternating (hosts differ more than most changes do).
-  old=/tmp/attn-old-build
+# The old runtime and package (out/old-src: `git archive <commit>`, carried)
+# built beside this one, once, for ab and for the packs of OLD_PACKS.
+old=/tmp/attn-old-build
+build_old() {
+  [ -f $old/.built ] && return
   cmake -G Ninja -S out/old-src -B $old -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
     -DATTN_ENABLE_TESTS=OFF -DPython3_EXECUTABLE="$(command -v python3)" > "$L/old-cmake.log" 2>&1
-  ninja -C $old > "$L/old-ninja.log" 2>&1 || tail -20 "$L/old-ninja.log"
+  ninja -C $old > "$L/old-ninja.log" 2>&1 && touch $old/.built || tail -20 "$L/old-ninja.log"
+}
+# The environment a pack runs under: a pack of OLD_PACKS (kernels of an older
+# plan ABI) with the old build, the others with this one.
+pack_env() {
+  if [[ " ${OLD_PACKS:-} " == *" $1 "* ]]; then build_old; echo "PYTHONPATH=$old/python ATTN_BUILD_DIR=$old"; fi
+}
+if [[ $steps == *" ab "* ]]; then
+  # plan() before and after a change on one host: the same script timing
+  # both builds, twice alternating (hosts differ more than most changes do).
+  build_old
   for round in $(seq ${AB_ROUNDS:-2}); do
     for which in old new; do
       b=$build; [ $which = old ] && b=$old
@@ -131,7 +143,7 @@ if [[ $steps == *" variant "* ]]; then
   # kernels-base kernels), twice alternating; each output checked.
   for round in 1 2; do
     for pack in ${VARIANT_PACKS:-kernels-base kernels}; do
-      ATTN_CACHE_DIR=$PWD/out/$pack timeout 120 python3 bench/harness/variant_cost.py > "$L/variant-$pack-$round.log" 2>&1
+      env $(pack_env $pack) ATTN_CACHE_DIR=$PWD/out/$pack timeout 120 python3 bench/harness/variant_cost.py > "$L/variant-$pack-$round.log" 2>&1
       stamp "variant $pack round $round rc=$?"
       grep -E "^P2|Error" "$L/variant-$pack-$round.log" | sed "s/^/  $pack $round /" | tee -a "$L/summary.txt"
     done
@@ -160,7 +172,7 @@ if [[ $steps == *" kab "* ]]; then
     for pack in ${KAB_PACKS:-kernels-base kernels}; do
       tma=0; [[ $pack == *-tma ]] && tma=1
       if [[ ${suite_rc[$pack]:-0} == 124 ]]; then stamp "kab $pack skipped: its suite timed out"; continue; fi
-      ATTN_KV_TMA=$tma ATTN_CACHE_DIR=$PWD/out/$pack timeout 150 python3 bench/harness/run_bench.py --out "$L/kab-$pack-$round" \
+      env $(pack_env $pack) ATTN_KV_TMA=$tma ATTN_CACHE_DIR=$PWD/out/$pack timeout 150 python3 bench/harness/run_bench.py --out "$L/kab-$pack-$round" \
         --only "$only" --no-peers > "$L/kab-$pack-$round.log" 2>&1
       stamp "kab $pack round $round rc=$?"
       grep -E "^[A-Z][0-9]" "$L/kab-$pack-$round.log" | sed "s/^/  $pack $round /" | tee -a "$L/summary.txt"

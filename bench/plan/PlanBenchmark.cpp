@@ -176,6 +176,12 @@ void BM_ViewPlanDecodeSkewedSm90a(benchmark::State &state) {
   PlanView v{f.ws.data()};
   state.counters["items"] = v.numItems();
   state.counters["plan_KiB"] = double(v.bytes()) / 1024;
+  // What the upload moves of it (the stored head-group copy).
+  PlanSpan spans[kMaxPlanSpans];
+  size_t upload = 0;
+  for (int32_t i = 0, n = planUploadSpans(v, spans); i < n; ++i)
+    upload += spans[i].bytes;
+  state.counters["upload_KiB"] = double(upload) / 1024;
 }
 
 /// docs/Benchmarks.md P1 (range 1: one causal 8192-token request) and P2
