@@ -34,10 +34,16 @@ attn_rig_attention(const int *plan, const int *cta_indptr, const attnrt::WorkIte
                    float *o, float *lse, const int *qo_indptr, const int *kv_indptr,
                    const int *kv_indices, const int *kv_last_len, float sm_scale,
                    int causal) {
-  (void)plan;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int i = cta_indptr[blockIdx.x]; i < cta_indptr[blockIdx.x + 1]; ++i) {
-    const attnrt::WorkItem it = work_items[i];
+  // Head-group copy g of the stored work (Plan.h): stored CTA c - g * copy_ctas.
+  const int g = blockIdx.x / plan[attnrt::kHdrCopyCtas];
+  const int c = blockIdx.x - g * plan[attnrt::kHdrCopyCtas];
+  const int end = g < plan[attnrt::kHdrCopies] ? cta_indptr[c + 1] : cta_indptr[c];
+  for (int i = cta_indptr[c]; i < end; ++i) {
+    attnrt::WorkItem it = work_items[i];
+    it.head_group += g * plan[attnrt::kHdrCopyGroups];
+    if (it.slot >= 0)
+      it.slot += g * plan[attnrt::kHdrCopySlots];
     const int b = it.request;
     const int qoLen = qo_indptr[b + 1] - qo_indptr[b];
     const int nb = kv_indptr[b + 1] - kv_indptr[b];
@@ -94,8 +100,12 @@ attn_rig_merge(const int *plan, const int *merge_indptr, const attnrt::MergeUnit
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int numUnits = plan[attnrt::kHdrNumMergeUnits];
   for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
-    const attnrt::MergeUnit mu = merge_units[u];
-    const int s0 = merge_indptr[u], s1 = merge_indptr[u + 1];
+    const int g = u / plan[attnrt::kHdrCopyUnits];
+    const int k = u - g * plan[attnrt::kHdrCopyUnits];
+    attnrt::MergeUnit mu = merge_units[k];
+    mu.head_group += g * plan[attnrt::kHdrCopyGroups];
+    const int s0 = merge_indptr[k] + g * plan[attnrt::kHdrCopySlots];
+    const int s1 = merge_indptr[k + 1] + g * plan[attnrt::kHdrCopySlots];
     for (int r = warp; r < mu.row_count; r += WARPS) {
       float m = -INFINITY;
       for (int s = s0; s < s1; ++s)

@@ -334,7 +334,8 @@ bool parseKernel(Reader &r, const Value &k, size_t index, KernelManifest *out) {
     const char *name;
     ArgKind kind;
   };
-  static const Required attention[] = {{plan_args::kCtaIndptr, ArgKind::Ptr},
+  static const Required attention[] = {{plan_args::kPlan, ArgKind::Ptr},
+                                       {plan_args::kCtaIndptr, ArgKind::Ptr},
                                        {plan_args::kWorkItems, ArgKind::Ptr},
                                        {plan_args::kPartialO, ArgKind::Ptr},
                                        {plan_args::kPartialLse, ArgKind::Ptr}};

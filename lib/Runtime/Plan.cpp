@@ -1400,40 +1400,6 @@ static void orderByHeadGroup(int64_t ctas, const int32_t *ctaIndptr,
   }
 }
 
-/// The plan of head group 0 on CTAs [0, ctas) repeated for groups 1 ..
-/// copies - 1: group g takes CTAs [g * ctas, (g + 1) * ctas), its items,
-/// partial slots and merge units following group g - 1's, in the same order.
-static void repeatForHeadGroups(int32_t copies, int64_t ctas, int32_t *ctaIndptr,
-                                int32_t *itemWords, int32_t *mergeIndptr,
-                                int32_t *unitWords, int32_t *numItems,
-                                int32_t *numUnits, int32_t *numSlots) {
-  WorkItem *items = reinterpret_cast<WorkItem *>(itemWords);
-  MergeUnit *units = reinterpret_cast<MergeUnit *>(unitWords);
-  const int32_t n = *numItems, u = *numUnits, s = *numSlots;
-  for (int32_t g = 1; g < copies; ++g) {
-    WorkItem *out = items + int64_t(g) * n;
-    std::memcpy(out, items, sizeof(WorkItem) * size_t(n));
-    const int32_t slotBase = g * s;
-    for (int32_t i = 0; i < n; ++i) {
-      out[i].head_group = g;
-      out[i].slot += out[i].slot >= 0 ? slotBase : 0;
-    }
-    int32_t *ci = ctaIndptr + g * ctas;
-    for (int64_t k = 1; k <= ctas; ++k)
-      ci[k] = ctaIndptr[k] + g * n;
-    MergeUnit *mu = units + int64_t(g) * u;
-    int32_t *mi = mergeIndptr + int64_t(g) * u;
-    for (int32_t k = 0; k < u; ++k) {
-      mu[k] = units[k];
-      mu[k].head_group = g;
-      mi[k + 1] = mergeIndptr[k + 1] + g * s;
-    }
-  }
-  *numItems = n * copies;
-  *numUnits = u * copies;
-  *numSlots = s * copies;
-}
-
 /// The plan's copies of the (validated) index arrays the kernels read:
 /// qo_indptr and kv_indptr as given; kv_last_len (paged) from kv_lens when
 /// given (the lengths the planner reads then), else kv_last_len, and 0 for
@@ -1495,9 +1461,10 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   // Head-group symmetry: without a mask every head group of a request sees
   // the same keys, so its tiles cost the same in each group. When the grid
   // divides by the groups, the walks below plan one group on its share of
-  // the CTAs and repeatForHeadGroups() copies that plan to the others: the
-  // same balance (the same tiles per CTA) for a G-th of the walking
-  // (decode at 256 requests, 8 groups: 2446 items walked as 306). Not where
+  // the CTAs, and the kernels run that plan once per group (the header's
+  // head-group copies): the same balance (the same tiles per CTA) for a
+  // G-th of the walking and of the upload (decode at 256 requests, 8
+  // groups: 2446 items walked and uploaded as 306). Not where
   // row tiles share K/V: each group's CTAs would walk their own requests at
   // once (every (request, KV head) in flight, orderByHeadGroup's case).
   const int32_t allGroups = c.num_qo_heads / P;
@@ -1757,13 +1724,11 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     orderByHeadGroup(used, ctaIndptr, w + l.off_items, groups,
                      w + l.off_scratch, scratchWords / kWorkItemWords);
   }
-  if (copies > 1) {
-    repeatForHeadGroups(copies, used, ctaIndptr, w + l.off_items,
-                        w + l.off_merge_indptr, w + l.off_merge_units,
-                        &numItems, &numUnits, &numSlots);
-    used *= copies;
-  }
-  int64_t numCtas = c.graph_mode ? gridCtas : used;
+  // The stored plan is copy 0; the header says how the kernels run the
+  // other copies (Plan.h, "Head-group copies").
+  const int64_t numCtas = c.graph_mode ? gridCtas : used * copies;
+  const int32_t copyCtas = int32_t(std::max<int64_t>(
+      copies > 1 ? used : numCtas, 1));
   for (int64_t i = used + 1; i <= l.max_ctas; ++i)
     ctaIndptr[i] = numItems;
 
@@ -1772,9 +1737,9 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   w[kHdrMagic] = kPlanMagic;
   w[kHdrVersion] = kPlanAbiVersion;
   w[kHdrNumCtas] = int32_t(numCtas);
-  w[kHdrNumItems] = numItems;
-  w[kHdrNumMergeUnits] = numUnits;
-  w[kHdrNumSlots] = numSlots;
+  w[kHdrNumItems] = numItems * copies;
+  w[kHdrNumMergeUnits] = numUnits * copies;
+  w[kHdrNumSlots] = numSlots * copies;
   w[kHdrCandidate] = cand;
   w[kHdrTileQ] = Q;
   w[kHdrGqaPack] = P;
@@ -1805,6 +1770,11 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   w[kHdrOffKvIndptr] = l.off_kv_indptr;
   w[kHdrOffKvLastLen] = l.off_kv_last_len;
   w[kHdrMaxBatch] = c.max_batch;
+  w[kHdrCopies] = copies;
+  w[kHdrCopyCtas] = copyCtas;
+  w[kHdrCopyGroups] = groups;
+  w[kHdrCopyUnits] = numUnits;
+  w[kHdrCopySlots] = numSlots;
   return Status::success();
 }
 
@@ -1827,7 +1797,8 @@ size_t PlanView::deviceBytes() const {
 int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[kMaxPlanSpans]) {
   const int32_t *w = plan.words;
   const size_t n = size_t(plan.batch());
-  const int32_t units = plan.numMergeUnits();
+  // One copy's arrays: the kernels derive the other copies.
+  const int32_t units = plan.copyUnits();
   auto part = [&](int32_t offField, size_t words) {
     return PlanSpan{size_t(w[offField]) * 4, words * 4};
   };
@@ -1837,7 +1808,7 @@ int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[kMaxPlanSpans]) {
       part(kHdrOffKvLastLen, n),
       {size_t(w[kHdrOffCtaIndptr]) * 4,
        (size_t(w[kHdrOffItems] - w[kHdrOffCtaIndptr]) +
-        size_t(plan.numItems()) * kWorkItemWords) * 4},
+        size_t(plan.copyItems()) * kWorkItemWords) * 4},
       part(kHdrOffMergeIndptr, size_t(units) + 1),
       part(kHdrOffMergeUnits, size_t(units) * kMergeUnitWords)};
   int32_t count = 0;
@@ -1906,6 +1877,11 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
       {kHdrBatch, "batch", 0, w[kHdrMaxBatch]},
       {kHdrTotalQRows, "total_q_rows", 0, kMaxInt32},
       {kHdrGraphMode, "graph_mode", 0, 1},
+      {kHdrCopies, "copies", 1, w[kHdrNumHeadGroups]},
+      {kHdrCopyCtas, "copy_ctas", 1, w[kHdrMaxCtas]},
+      {kHdrCopyGroups, "copy_groups", 1, w[kHdrNumHeadGroups]},
+      {kHdrCopyUnits, "copy_units", 0, w[kHdrNumMergeUnits]},
+      {kHdrCopySlots, "copy_slots", 0, w[kHdrNumSlots]},
   };
   for (const Range64 &r : ranges)
     if (w[r.f] < r.lo || w[r.f] > r.hi)
@@ -1981,16 +1957,33 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
     if (qo[b + 1] < qo[b] || kv[b + 1] < kv[b] || last[b] < 0)
       return badPlan("qo_indptr or kv_indptr decreases, or kv_last_len is "
                      "negative, at request " + std::to_string(b));
-  // The CTA index partitions the work list.
-  const int32_t numCtas = w[kHdrNumCtas], numItems = w[kHdrNumItems],
-                numUnits = w[kHdrNumMergeUnits], numSlots = w[kHdrNumSlots];
+  // The copies: the header's counts are the stored ones times the copies,
+  // over head groups and CTAs the plan has.
+  const int32_t copies = w[kHdrCopies], copyCtas = w[kHdrCopyCtas],
+                copyGroups = w[kHdrCopyGroups];
+  const int32_t numCtas = w[kHdrNumCtas], numItems = w[kHdrNumItems];
+  const int32_t copyItems = numItems / copies, numUnits = w[kHdrCopyUnits],
+                numSlots = w[kHdrCopySlots];
+  if (int64_t(copyItems) * copies != numItems ||
+      int64_t(numUnits) * copies != w[kHdrNumMergeUnits] ||
+      int64_t(numSlots) * copies != w[kHdrNumSlots] ||
+      int64_t(copyGroups) * copies > groups ||
+      (numItems > 0 && int64_t(copyCtas) * copies > numCtas))
+    return badPlan(field(kHdrCopies, "copies") + " of " +
+                   field(kHdrCopyCtas, "copy_ctas") + ", " +
+                   field(kHdrCopyGroups, "copy_groups") + ", " +
+                   field(kHdrCopyUnits, "copy_units") + " and " +
+                   field(kHdrCopySlots, "copy_slots") +
+                   " do not make num_items, num_merge_units, num_slots, or "
+                   "fit num_head_groups and num_ctas");
+  // The stored CTA index partitions the stored work list.
   const int32_t *ci = w + offCta;
-  if (ci[0] != 0 || ci[numCtas] != numItems)
-    return badPlan("cta_indptr must run from 0 to num_items " +
-                   std::to_string(numItems) + " (it runs from " +
-                   std::to_string(ci[0]) + " to " + std::to_string(ci[numCtas]) +
-                   ")");
-  for (int32_t c = 0; c < numCtas; ++c)
+  if (ci[0] != 0 || ci[copyCtas] != copyItems)
+    return badPlan("cta_indptr must run from 0 to num_items / copies " +
+                   std::to_string(copyItems) + " (it runs from " +
+                   std::to_string(ci[0]) + " to " +
+                   std::to_string(ci[copyCtas]) + ")");
+  for (int32_t c = 0; c < copyCtas; ++c)
     if (ci[c + 1] < ci[c])
       return badPlan("cta_indptr decreases at CTA " + std::to_string(c));
   // The merge map lists every slot once, in order; without merge units
@@ -2008,7 +2001,7 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
   const int32_t batch = w[kHdrBatch], Q = w[kHdrTileQ];
   auto rowsBad = [&](int32_t request, int32_t group, int32_t rowBegin,
                      int32_t rowCount) {
-    return request < 0 || request >= batch || group < 0 || group >= groups ||
+    return request < 0 || request >= batch || group < 0 || group >= copyGroups ||
            rowBegin < 0 || rowCount < 1 || rowCount > Q ||
            int64_t(rowBegin) + rowCount > packedRows;
   };
@@ -2030,7 +2023,7 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
   // range (split chunks) or -1 (direct items).
   const WorkItem *items = reinterpret_cast<const WorkItem *>(w + offItems);
   constexpr int32_t kAllFlags = kItemFirstChunk | kItemLastChunk | kItemDirect;
-  for (int32_t i = 0; i < numItems; ++i) {
+  for (int32_t i = 0; i < copyItems; ++i) {
     const WorkItem &it = items[i];
     const bool direct = (it.flags & kItemDirect) != 0;
     const char *bad = nullptr;
@@ -2061,11 +2054,14 @@ Status viewPlan(const void *workspace, size_t bytes, PlanView *view) {
 void planCtaCosts(const PlanConfig &config, const PlanView &view,
                   int64_t *costs) {
   const TileCandidate &t = config.candidates[view.candidate()];
-  const int32_t *ind = view.ctaIndptr();
   for (int32_t c = 0; c < view.numCtas(); ++c) {
+    int32_t first, last;
+    view.ctaItems(c, &first, &last);
     int64_t sum = 0;
-    for (int32_t i = ind[c]; i < ind[c + 1]; ++i)
-      sum += itemCost(t, view.items()[i].kv_end - view.items()[i].kv_begin);
+    for (int32_t i = first; i < last; ++i) {
+      const WorkItem it = view.item(i);
+      sum += itemCost(t, it.kv_end - it.kv_begin);
+    }
     costs[c] = sum;
   }
 }

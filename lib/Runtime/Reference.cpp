@@ -308,10 +308,11 @@ Status referenceExecutePlan(const AttentionProblem &p, const PlanView &plan,
                   "plan was made for other heads, head_dim or batch");
   std::vector<double> partialO(size_t(plan.numSlots()) * SR * D);
   std::vector<double> partialLse(size_t(plan.numSlots()) * SR);
-  const int32_t *ind = plan.ctaIndptr();
   for (int32_t c = 0; c < plan.numCtas(); ++c) {
-    for (int32_t i = ind[c]; i < ind[c + 1]; ++i) {
-      const WorkItem &it = plan.items()[i];
+    int32_t first, last;
+    plan.ctaItems(c, &first, &last);
+    for (int32_t i = first; i < last; ++i) {
+      const WorkItem it = plan.item(i);
       for (int32_t r = 0; r < it.row_count; ++r) {
         int32_t pr = it.row_begin + r;
         int32_t t = pr / P, h = it.head_group * P + pr % P;
@@ -333,8 +334,9 @@ Status referenceExecutePlan(const AttentionProblem &p, const PlanView &plan,
   std::vector<const double *> ptrs;
   std::vector<double> ls;
   for (int32_t u = 0; u < plan.numMergeUnits(); ++u) {
-    const MergeUnit &mu = plan.mergeUnits()[u];
-    int32_t s0 = plan.mergeIndptr()[u], s1 = plan.mergeIndptr()[u + 1];
+    const MergeUnit mu = plan.unit(u);
+    int32_t s0, s1;
+    plan.unitSlots(u, &s0, &s1);
     for (int32_t r = 0; r < mu.row_count; ++r) {
       ptrs.clear();
       ls.clear();

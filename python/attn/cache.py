@@ -64,7 +64,8 @@ import warnings
 # an older entry (or pack) is never launched with arguments it does not take.
 # 3: paged attention kernels take num_pages and index_error.
 # 4: paged attention kernels take page_stride.
-CACHE_FORMAT = 4
+# 5: attention kernels take plan and run its head-group copies (plan ABI 3).
+CACHE_FORMAT = 5
 PACK_FILE = "attn-pack.json"  # a kernel pack's digest list, at the cache directory's root
 PACK_FORMAT = 1
 # A list entry is ~300 bytes: this holds hundreds of thousands of entries.

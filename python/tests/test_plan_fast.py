@@ -180,10 +180,11 @@ def device_arrays(w, p):
     page table at its pointer (paged)."""
     words = w._workspace[:p.summary["plan_bytes"]].view(torch.int32).clone()
     b = p.batch
-    ctas, n_items, units = (int(words[i]) for i in (2, 3, 4))           # kHdrNumCtas, NumItems, NumMergeUnits
+    # One head-group copy's arrays (kHdrCopyCtas, NumItems / kHdrCopies, kHdrCopyUnits).
+    ctas, n_items, units = int(words[36]), int(words[3]) // int(words[35]), int(words[38])
     cta, it, mi, mu, qo, kv, last = (int(words[i]) for i in (14, 15, 16, 17, 31, 32, 33))  # the offsets
     arrays = [words[qo:qo + b + 1], words[kv:kv + b + 1], words[last:last + b]]
-    out = [torch.cat([words[:40], *arrays, words[cta:cta + ctas + 1], words[it:it + 8 * n_items],
+    out = [torch.cat([words[:48], *arrays, words[cta:cta + ctas + 1], words[it:it + 8 * n_items],
                       words[mi:mi + units + 1], words[mu:mu + 4 * units]])] + arrays
     if "kv_indices" in p.ptrs:
         t = torch.empty(p.kv_pages, dtype=torch.int32)
@@ -288,10 +289,15 @@ def test_memoized_graph_plan_keeps_the_graph_rules(cpu):
 
 
 def items(w, p):
-    """The plan's work items on the device, [num_items, 8]."""
+    """The plan's work items on the device, [num_items, 8]: the stored copy and
+    its head-group copies (Plan.h), head groups moved (slots left stored)."""
     words = w._workspace[:p.summary["plan_bytes"]].view(torch.int32)
     off, n = int(words[15]), int(words[3])   # kHdrOffItems, kHdrNumItems
-    return words[off:off + 8 * n].view(n, 8)
+    copies, groups = int(words[35]), int(words[37])   # kHdrCopies, kHdrCopyGroups
+    stored = words[off:off + 8 * (n // copies)].view(n // copies, 8)
+    out = stored.repeat(copies, 1)
+    out[:, 1] += torch.arange(copies).repeat_interleave(n // copies) * groups
+    return out
 
 
 def probe_ranges(w, p, request):

@@ -62,18 +62,34 @@ inline void checkPlan(const PlanConfig &c, const Batch &b, const PlanView &v) {
                              : 0;
     ASSERT_EQ(v.kvLastLen()[r], last) << "kv_last_len[" << r << "]";
   }
-  // CTA ranges partition the item list.
+  // The stored CTA ranges partition the stored items, and the CTAs'
+  // ranges, copies applied, every item once.
   const int32_t *ind = v.ctaIndptr();
+  ASSERT_GE(v.copies(), 1);
+  ASSERT_EQ(v.numItems() % v.copies(), 0);
   ASSERT_EQ(ind[0], 0);
-  for (int32_t i = 0; i < v.numCtas(); ++i)
+  for (int32_t i = 0; i < v.copyCtas(); ++i)
     ASSERT_LE(ind[i], ind[i + 1]);
-  ASSERT_EQ(ind[v.numCtas()], v.numItems());
+  ASSERT_EQ(ind[v.copyCtas()], v.copyItems());
+  std::vector<int> runs(v.numItems(), 0);
+  for (int32_t c = 0; c < v.numCtas(); ++c) {
+    int32_t first, last;
+    v.ctaItems(c, &first, &last);
+    ASSERT_LE(0, first);
+    ASSERT_LE(first, last);
+    ASSERT_LE(last, v.numItems());
+    for (int32_t i = first; i < last; ++i)
+      ++runs[i];
+  }
+  for (int n : runs)
+    ASSERT_EQ(n, 1) << "an item is run by no CTA or by several";
   // Pieces per tile.
   using Key = std::tuple<int32_t, int32_t, int32_t>;
   std::map<Key, std::vector<const WorkItem *>> tiles;
   std::vector<int> slotUse(v.numSlots(), 0);
+  std::vector<WorkItem> items(v.numItems());
   for (int32_t i = 0; i < v.numItems(); ++i) {
-    const WorkItem &it = v.items()[i];
+    const WorkItem &it = items[i] = v.item(i);
     ASSERT_GE(it.request, 0);
     ASSERT_LT(it.request, b.size());
     ASSERT_GE(it.head_group, 0);
@@ -139,16 +155,17 @@ inline void checkPlan(const PlanConfig &c, const Batch &b, const PlanView &v) {
   for (auto &[key, pieces] : tiles)
     splitTiles += pieces.size() > 1;
   ASSERT_EQ(v.numMergeUnits(), splitTiles);
-  const int32_t *mi = v.mergeIndptr();
   if (v.numMergeUnits() > 0) // nothing reads (nor uploads) it otherwise
-    ASSERT_EQ(mi[0], 0);
+    ASSERT_EQ(v.mergeIndptr()[0], 0);
   for (int32_t u = 0; u < v.numMergeUnits(); ++u) {
-    const MergeUnit &mu = v.mergeUnits()[u];
+    const MergeUnit mu = v.unit(u);
+    int32_t s0, s1;
+    v.unitSlots(u, &s0, &s1);
     auto &pieces = tiles.at({mu.request, mu.head_group, mu.row_begin});
-    ASSERT_EQ(mi[u + 1] - mi[u], int32_t(pieces.size()));
+    ASSERT_EQ(s1 - s0, int32_t(pieces.size()));
     for (const WorkItem *it : pieces) {
-      ASSERT_GE(it->slot, mi[u]);
-      ASSERT_LT(it->slot, mi[u + 1]);
+      ASSERT_GE(it->slot, s0);
+      ASSERT_LT(it->slot, s1);
       ASSERT_EQ(it->row_count, mu.row_count);
     }
   }

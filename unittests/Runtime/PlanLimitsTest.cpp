@@ -238,7 +238,7 @@ struct SplitPlan {
   SplitPlan() {
     std::vector<std::pair<int32_t, int32_t>> lens(12, {1, 300});
     lens[3].second = 9000;
-    lens[7] = {5, 4000};
+    lens[7] = {4, 4000}; // one row tile a request: head groups copied
     b = makeBatch(lens, 16, 3);
     c = makeConfig(8, 2, 64, 16, 16, 16, 64, 4, b);
     Status s = planInto(c, inputsOf(b), &ws);
@@ -253,6 +253,7 @@ TEST(PlanView, RefusesEachCorruptedField) {
   SplitPlan p;
   PlanView v0 = p.view();
   ASSERT_GT(v0.numMergeUnits(), 0) << "the fixture must split";
+  ASSERT_GT(v0.copies(), 1) << "the fixture must store one head group's work";
   ASSERT_TRUE(viewPlan(p.ws.data(), p.ws.size() * 4, &v0).ok());
   const int32_t offItems = p.ws[kHdrOffItems], offCta = p.ws[kHdrOffCtaIndptr],
                 offMi = p.ws[kHdrOffMergeIndptr], offMu = p.ws[kHdrOffMergeUnits];
@@ -260,7 +261,7 @@ TEST(PlanView, RefusesEachCorruptedField) {
                 offLast = p.ws[kHdrOffKvLastLen];
   // Index of a split item (slot >= 0).
   int32_t split = -1;
-  for (int32_t i = 0; i < v0.numItems() && split < 0; ++i)
+  for (int32_t i = 0; i < v0.copyItems() && split < 0; ++i)
     if (v0.items()[i].slot >= 0)
       split = i;
   ASSERT_GE(split, 0);
@@ -306,10 +307,20 @@ TEST(PlanView, RefusesEachCorruptedField) {
       {"graph mode 2", kHdrGraphMode, 2, "graph_mode"},
       {"cta_indptr starts at 1", offCta, 1, "cta_indptr"},
       {"cta_indptr decreases", offCta + 1, p.ws[offCta + 2] + 1, "cta_indptr"},
-      {"cta_indptr ends short", offCta + v0.numCtas(), v0.numItems() - 1,
+      {"cta_indptr ends short", offCta + v0.copyCtas(), v0.copyItems() - 1,
        "cta_indptr"},
-      {"merge_indptr ends short", offMi + v0.numMergeUnits(), v0.numSlots() - 1,
-       "merge_indptr"},
+      {"merge_indptr ends short", offMi + v0.copyUnits(),
+       v0.header(kHdrCopySlots) - 1, "merge_indptr"},
+      {"no copies", kHdrCopies, 0, "copies"},
+      {"copies past the head groups", kHdrCopies,
+       v0.header(kHdrNumHeadGroups) + 1, "copies"},
+      {"copies not dividing the items", kHdrCopies, v0.copies() + 1, "copies"},
+      {"copy CTAs past the grid", kHdrCopyCtas, v0.numCtas() + 1, "copy"},
+      {"copy groups past the head groups", kHdrCopyGroups,
+       v0.header(kHdrNumHeadGroups) / v0.copies() + 1, "copy"},
+      {"copy units disagree", kHdrCopyUnits, v0.copyUnits() - 1, "copy"},
+      {"copy slots disagree", kHdrCopySlots, v0.header(kHdrCopySlots) + 1,
+       "copy"},
       {"merge unit request", offMu, v0.header(kHdrBatch), "merge unit 0"},
       {"merge unit rows", offMu + 3, 0, "merge unit 0"},
       {"item request past the batch", itemWord(0, 0), v0.header(kHdrBatch),
@@ -321,8 +332,8 @@ TEST(PlanView, RefusesEachCorruptedField) {
       {"item keys reversed", itemWord(0, 4), v0.items()[0].kv_end + 1,
        "key range"},
       {"item negative keys", itemWord(0, 4), -3, "key range"},
-      {"item slot past num_slots", itemWord(split, 6), v0.numSlots(),
-       "partial slot"},
+      {"item slot past its copy's slots", itemWord(split, 6),
+       v0.header(kHdrCopySlots), "partial slot"},
       {"split item without slot", itemWord(split, 6), -1, "partial slot"},
       {"direct item with a slot", itemWord(0, 6), 0, "direct item"},
       {"unknown flag", itemWord(0, 7), 8 | 7, "flags"},
@@ -365,13 +376,17 @@ TEST(PlanView, RandomWordMutationsAreRefusedOrSafe) {
       continue;
     ++accepted;
     int64_t sum = 0;
-    const int32_t *ci = v.ctaIndptr();
-    for (int32_t c = 0; c < v.numCtas(); ++c)
-      for (int32_t i = ci[c]; i < ci[c + 1]; ++i)
-        sum += v.items()[i].kv_end - v.items()[i].kv_begin;
-    const int32_t *mi = v.mergeIndptr();
-    for (int32_t u = 0; u < v.numMergeUnits(); ++u)
-      sum += v.mergeUnits()[u].row_count + mi[u + 1];
+    for (int32_t c = 0; c < v.numCtas(); ++c) {
+      int32_t first, last;
+      v.ctaItems(c, &first, &last);
+      for (int32_t i = first; i < last; ++i)
+        sum += v.item(i).kv_end - v.item(i).kv_begin;
+    }
+    for (int32_t u = 0; u < v.numMergeUnits(); ++u) {
+      int32_t s0, s1;
+      v.unitSlots(u, &s0, &s1);
+      sum += v.unit(u).row_count + s1 - s0;
+    }
     EXPECT_LE(v.deviceBytes(), planDeviceWorkspaceBytes(p.c) + (size_t(1) << 48));
     EXPECT_GE(sum, 0);
   }

@@ -328,8 +328,9 @@ TEST(PlanSplitPolicy, SplitsWhenWholeTilesLeaveTheGridShort) {
 
 TEST(PlanSplitPolicy, UnmaskedHeadGroupsRepeatOneGroupsPlan) {
   // Without a mask the 8 head groups' tiles cost the same, and 528 CTAs
-  // divide by 8: group g's items are group 0's on CTAs [66g, 66g + 66), its
-  // slots and merge units offset by group 0's counts.
+  // divide by 8: the plan stores group 0's work on 66 CTAs, and group g runs
+  // it on CTAs [66g, 66g + 66), its slots and merge units offset by group
+  // 0's counts (Plan.h, "Head-group copies").
   for (const auto &lens : {skewedDecode(), uniform(256, 1, 2048),
                            uniform(1, 1, 131072)}) {
     Batch b = makeBatch(lens, 16, 7);
@@ -340,15 +341,25 @@ TEST(PlanSplitPolicy, UnmaskedHeadGroupsRepeatOneGroupsPlan) {
     checkPlan(c, b, v);
     const int32_t G = 8, n = v.numItems() / G, ctas = v.numCtas() / G;
     const int32_t s = v.numSlots() / G, u = v.numMergeUnits() / G;
+    ASSERT_EQ(v.copies(), G);
+    ASSERT_EQ(v.copyCtas(), ctas);
+    ASSERT_EQ(v.copyItems(), n);
+    ASSERT_EQ(v.copyUnits(), u);
+    ASSERT_EQ(v.header(kHdrCopyGroups), 1);
+    ASSERT_EQ(v.header(kHdrCopySlots), s);
     ASSERT_EQ(v.numItems(), n * G);
     ASSERT_EQ(v.numCtas(), ctas * G);
     ASSERT_EQ(v.numMergeUnits(), u * G);
     for (int32_t g = 0; g < G; ++g) {
-      EXPECT_EQ(v.ctaIndptr()[g * ctas], g * n);
-      for (int32_t k = 0; k <= ctas; ++k)
-        EXPECT_EQ(v.ctaIndptr()[g * ctas + k], v.ctaIndptr()[k] + g * n);
+      for (int32_t k = 0; k < ctas; ++k) {
+        int32_t first, last, first0, last0;
+        v.ctaItems(g * ctas + k, &first, &last);
+        v.ctaItems(k, &first0, &last0);
+        EXPECT_EQ(std::make_pair(first, last),
+                  std::make_pair(first0 + g * n, last0 + g * n));
+      }
       for (int32_t i = 0; i < n; ++i) {
-        const WorkItem &a = v.items()[i], &x = v.items()[g * n + i];
+        const WorkItem a = v.item(i), x = v.item(g * n + i);
         EXPECT_EQ(x.head_group, g);
         EXPECT_EQ(std::make_tuple(x.request, x.row_begin, x.row_count, x.kv_begin,
                                   x.kv_end, x.flags),
@@ -357,8 +368,11 @@ TEST(PlanSplitPolicy, UnmaskedHeadGroupsRepeatOneGroupsPlan) {
         EXPECT_EQ(x.slot, a.slot < 0 ? -1 : a.slot + g * s);
       }
       for (int32_t k = 0; k < u; ++k) {
-        EXPECT_EQ(v.mergeUnits()[g * u + k].head_group, g);
-        EXPECT_EQ(v.mergeIndptr()[g * u + k + 1], v.mergeIndptr()[k + 1] + g * s);
+        int32_t s0, s1, t0, t1;
+        v.unitSlots(g * u + k, &s0, &s1);
+        v.unitSlots(k, &t0, &t1);
+        EXPECT_EQ(v.unit(g * u + k).head_group, g);
+        EXPECT_EQ(std::make_pair(s0, s1), std::make_pair(t0 + g * s, t1 + g * s));
       }
     }
   }
@@ -388,8 +402,11 @@ TEST(PlanSplitPolicy, EqualChunksBalanceD4AtTheH200Grid) {
   const int32_t granule = v.header(kHdrKvGranule);
   std::map<int32_t, std::pair<int32_t, int32_t>> minMax; // per head group
   for (int32_t i = 0; i < v.numItems(); ++i) {
-    const WorkItem &it = v.items()[i];
-    EXPECT_EQ(v.ctaIndptr()[i], i) << "one chunk per CTA";
+    const WorkItem it = v.item(i);
+    int32_t first, last;
+    v.ctaItems(i, &first, &last);
+    EXPECT_EQ(std::make_pair(first, last), std::make_pair(i, i + 1))
+        << "one chunk per CTA";
     auto [at, fresh] = minMax.try_emplace(it.head_group, it.kv_end - it.kv_begin,
                                           it.kv_end - it.kv_begin);
     at->second.first = std::min(at->second.first, it.kv_end - it.kv_begin);
@@ -602,15 +619,15 @@ TEST(PlanDeterminism, ReusedWorkspaceGivesTheSamePlan) {
   PlanView a{fresh.data()}, d{reused.data()};
   ASSERT_TRUE(std::equal(fresh.begin(), fresh.begin() + kPlanHeaderWords,
                          reused.begin()));
-  ASSERT_TRUE(std::equal(a.ctaIndptr(), a.ctaIndptr() + a.numCtas() + 1,
+  ASSERT_TRUE(std::equal(a.ctaIndptr(), a.ctaIndptr() + a.copyCtas() + 1,
                          d.ctaIndptr()));
-  for (int32_t i = 0; i < a.numItems(); ++i)
+  for (int32_t i = 0; i < a.copyItems(); ++i)
     ASSERT_EQ(0, std::memcmp(&a.items()[i], &d.items()[i], sizeof(WorkItem)))
         << i;
   ASSERT_TRUE(std::equal(a.mergeIndptr(),
-                         a.mergeIndptr() + a.numMergeUnits() + 1,
+                         a.mergeIndptr() + a.copyUnits() + 1,
                          d.mergeIndptr()));
-  for (int32_t u = 0; u < a.numMergeUnits(); ++u)
+  for (int32_t u = 0; u < a.copyUnits(); ++u)
     ASSERT_EQ(0, std::memcmp(&a.mergeUnits()[u], &d.mergeUnits()[u],
                              sizeof(MergeUnit)))
         << u;
@@ -637,6 +654,17 @@ PlanConfig h200PrefillConfig(const Batch &b) {
   return c;
 }
 
+/// CTA `cta`'s consecutive items, pairs (item i - 1, item i), copies applied.
+std::vector<std::pair<WorkItem, WorkItem>> consecutiveItems(const PlanView &v,
+                                                           int32_t cta) {
+  int32_t first, last;
+  v.ctaItems(cta, &first, &last);
+  std::vector<std::pair<WorkItem, WorkItem>> out;
+  for (int32_t i = first + 1; i < last; ++i)
+    out.push_back({v.item(i - 1), v.item(i)});
+  return out;
+}
+
 /// The most distinct (request, head group) pairs among the CTAs' i-th items,
 /// over every i: the K/V the items running at once read when the CTAs keep
 /// pace.
@@ -645,9 +673,10 @@ int32_t pairsInFlight(const PlanView &v) {
   for (int32_t i = 0;; ++i) {
     std::set<std::pair<int32_t, int32_t>> pairs;
     for (int32_t cta = 0; cta < v.numCtas(); ++cta) {
-      const int32_t at = v.ctaIndptr()[cta] + i;
-      if (at < v.ctaIndptr()[cta + 1])
-        pairs.insert({v.items()[at].request, v.items()[at].head_group});
+      int32_t first, last;
+      v.ctaItems(cta, &first, &last);
+      if (first + i < last)
+        pairs.insert({v.item(first + i).request, v.item(first + i).head_group});
     }
     if (pairs.empty())
       return most;
@@ -690,8 +719,7 @@ TEST(PlanLongestFirst, PrefillWorkloadsBalancedWithoutSplitting) {
     // each.
     const TileCandidate &t = c.candidates[0];
     for (int32_t cta = 0; cta < v.numCtas(); ++cta)
-      for (int32_t i = v.ctaIndptr()[cta] + 1; i < v.ctaIndptr()[cta + 1]; ++i) {
-        const WorkItem &a = v.items()[i - 1], &z = v.items()[i];
+      for (auto [a, z] : consecutiveItems(v, cta)) {
         ASSERT_LE(a.head_group, z.head_group) << w.name << " CTA " << cta;
         if (a.head_group == z.head_group) {
           ASSERT_GE(itemCost(t, a.kv_end - a.kv_begin),
@@ -719,8 +747,7 @@ TEST(PlanLongestFirst, TilesWithinTwiceEachOtherKeepTheWalk) {
   // head) pairs, at most 2 heads of the 16 requests at a time (the walk's
   // own order: 72).
   for (int32_t cta = 0; cta < v.numCtas(); ++cta)
-    for (int32_t i = v.ctaIndptr()[cta] + 1; i < v.ctaIndptr()[cta + 1]; ++i) {
-      const WorkItem &a = v.items()[i - 1], &z = v.items()[i];
+    for (auto [a, z] : consecutiveItems(v, cta)) {
       ASSERT_LE(a.head_group, z.head_group) << "CTA " << cta;
       if (a.head_group == z.head_group) {
         ASSERT_LE(std::pair(a.request, a.row_begin),
@@ -939,7 +966,7 @@ TEST(PlanCandidates, TheTileFollowsTheAveragePackedQueryLength) {
     EXPECT_EQ(v.header(kHdrMaxCtas), 132 * 4);
     int64_t covered = 0;
     for (int32_t i = 0; i < v.numItems(); ++i)
-      covered += v.items()[i].row_count;
+      covered += v.item(i).row_count;
     EXPECT_GT(covered, 0);
   }
 }
@@ -998,7 +1025,7 @@ TEST(PlanCandidates, MinimumChunkIsTheCandidates) {
   ASSERT_TRUE(planInto(c, inputsOf(b), &ws).ok());
   PlanView v{ws.data()};
   for (int32_t i = 0; i < v.numItems(); ++i) {
-    const WorkItem &w = v.items()[i];
+    const WorkItem w = v.item(i);
     if (!(w.flags & kItemLastChunk))
       EXPECT_GE(w.kv_end - w.kv_begin, 512) << i;
   }
@@ -1039,24 +1066,26 @@ namespace {
 std::vector<std::vector<std::pair<int32_t, int32_t>>>
 chunksOf(const PlanView &v, int32_t r, int32_t groups) {
   std::vector<std::vector<std::pair<int32_t, int32_t>>> out(groups);
-  std::map<int32_t, const WorkItem *> bySlot;
+  std::map<int32_t, WorkItem> bySlot;
   for (int32_t i = 0; i < v.numItems(); ++i) {
-    const WorkItem &it = v.items()[i];
+    const WorkItem it = v.item(i);
     if (it.request != r)
       continue;
     if (it.flags & kItemDirect)
       out[it.head_group].push_back({it.kv_begin, it.kv_end});
     else
-      bySlot[it.slot] = &it;
+      bySlot[it.slot] = it;
   }
   for (int32_t u = 0; u < v.numMergeUnits(); ++u) {
-    const MergeUnit &m = v.mergeUnits()[u];
+    const MergeUnit m = v.unit(u);
     if (m.request != r)
       continue;
-    for (int32_t s = v.mergeIndptr()[u]; s < v.mergeIndptr()[u + 1]; ++s) {
-      const WorkItem *it = bySlot.at(s);
-      EXPECT_EQ(it->head_group, m.head_group);
-      out[m.head_group].push_back({it->kv_begin, it->kv_end});
+    int32_t s0, s1;
+    v.unitSlots(u, &s0, &s1);
+    for (int32_t s = s0; s < s1; ++s) {
+      const WorkItem &it = bySlot.at(s);
+      EXPECT_EQ(it.head_group, m.head_group);
+      out[m.head_group].push_back({it.kv_begin, it.kv_end});
     }
   }
   return out;

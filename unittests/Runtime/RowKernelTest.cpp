@@ -72,7 +72,7 @@ std::string planKernels(const std::string &qo, const std::string &kv) {
      "format": {"block_rows": 1, "block_cols": 16, "layout": "NHD", "indexing": "paged"},
      "dtype": "bf16", "head_dim": 128, "num_qo_heads": )json" +
          qo + R"json(, "num_kv_heads": )json" + kv + R"json(,
-     "args": [{"name": "cta_indptr", "kind": "ptr"}, {"name": "work_items", "kind": "ptr"},
+     "args": [{"name": "plan", "kind": "ptr"}, {"name": "cta_indptr", "kind": "ptr"}, {"name": "work_items", "kind": "ptr"},
               {"name": "partial_o", "kind": "ptr"}, {"name": "partial_lse", "kind": "ptr"}]},
     {"name": "attn_merge", "role": "merge", "threads": 128, "shared_bytes": 0,
      "dtype": "bf16", "head_dim": 128, "num_qo_heads": 8, "num_kv_heads": 8,
@@ -247,8 +247,8 @@ TEST(RowKernels, AttentionAndMergeStillNeedHeads) {
   expectError(parseManifest(planKernels("0", "0"), &m),
               StatusCode::ManifestParseError, "attn_decode");
   std::string merge0 = replace(planKernels("8", "8"),
-                               "\"num_qo_heads\": 8, \"num_kv_heads\": 8,\n     \"args\": [{\"name\": \"plan\"",
-                               "\"num_qo_heads\": 0, \"num_kv_heads\": 0,\n     \"args\": [{\"name\": \"plan\"");
+                               "\"num_qo_heads\": 8, \"num_kv_heads\": 8,\n     \"args\": [{\"name\": \"plan\", \"kind\": \"ptr\"}, {\"name\": \"merge_indptr\"",
+                               "\"num_qo_heads\": 0, \"num_kv_heads\": 0,\n     \"args\": [{\"name\": \"plan\", \"kind\": \"ptr\"}, {\"name\": \"merge_indptr\"");
   expectError(parseManifest(merge0, &m), StatusCode::ManifestParseError,
               "attn_merge");
 }

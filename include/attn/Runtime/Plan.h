@@ -25,10 +25,22 @@
 //   kv_indptr     [max_batch + 1]             the inputs' copy (blocks or tokens)
 //   kv_last_len   [max_batch]                 paged: tokens in the last block
 //                                             (from kv_lens if given); ragged: 0
-//   cta_indptr    [max_ctas + 1]              CTA c runs items cta_indptr[c] .. cta_indptr[c+1]-1
+//   cta_indptr    [max_ctas + 1]              stored CTA c runs items cta_indptr[c] .. cta_indptr[c+1]-1
 //   work_items    [max_items][kWorkItemWords] see WorkItem
 //   merge_indptr  [max_merge_units + 1]       unit u merges slots merge_indptr[u] .. merge_indptr[u+1]-1
 //   merge_units   [max_merge_units][kMergeUnitWords] see MergeUnit
+//
+// Head-group copies. Without a mask every head group of a request sees the
+// same keys, so a plan may hold the work of the first `copies` head-group
+// ranges once: the arrays above then hold ONE copy (copy_ctas CTAs, their
+// items, merge units and slots, over head groups 0 .. copy_groups-1), and
+// copy g of it is the same work moved by g * copy_groups head groups and
+// g * copy_slots partial slots. CTA c runs copy g = c / copy_ctas (nothing
+// when g >= copies) with the stored CTA c - g * copy_ctas; merge unit u is
+// copy u / copy_units of stored unit u % copy_units. The header's counts
+// (num_items, num_merge_units, num_slots) are the whole plan's: copies x the
+// stored ones. A decode batch over 8 head groups thus uploads an eighth of
+// its work list (PlanView::item() and friends apply the mapping).
 //
 // The host workspace continues with planner scratch that is never uploaded.
 // Device workspace (bytes): [flat plan, padded to 256] [partial_o] [partial_lse]
@@ -72,10 +84,10 @@
 namespace attnrt {
 
 /// Version of the flat plan layout below; bumped on any change.
-constexpr int32_t kPlanAbiVersion = 2;
+constexpr int32_t kPlanAbiVersion = 3;
 /// First header word of every plan ("ATNP" little-endian).
 constexpr int32_t kPlanMagic = 0x504E5441;
-constexpr int32_t kPlanHeaderWords = 40;
+constexpr int32_t kPlanHeaderWords = 48;
 constexpr int32_t kWorkItemWords = 8;
 constexpr int32_t kMergeUnitWords = 4;
 constexpr int32_t kMaxTileCandidates = 8;
@@ -106,9 +118,9 @@ enum PlanHeaderField : int32_t {
   kHdrMagic = 0,
   kHdrVersion = 1,
   kHdrNumCtas = 2,       ///< persistent grid size to launch (fixed in graph mode)
-  kHdrNumItems = 3,
-  kHdrNumMergeUnits = 4,
-  kHdrNumSlots = 5,      ///< partial slots used
+  kHdrNumItems = 3,      ///< work items of all copies
+  kHdrNumMergeUnits = 4, ///< merge units of all copies
+  kHdrNumSlots = 5,      ///< partial slots used by all copies
   kHdrCandidate = 6,     ///< index of the chosen TileCandidate
   kHdrTileQ = 7,         ///< packed rows per tile (Q)
   kHdrGqaPack = 8,       ///< query heads packed per head group (P)
@@ -138,7 +150,12 @@ enum PlanHeaderField : int32_t {
   kHdrOffKvIndptr = 32,
   kHdrOffKvLastLen = 33,
   kHdrMaxBatch = 34,     ///< entries the index arrays are laid out for
-  kHdrReserved = 35,     ///< .. kPlanHeaderWords - 1: zero
+  kHdrCopies = 35,       ///< head-group copies of the stored work (>= 1)
+  kHdrCopyCtas = 36,     ///< CTAs of one copy (>= 1; cta_indptr's entries - 1)
+  kHdrCopyGroups = 37,   ///< head groups of one copy
+  kHdrCopyUnits = 38,    ///< merge units of one copy (the stored ones)
+  kHdrCopySlots = 39,    ///< partial slots of one copy
+  kHdrReserved = 40,     ///< .. kPlanHeaderWords - 1: zero
 };
 
 /// WorkItem::flags bits.
@@ -314,6 +331,7 @@ struct PlanView {
   const int32_t *qoIndptr() const { return words + words[kHdrOffQoIndptr]; }
   const int32_t *kvIndptr() const { return words + words[kHdrOffKvIndptr]; }
   const int32_t *kvLastLen() const { return words + words[kHdrOffKvLastLen]; }
+  /// The stored arrays: one head-group copy's (see "Head-group copies").
   const int32_t *ctaIndptr() const { return words + words[kHdrOffCtaIndptr]; }
   const WorkItem *items() const {
     return reinterpret_cast<const WorkItem *>(words + words[kHdrOffItems]);
@@ -321,6 +339,40 @@ struct PlanView {
   const int32_t *mergeIndptr() const { return words + words[kHdrOffMergeIndptr]; }
   const MergeUnit *mergeUnits() const {
     return reinterpret_cast<const MergeUnit *>(words + words[kHdrOffMergeUnits]);
+  }
+  int32_t copies() const { return words[kHdrCopies]; }
+  int32_t copyCtas() const { return words[kHdrCopyCtas]; }
+  int32_t copyItems() const { return numItems() / copies(); }
+  int32_t copyUnits() const { return words[kHdrCopyUnits]; }
+
+  /// The whole plan, copies applied, as the kernels run it. CTA c's items
+  /// are [*first, *last) of item(); merge unit u merges slots [*first,
+  /// *last).
+  void ctaItems(int32_t c, int32_t *first, int32_t *last) const {
+    const int32_t g = c / copyCtas(), stored = c - g * copyCtas();
+    const int32_t base = g * copyItems();
+    *first = *last = 0;
+    if (g < copies())
+      *first = base + ctaIndptr()[stored], *last = base + ctaIndptr()[stored + 1];
+  }
+  WorkItem item(int32_t i) const {
+    const int32_t n = copyItems(), g = i / n;
+    WorkItem it = items()[i - g * n];
+    it.head_group += g * words[kHdrCopyGroups];
+    if (it.slot >= 0)
+      it.slot += g * words[kHdrCopySlots];
+    return it;
+  }
+  MergeUnit unit(int32_t u) const {
+    const int32_t g = u / copyUnits();
+    MergeUnit m = mergeUnits()[u - g * copyUnits()];
+    m.head_group += g * words[kHdrCopyGroups];
+    return m;
+  }
+  void unitSlots(int32_t u, int32_t *first, int32_t *last) const {
+    const int32_t g = u / copyUnits(), k = u - g * copyUnits();
+    *first = mergeIndptr()[k] + g * words[kHdrCopySlots];
+    *last = mergeIndptr()[k + 1] + g * words[kHdrCopySlots];
   }
   size_t bytes() const { return size_t(words[kHdrTotalWords]) * 4; }
   size_t partialOOffset() const;
@@ -357,12 +409,14 @@ int32_t planUploadSpans(const PlanView &plan, PlanSpan spans[kMaxPlanSpans]);
 /// every maximum within the planner's limits; the arrays in order inside
 /// total_words (<= bytes / 4); the partial buffers aligned after the plan;
 /// qo_indptr from 0 to total_q_rows and kv_indptr from 0, both monotone,
-/// kv_last_len non-negative; cta_indptr from 0 to num_items and monotone;
-/// merge_indptr from 0 to num_slots and increasing (no slots and
-/// merge_indptr unread without merge units); each merge unit's and work
-/// item's request, head group and rows inside the header's batch, head
-/// groups and tile, its keys
-/// ordered, its slot below num_slots (or -1 for a direct item). A corrupt or
+/// kv_last_len non-negative; the copies' fields consistent with the counts
+/// (each count the stored one times copies, copies x copy_groups head
+/// groups at most, copies x copy_ctas CTAs at most); the stored arrays:
+/// cta_indptr from 0 to num_items / copies and monotone; merge_indptr from
+/// 0 to copy_slots and increasing (no slots and merge_indptr unread
+/// without merge units); each stored merge unit's and work item's request,
+/// head group and rows inside the header's batch, copy_groups and tile, its
+/// keys ordered, its slot below copy_slots (or -1 for a direct item). A corrupt or
 /// foreign buffer gets InvalidArgument naming the first bad field.
 Status viewPlan(const void *workspace, size_t bytes, PlanView *view);
 

@@ -191,6 +191,11 @@ Value mlir::attn::detail::opaqueIndex(ImplicitLocOpBuilder &b, Value index) {
   return arith::IndexCastOp::create(b, b.getIndexType(), op.getRes());
 }
 
+Value mlir::attn::detail::rereadCtaId(ImplicitLocOpBuilder &b) {
+  return inlinePtx(b, "mov.u32 $0, %ctaid.x;", {b.getI32Type()}, {}, {})
+      .front();
+}
+
 SmallVector<Value> mlir::attn::detail::wgmmaFence(ImplicitLocOpBuilder &b,
                                                   ValueRange values) {
   return orderedThrough(b, "wgmma.fence.sync.aligned;", values);

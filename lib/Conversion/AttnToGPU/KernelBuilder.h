@@ -169,6 +169,10 @@ struct WgmmaOperandB {
 /// of becoming loop-strength-reduced induction variables, one live register
 /// pair per address.
 mlir::Value opaqueIndex(mlir::ImplicitLocOpBuilder &b, mlir::Value index);
+/// The CTA's index (i32), read from %ctaid.x where it is used: LLVM neither
+/// hoists nor merges the read, so a loop that needs it keeps no register
+/// live for it.
+mlir::Value rereadCtaId(mlir::ImplicitLocOpBuilder &b);
 /// `wgmma.fence.sync.aligned`; returns `values` (accumulators and A
 /// registers written since the last wgmma), ordered after it.
 llvm::SmallVector<mlir::Value> wgmmaFence(mlir::ImplicitLocOpBuilder &b,

@@ -154,7 +154,7 @@ func.func @f(%p: memref<?xi32>, %o: memref<?xf32>, %s: i32, %out: memref<?xbf16>
 
 func.func @f(%c: memref<?xi32>, %w: memref<?xi32>) attributes {attn.launch = #attn.launch<role = attention, chip = "sm_90", threads = 96, dtype = bf16, head_dim = 128, num_qo_heads = 32, num_kv_heads = 8, tile = #attn.tile<q = 16, kv = 16, warps = 3>, format = #attn.bsr<block_cols = 16>>} {
   // expected-error @+1 {{a paged format needs kv_last_len}}
-  attn.tile.work_loop %c, %w requests(%c, %c : memref<?xi32>, memref<?xi32>) : memref<?xi32>, memref<?xi32> {
+  attn.tile.work_loop %c, %c, %w requests(%c, %c : memref<?xi32>, memref<?xi32>) : memref<?xi32>, memref<?xi32>, memref<?xi32> {
   ^bb0(%item: !attn.item):
   }
   return

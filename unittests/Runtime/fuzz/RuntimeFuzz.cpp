@@ -107,23 +107,34 @@ void fuzzManifest(const uint8_t *p, size_t n) {
   }
 }
 
-/// Walks every array of an accepted plan, as a consumer would.
+/// Walks every array of an accepted plan, as a consumer would: the stored
+/// arrays, then the whole plan with its head-group copies applied.
 void walk(const PlanView &v) {
   const int32_t *ci = v.ctaIndptr();
   int64_t sum = 0;
-  for (int32_t c = 0; c < v.numCtas(); ++c) {
-    if (ci[c + 1] < ci[c] || ci[c + 1] > v.numItems())
+  for (int32_t c = 0; c < v.copyCtas(); ++c)
+    if (ci[c + 1] < ci[c] || ci[c + 1] > v.copyItems())
       violation("viewPlan", "accepted a bad cta_indptr");
-    for (int32_t i = ci[c]; i < ci[c + 1]; ++i) {
-      const WorkItem &it = v.items()[i];
-      if (it.slot >= v.numSlots() || it.request >= v.header(kHdrBatch))
+  for (int32_t c = 0; c < v.numCtas(); ++c) {
+    int32_t first, last;
+    v.ctaItems(c, &first, &last);
+    if (first < 0 || last < first || last > v.numItems())
+      violation("viewPlan", "accepted CTA ranges outside the items");
+    for (int32_t i = first; i < last; ++i) {
+      const WorkItem it = v.item(i);
+      if (it.slot >= v.numSlots() || it.request >= v.header(kHdrBatch) ||
+          it.head_group >= v.header(kHdrNumHeadGroups))
         violation("viewPlan", "accepted an item out of range");
       sum += it.kv_end - it.kv_begin;
     }
   }
-  const int32_t *mi = v.mergeIndptr();
-  for (int32_t u = 0; u < v.numMergeUnits(); ++u)
-    sum += v.mergeUnits()[u].row_count + mi[u + 1] - mi[u];
+  for (int32_t u = 0; u < v.numMergeUnits(); ++u) {
+    int32_t s0, s1;
+    v.unitSlots(u, &s0, &s1);
+    if (s1 > v.numSlots() || v.unit(u).head_group >= v.header(kHdrNumHeadGroups))
+      violation("viewPlan", "accepted a merge unit out of range");
+    sum += v.unit(u).row_count + s1 - s0;
+  }
   if (sum < 0)
     violation("viewPlan", "negative key ranges");
   if (v.deviceBytes() < v.partialLseOffset())

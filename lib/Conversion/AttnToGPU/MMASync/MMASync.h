@@ -130,8 +130,8 @@ struct ItemValues {
   /// token row) in the KV index arrays, its block count and KV length, the
   /// item's KV head and the position of the request's first query token.
   Value qoStart, qoLen, kvBase, numBlocks, kvLen, kvHead, posOffset;
-  /// The item's index in the work list and the end of the CTA's run of
-  /// items (where its next item is, and whether it has one).
+  /// The item's index in the stored work list and the end of the CTA's run
+  /// of items (where its next item is, and whether it has one).
   Value index, end;
 
   static constexpr unsigned kSize = 17;
@@ -140,11 +140,13 @@ struct ItemValues {
   static ItemValues unflatten(ValueRange values);
 };
 
-/// The fields of work item `index` that place its query rows (request,
-/// head group, first packed row, row count, the request's first query row
-/// and the index); the others stay null.
-ItemValues loadItemQueryRows(KernelBuilder &kb, Value workItems,
-                             Value qoIndptr, Value index);
+/// The fields of stored work item `index` of the CTA's run that place its
+/// query rows (request, head group moved as `item`'s, first packed row, row
+/// count, the request's first query row and the index); the others stay
+/// null.
+ItemValues loadNextItemQueryRows(KernelBuilder &kb, Value workItems,
+                                 Value qoIndptr, const ItemValues &item,
+                                 Value index);
 
 /// !attn.kv_range: the visible keys [begin, end), the interior
 /// [safeLo, safeHi) every row sees in full, and this thread's walk: its

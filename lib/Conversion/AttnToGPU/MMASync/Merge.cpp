@@ -29,7 +29,9 @@
 //  - R = parts, for short splits of tall units (prefill: 64-128 rows, a few
 //    slots each): part p merges row group * R + p alone, no shared memory.
 // gqa_pack and the query head count come from the plan header, so one
-// kernel serves every head configuration of its head_dim and dtype.
+// kernel serves every head configuration of its head_dim and dtype; so do
+// the head-group copies (Plan.h): unit u is stored unit u mod copy_units of
+// copy u / copy_units, its head group and slots moved by that copy's.
 //
 // With griddepcontrol (sm_90+) the kernel reads the plan and its unit's
 // fields, then waits (griddepcontrol.wait) before it reads a partial slot:
@@ -108,6 +110,11 @@ struct MergeLowering : public OpConversionPattern<TileMergeOp> {
     }
 
     Value numUnits = loadIndex(plan, kb.idx(attnrt::kHdrNumMergeUnits));
+    // Unit u is stored unit u mod copy_units of head-group copy u /
+    // copy_units, its head group and slots moved by the copy's (Plan.h).
+    Value copyUnits = loadIndex(plan, kb.idx(attnrt::kHdrCopyUnits));
+    Value copyGroups = loadIndex(plan, kb.idx(attnrt::kHdrCopyGroups));
+    Value copySlots = loadIndex(plan, kb.idx(attnrt::kHdrCopySlots));
     Value pack = loadIndex(plan, kb.idx(attnrt::kHdrGqaPack));
     Value numQoHeads = loadIndex(plan, kb.idx(attnrt::kHdrNumQoHeads));
     Value slotRows = kb.toIndex(one(adaptor.getSlotRows()));
@@ -134,15 +141,19 @@ struct MergeLowering : public OpConversionPattern<TileMergeOp> {
     Value u = kb.remu(v, numUnits);
     if (rowPerPart)
       row = kb.add(kb.mul(row, kb.idx(R)), part);
+    Value copy = kb.divu(u, copyUnits);
+    u = kb.sub(u, kb.mul(copy, copyUnits));
+    Value slotBase = kb.mul(copy, copySlots);
     Value unitBase = kb.mul(u, attnrt::kMergeUnitWords);
     Value rowCount = loadIndex(mergeUnits, kb.add(unitBase, 3));
     // Everything that depends on the unit alone is loaded here, before the
     // row test, so these loads overlap each other and the slot loads instead
-    // of forming a chain of round trips (u < plan[4]: all in bounds).
-    Value firstSlot = loadIndex(mergeIndptr, u);
-    Value lastSlot = loadIndex(mergeIndptr, kb.add(u, 1));
+    // of forming a chain of round trips (u < copy_units: all in bounds).
+    Value firstSlot = kb.add(loadIndex(mergeIndptr, u), slotBase);
+    Value lastSlot = kb.add(loadIndex(mergeIndptr, kb.add(u, 1)), slotBase);
     Value request = loadIndex(mergeUnits, unitBase);
-    Value headGroup = loadIndex(mergeUnits, kb.add(unitBase, 1));
+    Value headGroup = kb.add(loadIndex(mergeUnits, kb.add(unitBase, 1)),
+                             kb.mul(copy, copyGroups));
     Value rowBegin = loadIndex(mergeUnits, kb.add(unitBase, 2));
     Value qoStart = loadIndex(qoIndptr, request);
     // The plan, the merge map and the indptr arrays were uploaded before the

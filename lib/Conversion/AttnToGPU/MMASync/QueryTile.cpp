@@ -330,8 +330,8 @@ struct PrefetchQueryLowering : public OpConversionPattern<TilePrefetchQueryOp> {
     Value next = kb.add(item.index, kb.idx(1));
     emitIf(b, kb.slt(next, item.end), [&] {
       ItemValues nextItem =
-          loadItemQueryRows(kb, adaptor.getWorkItems().front(),
-                            adaptor.getQoIndptr().front(), next);
+          loadNextItemQueryRows(kb, adaptor.getWorkItems().front(),
+                                adaptor.getQoIndptr().front(), item, next);
       issueWarpgroupQueryRows(kb, ctx, nextItem, adaptor.getQuery().front(),
                               getSharedTiles(kb, ctx));
       mlir::attn::detail::cpAsyncCommit(b);

@@ -4,8 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// CTA c runs work items cta_indptr[c] .. cta_indptr[c+1]-1 (the plan ABI,
-// attn/Runtime/Plan.h). An item is (request, head_group, row_begin,
+// CTA c runs work items cta_indptr[c'] .. cta_indptr[c'+1]-1 (the plan ABI,
+// attn/Runtime/Plan.h) of head-group copy g = c / copy_ctas, c' = c - g *
+// copy_ctas: the stored items with g * copy_groups added to their head group
+// and g * copy_slots to their partial slot (a CTA past the copies runs
+// nothing). An item is (request, head_group, row_begin,
 // row_count, kv_begin, kv_end, slot, flags): packed rows row_begin ..
 // row_begin+row_count-1 of the request's head group, where packed row r is
 // token r / P and query head head_group * P + r % P, against keys
@@ -38,45 +41,74 @@ static Value loadItemField(KernelBuilder &kb, Value workItems, Value index,
       .getResult();
 }
 
-/// The fields of work item `index` that say which rows it has: request,
-/// head group, first packed row, row count (and the index).
+/// The fields of stored work item `index` that say which rows it has:
+/// request, head group (moved by its copy's `groupBase`), first packed row,
+/// row count (and the index).
 static ItemValues loadItemRowFields(KernelBuilder &kb, Value workItems,
-                                    Value index) {
+                                    Value index, Value groupBase) {
   ItemValues item;
   auto field = [&](int64_t i) {
     return kb.toIndex(loadItemField(kb, workItems, index, i));
   };
   item.request = field(0);
-  item.headGroup = field(1);
+  item.headGroup = kb.add(field(1), groupBase);
   item.rowBegin = field(2);
   item.rowCount = field(3);
   item.index = index;
   return item;
 }
 
-ItemValues mlir::attn::mmasync::loadItemQueryRows(KernelBuilder &kb,
-                                                  Value workItems,
-                                                  Value qoIndptr, Value index) {
-  ItemValues item = loadItemRowFields(kb, workItems, index);
-  item.qoStart = kb.toIndex(memref::LoadOp::create(
-      kb.builder(), qoIndptr, ValueRange{item.request}));
-  return item;
+ItemValues mlir::attn::mmasync::loadNextItemQueryRows(KernelBuilder &kb,
+                                                      Value workItems,
+                                                      Value qoIndptr,
+                                                      const ItemValues &item,
+                                                      Value index) {
+  // The copy's head-group offset, from `item`'s stored field (a reload from
+  // L1) rather than a value kept live across the item.
+  Value groupBase = kb.sub(
+      item.headGroup, kb.toIndex(loadItemField(kb, workItems, item.index, 1)));
+  ItemValues next = loadItemRowFields(kb, workItems, index, groupBase);
+  next.qoStart = kb.toIndex(memref::LoadOp::create(
+      kb.builder(), qoIndptr, ValueRange{next.request}));
+  return next;
 }
 
 namespace {
 
-/// Reads work item `index` and the request it belongs to.
-ItemValues loadItem(KernelBuilder &kb, const KernelContext &ctx,
+/// The plan's header word `field` (i32).
+static Value loadHeader(KernelBuilder &kb, Value plan, int64_t field) {
+  return memref::LoadOp::create(kb.builder(), plan, ValueRange{kb.idx(field)})
+      .getResult();
+}
+
+/// The head-group copy CTA `cta` runs (i32; Plan.h).
+static Value getCopy(KernelBuilder &kb, Value plan, Value cta) {
+  return kb.divu(cta, loadHeader(kb, plan, attnrt::kHdrCopyCtas));
+}
+
+/// Reads stored work item `index` of the CTA's head-group copy (Plan.h) and
+/// the request it belongs to. The copy and its offsets are derived again for
+/// each item, from %ctaid and the plan header (L1 hits), rather than kept
+/// live across the items: tall tiles have no register to spare.
+ItemValues loadItem(KernelBuilder &kb, const KernelContext &ctx, Value plan,
                     Value workItems, Value qoIndptr, Value kvIndptr,
                     Value kvLastLen, Value index, Value end) {
   ImplicitLocOpBuilder &b = kb.builder();
-  ItemValues item = loadItemRowFields(kb, workItems, index);
+  auto header = [&](int64_t field) { return loadHeader(kb, plan, field); };
+  Value copy = getCopy(kb, plan, mlir::attn::detail::rereadCtaId(b));
+  ItemValues item = loadItemRowFields(
+      kb, workItems, index,
+      kb.toIndex(kb.mul(copy, header(attnrt::kHdrCopyGroups))));
   auto field = [&](int64_t i) {
     return kb.toIndex(loadItemField(kb, workItems, index, i));
   };
   item.kvBegin = field(4);
   item.kvEnd = field(5);
-  item.slot = field(6);
+  // A direct item's slot (-1) stays: only split chunks have one to move.
+  Value slot = loadItemField(kb, workItems, index, 6);
+  item.slot = kb.toIndex(kb.select(
+      kb.slt(slot, kb.i32(0)), slot,
+      kb.add(slot, kb.mul(copy, header(attnrt::kHdrCopySlots)))));
   item.flags = loadItemField(kb, workItems, index, 7);
   item.end = end;
 
@@ -115,12 +147,21 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
     KernelBuilder kb(b);
     auto one = [](ValueRange range) { return range.front(); };
     Value ctaIndptr = one(adaptor.getCtaIndptr());
-    Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-    Value first = kb.toIndex(
-        memref::LoadOp::create(b, ctaIndptr, ValueRange{cta}).getResult());
-    Value last = kb.toIndex(
-        memref::LoadOp::create(b, ctaIndptr, ValueRange{kb.add(cta, 1)})
-            .getResult());
+    Value plan = one(adaptor.getPlan());
+    auto load = [&](Value memref, Value i) {
+      return kb.toIndex(
+          memref::LoadOp::create(b, memref, ValueRange{i}).getResult());
+    };
+    // The head-group copy this CTA runs, and its stored CTA.
+    Value cta = kb.toI32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
+    Value copy = getCopy(kb, plan, cta);
+    Value stored = kb.toIndex(
+        kb.sub(cta, kb.mul(copy, loadHeader(kb, plan, attnrt::kHdrCopyCtas))));
+    Value first = load(ctaIndptr, stored);
+    Value last = load(ctaIndptr, kb.add(stored, 1));
+    // CTAs past the copies (a fixed grid's spares) run nothing.
+    last = kb.select(kb.slt(copy, loadHeader(kb, plan, attnrt::kHdrCopies)),
+                     last, first);
     // Warp-specialized kernels: thread 0 arms the ring's mbarriers once;
     // their phases run on across items (KVPipeline.cpp).
     if (ctx.specialized) {
@@ -148,7 +189,7 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
     Value lastLen = adaptor.getKvLastLen().empty()
                         ? Value()
                         : one(adaptor.getKvLastLen());
-    ItemValues item = loadItem(kb, ctx, one(adaptor.getWorkItems()),
+    ItemValues item = loadItem(kb, ctx, plan, one(adaptor.getWorkItems()),
                                one(adaptor.getQoIndptr()),
                                one(adaptor.getKvIndptr()), lastLen,
                                loop.getInductionVar(), last);

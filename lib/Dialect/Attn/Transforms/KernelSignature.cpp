@@ -63,6 +63,7 @@ mlir::attn::getAttentionKernelArguments(Type dtype, bool paged,
   Type i8 = IntegerType::get(ctx, 8);
   auto buf = [](Type t) { return getKernelBufferType(t); };
   SmallVector<KernelArgument> args = {
+      {"plan", buf(i32), {}},
       {"cta_indptr", buf(i32), {}},  {"work_items", buf(i32), {}},
       {"partial_o", buf(f32), {}},   {"partial_lse", buf(f32), {}},
       {"slot_rows", i32, {}},        {"q", buf(dtype), {}},

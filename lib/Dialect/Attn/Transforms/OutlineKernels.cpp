@@ -230,7 +230,7 @@ void buildAttentionBody(OpBuilder &b, gpu::GPUFuncOp func,
   auto probsType = ProbsType::get(ctx, rows, keys, info.dtype);
   auto stateType = SoftmaxType::get(ctx, rows, D);
 
-  auto loop = TileWorkLoopOp::create(b, loc, arg("cta_indptr"),
+  auto loop = TileWorkLoopOp::create(b, loc, arg("plan"), arg("cta_indptr"),
                                      arg("work_items"), arg("qo_indptr"),
                                      arg("kv_indptr"), kvLastLen);
   Block *body = b.createBlock(&loop.getBody(), {}, {itemType}, {loc});

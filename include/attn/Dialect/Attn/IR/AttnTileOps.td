@@ -53,22 +53,27 @@ def Attn_TileWorkLoopOp : Attn_TileOp<"work_loop", [
     SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
   let summary = "run this CTA's work items of the plan";
   let description = [{
-    CTA `c` of the persistent grid runs the work items `cta_indptr[c] ..
-    cta_indptr[c+1]-1` of `work_items` (the plan ABI), in order; the body
-    runs once per item, with the item as its block argument. The request
+    CTA `c` of the persistent grid runs the work items `cta_indptr[c'] ..
+    cta_indptr[c'+1]-1` of `work_items` (the plan ABI), in order; the body
+    runs once per item, with the item as its block argument. The plan's
+    header (`plan`) says how many head-group copies of the stored work run:
+    CTA `c` runs copy `g = c / copy_ctas` (nothing when `g >= copies`) of
+    stored CTA `c' = c - g * copy_ctas`, its items moved by `g *
+    copy_groups` head groups and `g * copy_slots` partial slots. The request
     arrays give each item's query rows and KV length (`kv_last_len` for
     paged formats).
 
     ```mlir
-    attn.tile.work_loop %cta_indptr, %work_items
+    attn.tile.work_loop %plan, %cta_indptr, %work_items
         requests(%qo_indptr, %kv_indptr, %kv_last_len : memref<...>, memref<...>, memref<...>)
-        : memref<...>, memref<...> {
+        : memref<...>, memref<...>, memref<...> {
     ^bb0(%item: !attn.item):
       ...
     }
     ```
   }];
   let arguments = (ins
+    Attn_I32Buffer:$plan,
     Attn_I32Buffer:$cta_indptr,
     Attn_I32Buffer:$work_items,
     Attn_I32Buffer:$qo_indptr,
@@ -77,10 +82,10 @@ def Attn_TileWorkLoopOp : Attn_TileOp<"work_loop", [
   );
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $cta_indptr `,` $work_items
+    $plan `,` $cta_indptr `,` $work_items
     `requests` `(` $qo_indptr `,` $kv_indptr (`,` $kv_last_len^)?
       `:` type($qo_indptr) `,` type($kv_indptr) (`,` type($kv_last_len)^)? `)`
-    attr-dict `:` type($cta_indptr) `,` type($work_items) $body
+    attr-dict `:` type($plan) `,` type($cta_indptr) `,` type($work_items) $body
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = tileExtraClassDeclaration # [{
@@ -494,8 +499,11 @@ def Attn_TileMergeOp : Attn_TileOp<"merge", [AttrSizedOperandSegments]> {
     merge_indptr[u+1]-1` row by row: with base-2 LSEs `s_i`,
     `m = max s_i`, `o = sum 2^(s_i - m) o_i / sum 2^(s_i - m)`,
     `lse = m + log2(sum 2^(s_i - m))` (all -inf gives 0 / -inf), and writes
-    the rows of `output` and `lse`. The head configuration comes from the
-    plan's header, so one kernel serves every head count of its head dim;
+    the rows of `output` and `lse`. Unit `u` of a plan with head-group
+    copies is stored unit `u mod copy_units` of copy `u / copy_units`, its
+    head group and slots moved by that copy's (the plan ABI). The head
+    configuration comes from the plan's header, so one kernel serves every
+    head count of its head dim;
     with an `output_transform` region, the merged row is transformed first,
     at the query's position (from `kv_indptr`, `kv_last_len`).
 
