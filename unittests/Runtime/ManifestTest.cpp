@@ -162,6 +162,10 @@ TEST(Manifest, RefusesBadManifestsWithAMessage) {
        StatusCode::ManifestParseError, "f16"},
       {replace(ex, "{\"name\": \"work_items\", \"kind\": \"ptr\"},", ""),
        StatusCode::ManifestParseError, "work_items"},
+      // An attention kernel of plan ABI 2 (no plan: head-group copies unread).
+      {replace(ex, "{\"name\": \"plan\", \"kind\": \"ptr\"},\n        {\"name\": \"cta_indptr\"",
+               "{\"name\": \"cta_indptr\""),
+       StatusCode::ManifestParseError, "must take argument \"plan\""},
       {replace(ex, "{\"name\": \"merge_units\", \"kind\": \"ptr\"},", ""),
        StatusCode::ManifestParseError, "merge_units"},
       {replace(ex, "\"threads\": 128,", ""), StatusCode::ManifestParseError,
