@@ -131,8 +131,10 @@ if [[ $steps == *" ab "* ]]; then
   build_old
   for round in $(seq ${AB_ROUNDS:-2}); do
     for which in old new; do
-      b=$build; [ $which = old ] && b=$old
-      PYTHONPATH=$b/python ATTN_BUILD_DIR=$b timeout 60 python3 bench/harness/plan_overhead.py \
+      b=$build c=$PWD/out/kernels
+      # The old build with its own kernels: the first of OLD_PACKS, if any.
+      if [ $which = old ]; then b=$old; [ -n "${OLD_PACKS:-}" ] && c=$PWD/out/${OLD_PACKS%% *}; fi
+      PYTHONPATH=$b/python ATTN_BUILD_DIR=$b ATTN_CACHE_DIR=$c timeout 60 python3 bench/harness/plan_overhead.py \
         --batches 1,256,1024 --calls 400 --breakdown > "$L/plan-ab-$which-$round.log" 2>&1
       stamp "plan ab $which round $round: $(grep -E '^ +256 ' "$L/plan-ab-$which-$round.log")"
     done
