@@ -1,8 +1,10 @@
 """GPU: scores whose row maxima move along the keys, against the float32 reference.
 
-The online softmax moves a warp's running max only when a row's max grew by
-more than a slack (2^8 in the probabilities; lib/Conversion/AttnToGPU/MMASync/
-TileMath.cpp) and skips the accumulator's rescale otherwise. These tests give
+The pipelined loop's kernels (head dim 128's three-stage tile) move a warp's
+running max only when a row's max grew by more than a slack (2^8 in the
+probabilities; movesRowMaxLazily, lib/Conversion/AttnToGPU/MMASync/TileMath.cpp)
+and skip the accumulator's rescale otherwise; the others (head dims 64 and
+256, decode) rescale at every tile. These tests give
 every query a score that ramps with the key's position (dimension 0 of q is
 constant, of k the key's position times ``slope``): steep ramps move the max
 by more than the slack at every tile, gentle ones by less (the max moves
