@@ -199,6 +199,14 @@ TEST(TileLayout, WgmmaTakesWholeWarpgroupsOfSwizzledRows) {
   EXPECT_LE(getTileSharedMemory(d256, 256, TileMMA::Wgmma).bytes,
             sm90a.getSharedMemoryPerBlock());
   EXPECT_EQ(chooseTile(&ctx, 128, 128, sm90).getKv(), 64);
+  // The lazy running max (measured faster only there): the pipelined
+  // loop's tile, not head dim 64's 192 rows nor 256's two stages.
+  TileAttr d128 = chooseTile(&ctx, 128, 128, sm90a);
+  EXPECT_TRUE(isKVLoopPipelined(d128, TileMMA::Wgmma));
+  EXPECT_TRUE(movesRowMaxLazily(d128, TileMMA::Wgmma));
+  EXPECT_FALSE(movesRowMaxLazily(d64, TileMMA::Wgmma));
+  EXPECT_FALSE(movesRowMaxLazily(d256, TileMMA::Wgmma));
+  EXPECT_FALSE(movesRowMaxLazily(d128, TileMMA::MmaSync));
 }
 
 TEST(TileHeuristics, OnlyTheWarpSpecializedTileLoadsKVByTMA) {

@@ -196,6 +196,12 @@ Value mlir::attn::detail::rereadCtaId(ImplicitLocOpBuilder &b) {
       .front();
 }
 
+Value mlir::attn::detail::warpAny(ImplicitLocOpBuilder &b, Value pred) {
+  Value all = arith::ConstantIntOp::create(b, -1, 32);
+  return NVVM::VoteSyncOp::create(b, b.getI1Type(), all, pred,
+                                  NVVM::VoteSyncKind::any);
+}
+
 SmallVector<Value> mlir::attn::detail::wgmmaFence(ImplicitLocOpBuilder &b,
                                                   ValueRange values) {
   return orderedThrough(b, "wgmma.fence.sync.aligned;", values);

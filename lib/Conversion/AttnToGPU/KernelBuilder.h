@@ -173,6 +173,9 @@ mlir::Value opaqueIndex(mlir::ImplicitLocOpBuilder &b, mlir::Value index);
 /// hoists nor merges the read, so a loop that needs it keeps no register
 /// live for it.
 mlir::Value rereadCtaId(mlir::ImplicitLocOpBuilder &b);
+/// Whether `pred` (i1) holds in any lane of the warp (`vote.sync.any`, all
+/// lanes active): a warp-uniform i1, for branches every lane takes alike.
+mlir::Value warpAny(mlir::ImplicitLocOpBuilder &b, mlir::Value pred);
 /// `wgmma.fence.sync.aligned`; returns `values` (accumulators and A
 /// registers written since the last wgmma), ordered after it.
 llvm::SmallVector<mlir::Value> wgmmaFence(mlir::ImplicitLocOpBuilder &b,

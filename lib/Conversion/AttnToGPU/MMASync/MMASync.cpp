@@ -48,6 +48,7 @@ KernelContext KernelContext::get(Operation *op) {
   TileMMA mma = ctx.wgmma ? TileMMA::Wgmma : TileMMA::MmaSync;
   ctx.specialized = getProducerWarps(ctx.tile, mma) > 0;
   ctx.pipelined = isKVLoopPipelined(ctx.tile, mma);
+  ctx.lazyMax = movesRowMaxLazily(ctx.tile, mma);
   ctx.smem = getTileSharedMemory(ctx.tile, ctx.D, mma);
   return ctx;
 }

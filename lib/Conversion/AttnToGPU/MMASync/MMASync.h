@@ -62,6 +62,9 @@ struct KernelContext {
   /// warps release a tile one step later, and the GEMMs the tile form marks
   /// in flight are awaited by their consumers.
   bool pipelined;
+  /// The online softmax moves a warp's running max only past a slack
+  /// (movesRowMaxLazily), and rescales the accumulator only then.
+  bool lazyMax;
 
   /// The context of the kernel `op` is in (its attn.launch must exist: the
   /// tile ops' verifiers ensure it).

@@ -46,6 +46,10 @@ using mlir::attn::detail::packPair;
 using mlir::attn::detail::SoftmaxState;
 
 static constexpr float kLog2e = 1.4426950408889634f;
+/// How far (log2 units) a warp's row max may grow before the warp moves its
+/// running max and rescales (where ctx.lazyMax): probabilities stay below 2^8 = 256, which f16
+/// and bf16 hold with their usual relative precision.
+static constexpr float kRescaleSlack = 8.0f;
 
 namespace {
 
@@ -343,20 +347,40 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       s = unflattenFragments(ifOp.getResults());
     }
 
-    // Online softmax, rows g (elements 0, 1) and g + 8 (elements 2, 3); the
-    // accumulator is rescaled last, so that a P V still in flight has the
-    // rest of the softmax to finish.
+    // Online softmax, rows g (elements 0, 1) and g + 8 (elements 2, 3).
     // Row max and row sum as trees: a running accumulation is a chain of
     // 2 * NT dependent adds that ptxas keeps (fp math is not reassociated).
-    Value alpha[2];
-    for (int64_t r = 0; r < 2; ++r) {
+    // With ctx.lazyMax a warp keeps its rows' maxima while no row's grew by
+    // more than kRescaleSlack (log2 units), so that its probabilities stay
+    // below 2^kRescaleSlack, and skips the accumulator's rescale; the sum
+    // and the accumulator stay in the same units, so the normalised output
+    // and the LSE are those of the true max. A row that has seen only
+    // masked keys keeps m = -inf; subtract 0 then.
+    auto newMax = [&](int64_t r) {
       SmallVector<Value> row;
       for (int64_t nt = 0; nt < NT; ++nt)
         row.append({s[nt][2 * r], s[nt][2 * r + 1]});
       Value rowMax = kb.fmul(kb.quadMax(kb.treeMax(row)), toLog2);
-      Value mNew = kb.fmax(st.m[r], rowMax);
-      // A row that has seen only masked keys keeps m = -inf; subtract 0 then.
-      Value mUse = kb.select(kb.foeq(mNew, negInf), zeroF, mNew);
+      return kb.fmax(st.m[r], rowMax);
+    };
+    Value mNew[2], rescale;
+    if (ctx.lazyMax) {
+      Value grew;
+      for (int64_t r = 0; r < 2; ++r) {
+        mNew[r] = newMax(r);
+        // -inf - -inf is NaN, which compares false: such a row never grew.
+        Value rowGrew =
+            kb.fogt(kb.fsub(mNew[r], st.m[r]), kb.f32(kRescaleSlack));
+        grew = r == 0 ? rowGrew : kb.ori(grew, rowGrew);
+      }
+      rescale = mlir::attn::detail::warpAny(b, grew);
+    }
+    Value alpha[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      mNew[r] = rescale ? kb.select(rescale, mNew[r], st.m[r]) : newMax(r);
+      Value mUse = kb.select(kb.foeq(mNew[r], negInf), zeroF, mNew[r]);
+      // 1 where the warp keeps its maxima (0 for a row still at -inf, whose
+      // sum and accumulator are 0).
       alpha[r] = kb.exp2(kb.fsub(st.m[r], mUse));
       Value negM = arith::NegFOp::create(b, mUse);
       SmallVector<Value> probs;
@@ -367,8 +391,11 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
           probs.push_back(x);
         }
       st.l[r] = kb.fadd(kb.fmul(st.l[r], alpha[r]), kb.treeSum(probs));
-      st.m[r] = mNew;
+      st.m[r] = mNew[r];
     }
+    // The accumulator is rescaled last, so that a P V still in flight has
+    // the rest of the softmax to finish; with ctx.lazyMax only where the
+    // warp moved its maxima (a warp-uniform branch).
     if (std::optional<uint64_t> pending = op.getAwaitAcc(); pending && ctx.wgmma) {
       SmallVector<Value> acc;
       for (auto &frag : st.acc)
@@ -378,9 +405,32 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
         for (int64_t e = 0; e < 4; ++e)
           st.acc[i][e] = acc[4 * i + e];
     }
-    for (auto &frag : st.acc)
+    auto scaleAcc = [&] {
+      SmallVector<Value> scaled;
+      for (auto &frag : st.acc)
+        for (int64_t e = 0; e < 4; ++e)
+          scaled.push_back(kb.fmul(frag[e], alpha[e / 2]));
+      return scaled;
+    };
+    SmallVector<Value> acc;
+    if (rescale) {
+      SmallVector<Type> types(4 * st.acc.size(), b.getF32Type());
+      auto ifOp = scf::IfOp::create(b, types, rescale, /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, scaleAcc());
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      SmallVector<Value> kept;
+      for (auto &frag : st.acc)
+        kept.append(frag.begin(), frag.end());
+      scf::YieldOp::create(b, kept);
+      b.setInsertionPointAfter(ifOp);
+      acc = ifOp.getResults();
+    } else {
+      acc = scaleAcc();
+    }
+    for (size_t i = 0; i < st.acc.size(); ++i)
       for (int64_t e = 0; e < 4; ++e)
-        frag[e] = kb.fmul(frag[e], alpha[e / 2]);
+        st.acc[i][e] = acc[4 * i + e];
 
     // P as the A operand of P V: k16 step kk is n-tiles 2kk and 2kk + 1.
     SmallVector<Value> probs;

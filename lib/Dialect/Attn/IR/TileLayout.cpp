@@ -92,6 +92,10 @@ bool mlir::attn::isKVLoopPipelined(TileAttr tile, TileMMA mma) {
   return getProducerWarps(tile, mma) > 0 && tile.getStages() >= 3;
 }
 
+bool mlir::attn::movesRowMaxLazily(TileAttr tile, TileMMA mma) {
+  return isKVLoopPipelined(tile, mma);
+}
+
 int64_t mlir::attn::getMergeSharedBytes(int64_t threads, int64_t rowsPerCta) {
   return rowsPerCta == 1 ? threads * 10 * 4 : 0;
 }

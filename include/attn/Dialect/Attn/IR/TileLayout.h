@@ -105,6 +105,14 @@ int64_t getKVBoxRows(TileAttr tile, int64_t headDim, BsrAttr format);
 /// stage.
 bool isKVLoopPipelined(TileAttr tile, TileMMA mma);
 
+/// Whether the online softmax of `tile`'s kernel moves a warp's running max
+/// only when a row's max grew past a slack, skipping the accumulator's
+/// rescale otherwise (docs/Kernels.md, "The running max"): the pipelined
+/// loop's tiles, where it was measured faster (P1 +2.5%, P2 +1.2%, P5 +2.5%
+/// on an H200); head dim 64's 192-row tile ran 3.7% slower with it and head
+/// dim 256's 1%, so the others keep the textbook update (bench/NOTES.md v48).
+bool movesRowMaxLazily(TileAttr tile, TileMMA mma);
+
 /// The dynamic shared memory of a merge kernel of `threads` threads that
 /// merges `rowsPerCta` rows at a time: with one row, each thread publishes
 /// its state (8 accumulator floats, its max and its sum, [10][threads] f32:
