@@ -75,10 +75,8 @@ def test_decode_scores_ramping_along_the_keys(slope):
         pos = torch.arange(len(pages) * page, dtype=torch.float32).reshape(len(pages), page)
         kv[pages, 0, :, :, 0] = (SLOPES[slope] * pos)[:, :, None]
     kv = kv.to(torch.bfloat16)
-    k_tok = torch.cat([kv[indices[kv_indptr[b]:kv_indptr[b + 1]].long(), 0].reshape(-1, HKV, d)[:n]
-                       for b, n in enumerate(kv_lens)])
-    v_tok = torch.cat([kv[indices[kv_indptr[b]:kv_indptr[b + 1]].long(), 1].reshape(-1, HKV, d)[:n]
-                       for b, n in enumerate(kv_lens)])
+    k_tok, v_tok = (torch.cat([kv[indices[kv_indptr[b]:kv_indptr[b + 1]].long(), side].reshape(-1, HKV, d)[:n]
+                               for b, n in enumerate(kv_lens)]) for side in (0, 1))
     q = torch.randn(len(kv_lens), HQ, d, generator=gen)
     q[:, :, 0] = 4.0
     q = q.to(torch.bfloat16).cuda()

@@ -47,8 +47,8 @@ using mlir::attn::detail::SoftmaxState;
 
 static constexpr float kLog2e = 1.4426950408889634f;
 /// How far (log2 units) a warp's row max may grow before the warp moves its
-/// running max and rescales (where ctx.lazyMax): probabilities stay below 2^8 = 256, which f16
-/// and bf16 hold with their usual relative precision.
+/// running max and rescales (where ctx.lazyMax): probabilities stay below
+/// 2^8 = 256, which f16 and bf16 hold with their usual relative precision.
 static constexpr float kRescaleSlack = 8.0f;
 
 namespace {
@@ -379,8 +379,8 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     for (int64_t r = 0; r < 2; ++r) {
       mNew[r] = rescale ? kb.select(rescale, mNew[r], st.m[r]) : newMax(r);
       Value mUse = kb.select(kb.foeq(mNew[r], negInf), zeroF, mNew[r]);
-      // 1 where the warp keeps its maxima (0 for a row still at -inf, whose
-      // sum and accumulator are 0).
+      // exp2(m_old - m_new): 1 where the max stays (0 for a row leaving
+      // -inf, whose sum and accumulator are 0).
       alpha[r] = kb.exp2(kb.fsub(st.m[r], mUse));
       Value negM = arith::NegFOp::create(b, mUse);
       SmallVector<Value> probs;
@@ -396,37 +396,28 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     // The accumulator is rescaled last, so that a P V still in flight has
     // the rest of the softmax to finish; with ctx.lazyMax only where the
     // warp moved its maxima (a warp-uniform branch).
-    if (std::optional<uint64_t> pending = op.getAwaitAcc(); pending && ctx.wgmma) {
-      SmallVector<Value> acc;
-      for (auto &frag : st.acc)
-        acc.append(frag.begin(), frag.end());
-      acc = mlir::attn::detail::wgmmaWait(b, int32_t(*pending), acc);
-      for (size_t i = 0; i < st.acc.size(); ++i)
-        for (int64_t e = 0; e < 4; ++e)
-          st.acc[i][e] = acc[4 * i + e];
-    }
-    auto scaleAcc = [&] {
-      SmallVector<Value> scaled;
-      for (auto &frag : st.acc)
-        for (int64_t e = 0; e < 4; ++e)
-          scaled.push_back(kb.fmul(frag[e], alpha[e / 2]));
-      return scaled;
-    };
     SmallVector<Value> acc;
+    for (auto &frag : st.acc)
+      acc.append(frag.begin(), frag.end());
+    if (std::optional<uint64_t> pending = op.getAwaitAcc(); pending && ctx.wgmma)
+      acc = mlir::attn::detail::wgmmaWait(b, int32_t(*pending), acc);
+    auto scaled = [&] {
+      SmallVector<Value> out;
+      for (auto [i, x] : llvm::enumerate(acc))
+        out.push_back(kb.fmul(x, alpha[(i % 4) / 2]));
+      return out;
+    };
     if (rescale) {
-      SmallVector<Type> types(4 * st.acc.size(), b.getF32Type());
+      SmallVector<Type> types(acc.size(), b.getF32Type());
       auto ifOp = scf::IfOp::create(b, types, rescale, /*withElseRegion=*/true);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, scaleAcc());
+      scf::YieldOp::create(b, scaled());
       b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      SmallVector<Value> kept;
-      for (auto &frag : st.acc)
-        kept.append(frag.begin(), frag.end());
-      scf::YieldOp::create(b, kept);
+      scf::YieldOp::create(b, acc);
       b.setInsertionPointAfter(ifOp);
       acc = ifOp.getResults();
     } else {
-      acc = scaleAcc();
+      acc = scaled();
     }
     for (size_t i = 0; i < st.acc.size(); ++i)
       for (int64_t e = 0; e < 4; ++e)
