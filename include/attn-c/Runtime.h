@@ -137,6 +137,49 @@ ATTN_RT_EXPORT attnRtStatus attnRtPlanAndUpload(
     size_t device_bytes, uint64_t stream,
     attnRtPlanSummary *summary /* nullable */);
 
+/* What attnRtPlanAndUploadWith copies besides the plan, and with what.
+ * Graph mode's fixed device buffers: the plan's qo_indptr, kv_indptr and
+ * kv_last_len go to *_dst (0 skips one), and kv_indices_bytes of the page
+ * table at kv_indices to kv_indices_dst (skipped when 0 or the same). A
+ * copy_indices kernel (copy_module / copy_kernel; null: the driver's copies)
+ * makes several copies in one launch; with reads_host (the host workspace is
+ * pinned memory the device maps, attnRtHostIsDeviceMapped) that launch also
+ * copies the plan, reading it from the host. `fence` (nullable, see
+ * attnRtFenceCreate) is recorded after the last copy that reads the host
+ * workspace: wait on it before the next plan rewrites it. Zero-initialize,
+ * then fill. */
+typedef struct attnRtUploadOptions {
+  uint64_t qo_indptr_dst;
+  uint64_t kv_indptr_dst;
+  uint64_t kv_last_len_dst;
+  uint64_t kv_indices;
+  uint64_t kv_indices_dst;
+  size_t kv_indices_bytes;
+  attnRtModule_t copy_module;
+  const char *copy_kernel;
+  int32_t reads_host;
+  struct attnRtFence *fence;
+} attnRtUploadOptions;
+
+/* attnRtPlanAndUpload with `options` (nullable: none): the plan's copy and
+ * graph mode's fixed-buffer copies queued on `stream` in as few driver calls
+ * as they take (one launch, where the copy kernel holds them all and reads
+ * the host; else a copy per part of the plan, then the fixed buffers in one
+ * launch or a copy each), and options->fence recorded after those that
+ * read the host workspace. */
+ATTN_RT_EXPORT attnRtStatus attnRtPlanAndUploadWith(
+    const attnRtPlanConfig *config, const attnRtPlanInputs *inputs,
+    void *host_workspace, size_t host_bytes, uint64_t device_workspace,
+    size_t device_bytes, const attnRtUploadOptions *options /* nullable */,
+    uint64_t stream, attnRtPlanSummary *summary /* nullable */);
+
+/* *mapped = 1 when the device reads host memory [host, host + bytes) at the
+ * same addresses (cuMemHostAlloc / cudaHostAlloc / PyTorch's pin_memory under
+ * unified addressing), else 0 (pageable memory is not an error). */
+ATTN_RT_EXPORT attnRtStatus attnRtHostIsDeviceMapped(const void *host,
+                                                     size_t bytes,
+                                                     int32_t *mapped);
+
 /* Loads a cubin/fatbin/PTX image with its manifest JSON (NUL-terminated). */
 ATTN_RT_EXPORT attnRtStatus attnRtModuleLoad(const void *image, size_t image_bytes,
                                              const char *manifest_json,

@@ -47,6 +47,10 @@ struct attnRtModule {
   std::unique_ptr<Module> module;
 };
 
+struct attnRtFence {
+  UploadFence fence;
+};
+
 template <typename F> static attnRtStatus guarded(F &&f) {
   try {
     return f();
@@ -141,6 +145,7 @@ attnRtStatus attnRtPlanWorkspaceSize(const attnRtPlanConfig *config,
 static attnRtStatus planImpl(const attnRtPlanConfig *config,
                              const attnRtPlanInputs *inputs, void *ws,
                              size_t bytes, uint64_t device, size_t deviceBytes,
+                             const attnRtUploadOptions *options,
                              uint64_t stream, attnRtPlanSummary *summary) {
   return guarded([&] {
     PlanConfig c;
@@ -156,8 +161,21 @@ static attnRtStatus planImpl(const attnRtPlanConfig *config,
     in.num_cache_blocks = inputs->num_cache_blocks;
     Status s = plan(c, in, ws, bytes);
     const PlanView v{static_cast<const int32_t *>(ws)};
-    if (s.ok() && device)
-      s = uploadPlan(v, device, deviceBytes, stream);
+    if (s.ok() && device) {
+      FixedBuffers fixed;
+      CopyKernel kernel;
+      UploadFence *fence = options && options->fence ? &options->fence->fence : nullptr;
+      if (options) {
+        fixed = {options->qo_indptr_dst,  options->kv_indptr_dst,
+                 options->kv_last_len_dst, options->kv_indices,
+                 options->kv_indices_dst, options->kv_indices_bytes};
+        if (options->copy_module)
+          kernel = {options->copy_module->module.get(),
+                    options->copy_kernel ? options->copy_kernel : "",
+                    options->reads_host != 0};
+      }
+      s = uploadPlan(v, device, deviceBytes, fixed, kernel, fence, stream);
+    }
     if (s.ok() && summary) {
       summary->num_ctas = v.numCtas();
       summary->num_items = v.numItems();
@@ -175,7 +193,7 @@ static attnRtStatus planImpl(const attnRtPlanConfig *config,
 attnRtStatus attnRtPlan(const attnRtPlanConfig *config,
                         const attnRtPlanInputs *inputs, void *ws, size_t bytes,
                         attnRtPlanSummary *summary) {
-  return planImpl(config, inputs, ws, bytes, 0, 0, 0, summary);
+  return planImpl(config, inputs, ws, bytes, 0, 0, nullptr, 0, summary);
 }
 
 attnRtStatus attnRtPlanAndUpload(const attnRtPlanConfig *config,
@@ -187,8 +205,35 @@ attnRtStatus attnRtPlanAndUpload(const attnRtPlanConfig *config,
     return guarded([] {
       return invalidArg("attnRtPlanAndUpload: device_workspace is null");
     });
-  return planImpl(config, inputs, ws, bytes, device, deviceBytes, stream,
-                  summary);
+  return planImpl(config, inputs, ws, bytes, device, deviceBytes, nullptr,
+                  stream, summary);
+}
+
+attnRtStatus attnRtPlanAndUploadWith(const attnRtPlanConfig *config,
+                                     const attnRtPlanInputs *inputs, void *ws,
+                                     size_t bytes, uint64_t device,
+                                     size_t deviceBytes,
+                                     const attnRtUploadOptions *options,
+                                     uint64_t stream,
+                                     attnRtPlanSummary *summary) {
+  if (!device)
+    return guarded([] {
+      return invalidArg("attnRtPlanAndUploadWith: device_workspace is null");
+    });
+  return planImpl(config, inputs, ws, bytes, device, deviceBytes, options,
+                  stream, summary);
+}
+
+attnRtStatus attnRtHostIsDeviceMapped(const void *host, size_t bytes,
+                                      int32_t *mapped) {
+  return guarded([&] {
+    if (!mapped)
+      return invalidArg("attnRtHostIsDeviceMapped: mapped is null");
+    bool m = false;
+    Status s = hostIsDeviceMapped(host, bytes, &m);
+    *mapped = m;
+    return report(s);
+  });
 }
 
 attnRtStatus attnRtModuleLoad(const void *image, size_t bytes, const char *manifest,
@@ -357,10 +402,6 @@ attnRtStatus attnRtCopyOnDevice(uint64_t src, size_t bytes, uint64_t dst,
     return report(copyOnDevice(src, bytes, dst, stream));
   });
 }
-
-struct attnRtFence {
-  UploadFence fence;
-};
 
 attnRtStatus attnRtFenceCreate(attnRtFence_t *fence) {
   return guarded([&] {

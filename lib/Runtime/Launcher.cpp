@@ -101,6 +101,65 @@ Status uploadPlan(const PlanView &plan, uint64_t ws, size_t bytes,
   return uploadPlan(plan, ws, stream);
 }
 
+/// Argument names of a copy_indices kernel's pairs.
+constexpr int32_t kMaxCopyKernelPairs = 16;
+static const char *const kPairNames[kMaxCopyKernelPairs][3] = {
+    {"n0", "src0", "dst0"},    {"n1", "src1", "dst1"},    {"n2", "src2", "dst2"},
+    {"n3", "src3", "dst3"},    {"n4", "src4", "dst4"},    {"n5", "src5", "dst5"},
+    {"n6", "src6", "dst6"},    {"n7", "src7", "dst7"},    {"n8", "src8", "dst8"},
+    {"n9", "src9", "dst9"},    {"n10", "src10", "dst10"}, {"n11", "src11", "dst11"},
+    {"n12", "src12", "dst12"}, {"n13", "src13", "dst13"}, {"n14", "src14", "dst14"},
+    {"n15", "src15", "dst15"}};
+
+int32_t copyKernelPairs(const KernelManifest &k) {
+  // num_rows, then n, src, dst of each pair: the order the lowering declares
+  // them in, which launchCopies binds by position. Another shape: none.
+  const size_t n = k.args.size();
+  if (k.role != KernelRole::CopyIndices || n < 4 || (n - 1) % 3 != 0 ||
+      (n - 1) / 3 > size_t(kMaxCopyKernelPairs) ||
+      k.args[0].name != plan_args::kNumRows || k.args[0].kind != ArgKind::I32)
+    return 0;
+  const int32_t pairs = int32_t((n - 1) / 3);
+  static const ArgKind kinds[3] = {ArgKind::I32, ArgKind::Ptr, ArgKind::Ptr};
+  for (int32_t i = 0; i < pairs; ++i)
+    for (int32_t j = 0; j < 3; ++j)
+      if (k.args[1 + 3 * i + j].name != kPairNames[i][j] ||
+          k.args[1 + 3 * i + j].kind != kinds[j])
+        return 0;
+  return pairs;
+}
+
+UploadSchedule scheduleUpload(const PlanView &plan, uint64_t deviceWorkspace,
+                              const FixedBuffers &fixed, int32_t kernelPairs,
+                              bool readsHost) {
+  UploadSchedule u;
+  PlanSpan spans[kMaxPlanSpans];
+  u.numSpans = planUploadSpans(plan, spans);
+  for (int32_t i = 0; i < u.numSpans; ++i)
+    u.copies[u.numCopies++] = {spans[i].offset, deviceWorkspace + spans[i].offset,
+                               int64_t(spans[i].bytes / 4), true};
+  const int32_t *w = plan.words;
+  const int64_t n = plan.batch();
+  const struct {
+    PlanHeaderField offset;
+    int64_t words;
+    uint64_t dst;
+  } arrays[3] = {{kHdrOffQoIndptr, n + 1, fixed.qoIndptr},
+                 {kHdrOffKvIndptr, n + 1, fixed.kvIndptr},
+                 {kHdrOffKvLastLen, n, fixed.kvLastLen}};
+  for (const auto &a : arrays)
+    if (a.dst && a.words > 0)
+      u.copies[u.numCopies++] = {4 * uint64_t(w[a.offset]), a.dst, a.words, true};
+  if (fixed.kvIndicesDst && fixed.kvIndicesDst != fixed.kvIndices &&
+      fixed.kvIndicesBytes >= 4)
+    u.copies[u.numCopies++] = {fixed.kvIndices, fixed.kvIndicesDst,
+                               int64_t(fixed.kvIndicesBytes / 4), false};
+  const int32_t numFixed = u.numCopies - u.numSpans;
+  u.oneLaunch = readsHost && u.numCopies > 1 && u.numCopies <= kernelPairs;
+  u.fixedByKernel = !u.oneLaunch && numFixed > 1 && numFixed <= kernelPairs;
+  return u;
+}
+
 Status run(const Module &m, std::string_view attentionKernel,
            std::string_view mergeKernel, const PlanView &plan, uint64_t ws,
            size_t bytes, const KernelArg *args, int32_t numArgs,
@@ -799,6 +858,119 @@ Status run(const Module &m, std::string_view attentionKernel,
                   : Status::success();
 }
 
+/// One launch of copy_indices kernel `k` of `m` over `copies` (the kernel's
+/// other pairs copy nothing); a copy from the plan reads it at `planBase`
+/// (the host plan, or its device copy).
+static Status launchCopies(const Module &m, const KernelManifest &k,
+                           const WordCopy *copies, int32_t numCopies,
+                           uint64_t planBase, uint64_t stream) {
+  // Bound by position (copyKernelPairs checked the names): launchRows' match
+  // by name is quadratic in the 25 arguments, several microseconds a plan.
+  const int32_t pairs = copyKernelPairs(k);
+  if (numCopies > pairs)
+    return Status(StatusCode::InvalidArgument,
+                  "copy kernel \"" + k.name + "\" copies " +
+                      std::to_string(pairs) + " arrays, " +
+                      std::to_string(numCopies) + " asked");
+  ParamBlock pb;
+  int64_t rows = 0;
+  for (int32_t i = 0; i < pairs; ++i) {
+    const WordCopy c = i < numCopies ? copies[i] : WordCopy{};
+    if (c.words < 0 || c.words > std::numeric_limits<int32_t>::max() - rows)
+      return Status(StatusCode::InvalidArgument,
+                    "the copy kernel's arrays exceed 2^31-1 words");
+    rows += c.words;
+    const int32_t words = int32_t(c.words);
+    uint64_t *slot = pb.slots + 1 + 3 * i;
+    slot[0] = 0;
+    std::memcpy(&slot[0], &words, 4);
+    slot[1] = c.words ? (c.fromPlan ? planBase + c.src : c.src) : 0;
+    slot[2] = c.words ? c.dst : 0;
+  }
+  const int32_t numRows = int32_t(rows);
+  pb.slots[0] = 0;
+  std::memcpy(&pb.slots[0], &numRows, 4);
+  for (int32_t i = 0; i < 1 + 3 * pairs; ++i)
+    pb.params[i] = &pb.slots[i];
+  const int64_t grid = rowGrid(k, rows, m.numSms());
+  if (grid == 0)
+    return Status::success();
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  return launch(*d, m, k, uint32_t(grid), pb, stream);
+}
+
+Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
+                  size_t deviceBytes, const FixedBuffers &fixed,
+                  const CopyKernel &kernel, UploadFence *fence, uint64_t stream) {
+  if (Status s = checkDeviceWorkspace(plan, deviceWorkspace, deviceBytes); !s.ok())
+    return s;
+  const KernelManifest *k =
+      kernel.module ? kernel.module->kernel(kernel.name) : nullptr;
+  if (kernel.module && !k)
+    return Status(StatusCode::NotFound, "no copy kernel \"" +
+                                            std::string(kernel.name) +
+                                            "\" in the module");
+  const UploadSchedule u =
+      scheduleUpload(plan, deviceWorkspace, fixed, k ? copyKernelPairs(*k) : 0,
+                     kernel.readsHost);
+  const uint64_t host = reinterpret_cast<uint64_t>(plan.words);
+  auto record = [&] { return fence ? fence->record(stream) : Status::success(); };
+  if (u.oneLaunch) {
+    Status s = launchCopies(*kernel.module, *k, u.copies, u.numCopies, host, stream);
+    return s.ok() ? record() : s;
+  }
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  const CUstream st = reinterpret_cast<CUstream>(stream);
+  for (int32_t i = 0; i < u.numCopies; ++i) {
+    if (i == u.numSpans && u.fixedByKernel) { // the rest from the plan's device copy
+      if (Status r = record(); !r.ok())
+        return r;
+      return launchCopies(*kernel.module, *k, u.copies + i, u.numCopies - i,
+                          deviceWorkspace, stream);
+    }
+    const WordCopy &c = u.copies[i];
+    const size_t bytes = size_t(c.words) * 4;
+    CUresult r = c.fromPlan
+                     ? d->memcpyHtoDAsync(CUdeviceptr(c.dst),
+                                          reinterpret_cast<const void *>(host + c.src),
+                                          bytes, st)
+                     : d->memcpyDtoDAsync(CUdeviceptr(c.dst), CUdeviceptr(c.src),
+                                          bytes, st);
+    if (r != CUDA_SUCCESS)
+      return cudaFailure(*d, c.fromPlan ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoDAsync", r);
+  }
+  return record();
+}
+
+Status hostIsDeviceMapped(const void *host, size_t bytes, bool *mapped) {
+  *mapped = false;
+  if (!host || !bytes)
+    return Status::success();
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  if (Status c = ensureContext(*d); !c.ok())
+    return c;
+  // Pageable memory is not an error: the query fails and the answer is no.
+  const uint64_t first = reinterpret_cast<uint64_t>(host);
+  for (uint64_t at : {first, first + bytes - 1}) {
+    CUdeviceptr device = 0;
+    if (d->pointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                               CUdeviceptr(at)) != CUDA_SUCCESS ||
+        uint64_t(device) != at)
+      return Status::success();
+  }
+  *mapped = true;
+  return Status::success();
+}
+
 Status launchRows(const Module &m, std::string_view kernel, int64_t numRows,
                   const KernelArg *args, int32_t numArgs, uint64_t stream) {
   const KernelManifest *k = m.kernel(kernel);
@@ -837,6 +1009,14 @@ Status Module::load(const void *, size_t, std::string_view, std::unique_ptr<Modu
 Status uploadPlan(const PlanView &, uint64_t, uint64_t) { return noCuda(); }
 Status copyToDevice(const void *, size_t, uint64_t, uint64_t) { return noCuda(); }
 Status copyOnDevice(uint64_t, size_t, uint64_t, uint64_t) { return noCuda(); }
+Status uploadPlan(const PlanView &, uint64_t, size_t, const FixedBuffers &,
+                  const CopyKernel &, UploadFence *, uint64_t) {
+  return noCuda();
+}
+Status hostIsDeviceMapped(const void *host, size_t bytes, bool *mapped) {
+  *mapped = false;
+  return host && bytes ? noCuda() : Status::success();
+}
 UploadFence::~UploadFence() = default;
 Status UploadFence::record(uint64_t) { return noCuda(); }
 Status UploadFence::wait() { return recorded_ ? noCuda() : Status::success(); }

@@ -755,13 +755,15 @@ _plan_copiers = {}
 
 
 def plan_copier(device):
-    """(module, kernel) of the copy_indices kernel graph mode's plan() writes
-    the fixed buffers with (one launch for the step's index arrays and page
-    table), or None where this install has no such kernel: a runtime-only
-    install whose kernel pack predates it, which then copies with the
-    driver (a few microseconds more per plan(); said once per device), or a
-    device that is not a CUDA one (the CPU stand-ins of the planner's
-    tests). Looked up once per device."""
+    """(module, kernel) of the copy_indices kernel plan()'s fast path copies
+    with: the plan read from the pinned host workspace and, in graph mode,
+    the step's index arrays and page table into the fixed buffers, in one
+    launch where the driver would make several copies (attnRtUploadOptions).
+    None where this install has no such kernel: a runtime-only install
+    whose kernel pack predates it, which then copies with the driver (a few
+    microseconds more per plan(); said once per device), or a device that
+    is not a CUDA one (the CPU stand-ins of the planner's tests). Looked up
+    once per device."""
     if getattr(device, "type", None) != "cuda":
         return None
     if device not in _plan_copiers:
@@ -771,8 +773,8 @@ def plan_copier(device):
             _plan_copiers[device] = row_kernel(PLAN_COPIES, device)
         except KernelNotFoundError:
             from .log import logger
-            logger.info("attn: no %s kernel in the kernel pack; graph-mode plan() on %s copies the fixed "
-                        "buffers with the driver", PLAN_COPIES.summary(), device)
+            logger.info("attn: no %s kernel in the kernel pack; plan() on %s uploads the plan (and graph "
+                        "mode's fixed buffers) with the driver's copies", PLAN_COPIES.summary(), device)
             _plan_copiers[device] = None
     return _plan_copiers[device]
 
@@ -852,10 +854,9 @@ class WrapperBase:
         torch = torch_module()
         ws = self._workspace
         planner = _native.native().Planner(p.config)
-        if self._use_cuda_graph:
-            copier = plan_copier(self._device)
-            if copier is not None:
-                planner.set_copy_kernel(*copier)
+        copier = plan_copier(self._device)
+        if copier is not None:
+            planner.set_copy_kernel(*copier)
         self._memo[key] = PlanMemo(
             info=kernel_info(p.spec, self._device), config=p.config,
             workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
@@ -920,6 +921,8 @@ class WrapperBase:
         torch = torch_module()
         host_ws = self._host_ws
         if host_ws is None or host_ws.numel() < host_bytes:
+            if self._fence is not None:
+                self._fence.wait()  # the last plan's copies may still read the buffer given back here
             host_ws = self._host_ws = torch.empty(
                 max(host_bytes, 4096, 2 * (host_ws.numel() if host_ws is not None else 0)), dtype=torch.uint8,
                 pin_memory=True)

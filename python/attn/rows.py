@@ -78,10 +78,11 @@ class AppendKVSpec(namedtuple("AppendKVSpec", "dtype head_dim page_size")):
 
 
 class CopyIndicesSpec(namedtuple("CopyIndicesSpec", "pairs")):
-    """The copy_indices kernel of ``pairs`` int32 arrays (1 to 4) copied
-    into the start of other buffers in one launch: graph mode's plan()
-    writes the step's qo_indptr, kv_indptr, last_page_len and page table
-    into the fixed buffers with it (:data:`PLAN_COPIES`).
+    """The copy_indices kernel of ``pairs`` int32 arrays (1 to 8) copied
+    into the start of other buffers in one launch: plan() copies the plan
+    (read from pinned host memory) and, in graph mode, the step's
+    qo_indptr, kv_indptr, last_page_len and page table into the fixed
+    buffers with it (:data:`PLAN_COPIES`).
 
     >>> print(CopyIndicesSpec(2).to_ir().splitlines()[2].strip())
     %d0_1, %d1_1 = attn.copy_indices %s0, %s1 into %d0, %d1
@@ -103,9 +104,10 @@ class CopyIndicesSpec(namedtuple("CopyIndicesSpec", "pairs")):
         return f"copy_indices of {self.pairs} arrays"
 
 
-#: The copy kernel graph mode's plan() launches: qo_indptr, kv_indptr,
+#: The copy kernel plan() launches (attnRtUploadOptions): the plan's parts
+#: (up to three at decode sizes), graph mode's qo_indptr, kv_indptr,
 #: last_page_len and the page table.
-PLAN_COPIES = CopyIndicesSpec(4)
+PLAN_COPIES = CopyIndicesSpec(8)
 
 
 _kernels = {}

@@ -33,10 +33,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace py = pybind11;
@@ -228,50 +231,6 @@ void copyPlanArrays(uint64_t hostWs, const uint64_t dst[3], uint64_t stream) {
                                dst[i], stream));
 }
 
-/// Graph mode's fixed buffers in one launch of the generated copy_indices
-/// kernel `kernel` of `module` (four arrays): the plan's copies of
-/// qo_indptr, kv_indptr and kv_last_len, which the plan's upload has just
-/// queued into the device workspace `deviceWs` at their host offsets, to
-/// `dst` (0 skips one), and `kvIndicesBytes` of the page table `kvIndices`
-/// to `kvIndicesDst` (skipped when 0 or the same). One driver call where
-/// copyPlanArrays and the page table's copy make up to four.
-void launchPlanCopies(attnRtModule_t module, const char *kernel,
-                      uint64_t hostWs, uint64_t deviceWs, const uint64_t dst[3],
-                      uint64_t kvIndices, uint64_t kvIndicesDst,
-                      size_t kvIndicesBytes, uint64_t stream) {
-  const int32_t *w = reinterpret_cast<const int32_t *>(hostWs);
-  const int32_t n = w[attnrt::kHdrBatch];
-  const bool table = kvIndicesDst && kvIndicesDst != kvIndices;
-  const struct {
-    uint64_t src, dst;
-    int64_t words;
-  } pairs[4] = {
-      {deviceWs + 4 * uint64_t(w[attnrt::kHdrOffQoIndptr]), dst[0], n + 1},
-      {deviceWs + 4 * uint64_t(w[attnrt::kHdrOffKvIndptr]), dst[1], n + 1},
-      {deviceWs + 4 * uint64_t(w[attnrt::kHdrOffKvLastLen]), dst[2], n},
-      {kvIndices, kvIndicesDst, table ? int64_t(kvIndicesBytes / 4) : 0}};
-  static const char *const names[4][3] = {{"n0", "src0", "dst0"},
-                                          {"n1", "src1", "dst1"},
-                                          {"n2", "src2", "dst2"},
-                                          {"n3", "src3", "dst3"}};
-  attnRtArg args[12];
-  int64_t rows = 0;
-  for (int i = 0; i < 4; ++i) {
-    const int64_t words = pairs[i].dst ? pairs[i].words : 0;
-    if (words > std::numeric_limits<int32_t>::max())
-      throw py::value_error("attn: a page table of " + std::to_string(words) +
-                            " entries exceeds the copy kernel's 2^31-1");
-    rows += words;
-    args[3 * i] = {names[i][0], ATTN_RT_ARG_I32, {}};
-    args[3 * i].value.i32 = int32_t(words);
-    args[3 * i + 1] = {names[i][1], ATTN_RT_ARG_PTR, {}};
-    args[3 * i + 1].value.ptr = words ? pairs[i].src : 0;
-    args[3 * i + 2] = {names[i][2], ATTN_RT_ARG_PTR, {}};
-    args[3 * i + 2].value.ptr = words ? pairs[i].dst : 0;
-  }
-  check(attnRtLaunchRows(module, kernel, rows, args, 12, stream));
-}
-
 /// A PlanConfig converted once (the dict's conversion costs more than the
 /// planner at decode sizes), for plan() of every step: `plan` takes the
 /// host arrays as addresses (CPU tensors' data_ptr()) and the maxima of the
@@ -284,9 +243,8 @@ public:
 
   /// (host_bytes, device_bytes) under these maxima.
   py::tuple sizes(int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens) {
-    size_t host = 0, device = 0;
     setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
-    check(attnRtPlanWorkspaceSize(&c_, &host, &device));
+    const auto [host, device] = workspaceSizes();
     return py::make_tuple(host, device);
   }
 
@@ -297,9 +255,10 @@ public:
   /// plan's copies of the three arrays to the fixed buffers at `qo_dst`,
   /// `kv_dst` and `last_dst` (0 skips one) and `kv_indices_bytes` of the
   /// device array `kv_indices` to `kv_indices_dst` (the fixed page table;
-  /// skipped when 0 or the same): one launch of the copy kernel given to
-  /// setCopyKernel (launchPlanCopies), else the driver's copies
-  /// (copyPlanArrays and a device-to-device copy). Returns the summary
+  /// skipped when 0 or the same), as attnRtPlanAndUploadWith schedules them
+  /// with the copy kernel given to setCopyKernel (one launch that also reads
+  /// the plan from the pinned host workspace, where the device maps it), or
+  /// with the driver's copies. Returns the summary
   /// with "host_bytes", or None, having done nothing, when a workspace is
   /// smaller than the config needs or a request holds fewer than
   /// `min_kv_len` keys (the caller's full path then says which). With a
@@ -324,8 +283,7 @@ public:
     if (!paged && (last || lastDst))
       throw py::value_error("kv_last_len is for paged KV; this config is ragged");
     setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
-    size_t host = 0, device = 0;
-    check(attnRtPlanWorkspaceSize(&c_, &host, &device));
+    const auto [host, device] = workspaceSizes();
     if (hostWsBytes < host || deviceWsBytes < device)
       return py::none();
     attnRtPlanInputs in;
@@ -342,42 +300,39 @@ public:
     }
     attnRtPlanSummary s;
     void *ws = reinterpret_cast<void *>(hostWs);
+    attnRtUploadOptions o;
+    std::memset(&o, 0, sizeof(o));
+    o.qo_indptr_dst = qoDst;
+    o.kv_indptr_dst = kvDst;
+    o.kv_last_len_dst = lastDst;
+    o.kv_indices = kvIndices;
+    o.kv_indices_dst = kvIndicesDst;
+    o.kv_indices_bytes = kvIndicesBytes;
+    if (deviceWs && copyModule_) {
+      o.copy_module = copyModule_;
+      o.copy_kernel = copyKernel_.c_str();
+      o.reads_host = readsHost(hostWs, hostWsBytes);
+    }
+    o.fence = fence ? fence->get() : nullptr;
     {
       py::gil_scoped_release release;
-      // The last step's copy may still read the pinned host workspace.
+      // The last step's copies may still read the pinned host workspace.
       if (fence)
         check(attnRtFenceWait(fence->get()));
       if (deviceWs) // sized: the runtime checks the plan against deviceWsBytes
-        check(attnRtPlanAndUpload(&c_, &in, ws, hostWsBytes, deviceWs,
-                                  deviceWsBytes, stream, &s));
+        check(attnRtPlanAndUploadWith(&c_, &in, ws, hostWsBytes, deviceWs,
+                                      deviceWsBytes, &o, stream, &s));
       else // plan only (CPU tests and measurements)
         check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
-      // The fence follows the last copy that reads the pinned host workspace:
-      // the upload, or graph mode's driver copies from the plan's host copy.
-      // The copy kernel reads the plan's device copies, so it comes after the
-      // fence (the next plan() does not wait for it to finish).
-      const bool fixed = deviceWs && (qoDst || kvDst || lastDst || kvIndicesDst);
-      const uint64_t dst[3] = {qoDst, kvDst, lastDst};
-      if (fixed && !copyModule_) {
-        copyPlanArrays(hostWs, dst, stream);
-        if (kvIndicesDst && kvIndicesDst != kvIndices)
-          check(attnRtCopyOnDevice(kvIndices, kvIndicesBytes, kvIndicesDst,
-                                   stream));
-      }
-      if (fence && deviceWs)
-        check(attnRtFenceRecord(fence->get(), stream));
-      if (fixed && copyModule_) // graph mode: the fixed buffers in one launch
-        launchPlanCopies(copyModule_, copyKernel_.c_str(), hostWs, deviceWs,
-                         dst, kvIndices, kvIndicesDst, kvIndicesBytes, stream);
     }
     py::dict d = summaryDict(s);
     d["host_bytes"] = host;
     return std::move(d);
   }
 
-  /// Graph mode's copies into the fixed buffers through the copy_indices
-  /// kernel `kernel` of `module` (a Module, kept alive here; None: the
-  /// driver's copies).
+  /// The copy_indices kernel `kernel` of `module` (a Module, kept alive
+  /// here; None: the driver's copies) that plan() uploads with
+  /// (attnRtUploadOptions).
   void setCopyKernel(py::object module, attnRtModule_t handle,
                      std::string kernel) {
     copyModuleObject_ = std::move(module);
@@ -386,6 +341,33 @@ public:
   }
 
 private:
+  /// attnRtPlanWorkspaceSize under the config's maxima, asked again only when
+  /// they change (in graph mode they never do).
+  std::pair<size_t, size_t> workspaceSizes() {
+    const int64_t maxima[3] = {c_.max_batch, c_.max_total_q_rows, c_.max_kv_tokens};
+    if (!sized_ || !std::equal(maxima, maxima + 3, sizedFor_)) {
+      check(attnRtPlanWorkspaceSize(&c_, &sizes_.first, &sizes_.second));
+      std::copy(maxima, maxima + 3, sizedFor_);
+      sized_ = true;
+    }
+    return sizes_;
+  }
+  /// Whether the copy kernel may read the host workspace at `hostWs` (asked
+  /// of the driver once per workspace: the wrapper's pinned buffer moves only
+  /// when it grows).
+  /// ATTN_UPLOAD_FROM_HOST=0 keeps the plan's upload with the driver.
+  int32_t readsHost(uint64_t hostWs, size_t bytes) {
+    if (hostWs != mappedWs_ || bytes != mappedBytes_) {
+      int32_t mapped = 0;
+      const char *env = std::getenv("ATTN_UPLOAD_FROM_HOST");
+      if ((env && std::string(env) == "0") ||
+          attnRtHostIsDeviceMapped(reinterpret_cast<const void *>(hostWs), bytes,
+                                   &mapped) != ATTN_RT_OK)
+        mapped = 0;
+      mappedWs_ = hostWs, mappedBytes_ = bytes, mapped_ = mapped;
+    }
+    return mapped_;
+  }
   void setMaxima(int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens) {
     c_.max_batch = maxBatch;
     c_.max_total_q_rows = maxTotalQRows;
@@ -395,6 +377,12 @@ private:
   py::object copyModuleObject_;
   attnRtModule_t copyModule_ = nullptr;
   std::string copyKernel_;
+  bool sized_ = false;
+  int64_t sizedFor_[3] = {};
+  std::pair<size_t, size_t> sizes_;
+  uint64_t mappedWs_ = 0;
+  size_t mappedBytes_ = 0;
+  int32_t mapped_ = 0;
 };
 
 /// A host workspace: an int address (pinned memory from PyTorch) or a
@@ -644,8 +632,9 @@ PYBIND11_MODULE(_attn, m) {
             p.setCopyKernel(std::move(module), handle, kernel);
           },
           py::arg("module"), py::arg("kernel") = "",
-          "Graph mode: plan() writes the fixed buffers with this copy_indices "
-          "kernel (four arrays) of `module`, one launch; None: with the "
+          "plan() copies the plan (from pinned host memory the device maps) "
+          "and graph mode's fixed buffers with this copy_indices kernel of "
+          "`module`, one launch where it holds them all; None: with the "
           "driver's copies.");
 
   m.def(

@@ -18,7 +18,7 @@ def test_specs_name_themselves():
 
 def test_copy_spec_round_trips_through_json():
     from attn.compiler import spec_from_json, spec_to_json
-    assert spec_from_json(spec_to_json(PLAN_COPIES)) == CopyIndicesSpec(4)
+    assert spec_from_json(spec_to_json(PLAN_COPIES)) == CopyIndicesSpec(8)
 
 
 @pytest.mark.compiler
@@ -54,11 +54,11 @@ def test_copy_spec_compiles_to_one_word_kernel(tmp_path, arch):
     from attn.compiler import get_kernel
     k = get_kernel(PLAN_COPIES, arch, cache=KernelCache(str(tmp_path)))
     (kernel,) = json.loads(k.manifest)["kernels"]
-    assert (kernel["name"], kernel["role"], kernel["dtype"]) == ("attn_copy_indices_n4", "copy_indices", "i32")
+    assert (kernel["name"], kernel["role"], kernel["dtype"]) == ("attn_copy_indices_n8", "copy_indices", "i32")
     # A word a thread per CTA step; the arguments plan() binds by name.
     assert kernel["rows_per_cta"] == kernel["threads"] == 256
     assert [a["name"] for a in kernel["args"]] == ["num_rows"] + [
-        f"{x}{i}" for i in range(4) for x in ("n", "src", "dst")]
+        f"{x}{i}" for i in range(8) for x in ("n", "src", "dst")]
     assert kernel["resources"]["spill_store_bytes"] == 0
     native.native().manifest_candidates(k.manifest)
 
@@ -68,8 +68,8 @@ def test_copy_spec_refuses_more_arrays_than_a_kernel_takes(tmp_path):
     from attn.cache import KernelCache
     from attn.compiler import get_kernel
     from attn.errors import CompileError
-    with pytest.raises(CompileError, match="copies 1 to 4 arrays in one kernel, got 5"):
-        get_kernel(CopyIndicesSpec(5), "sm_90", cache=KernelCache(str(tmp_path)))
+    with pytest.raises(CompileError, match="copies 1 to 8 arrays in one kernel, got 9"):
+        get_kernel(CopyIndicesSpec(9), "sm_90", cache=KernelCache(str(tmp_path)))
 
 
 @pytest.mark.compiler

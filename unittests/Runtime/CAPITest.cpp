@@ -129,6 +129,45 @@ TEST(CAPI, PlanAndUploadPlansAsPlanThenChecksTheDeviceWorkspace) {
       << attnRtLastError();
 }
 
+TEST(CAPI, PlanAndUploadWithChecksAsPlanAndUpload) {
+  // The options change how the copies are queued, not what is refused first:
+  // a null or too small device workspace, before any copy; and an unknown
+  // copy kernel is named (a null module: the driver's copies).
+  attnRtPlanConfig c = decodeConfig();
+  c.max_batch = c.max_total_q_rows = 4;
+  size_t host = 0, device = 0;
+  ASSERT_EQ(attnRtPlanWorkspaceSize(&c, &host, &device), ATTN_RT_OK);
+  std::vector<int32_t> qo = {0, 1, 2, 3, 4}, kv = {0, 8, 16, 24, 32}, last(4, 16);
+  attnRtPlanInputs in = {};
+  in.batch = 4;
+  in.qo_indptr = qo.data();
+  in.kv_indptr = kv.data();
+  in.kv_last_len = last.data();
+  std::vector<int32_t> ws(host / 4);
+  attnRtUploadOptions o = {};
+  o.kv_indptr_dst = 0x20000;
+  attnRtPlanSummary s;
+  EXPECT_EQ(attnRtPlanAndUploadWith(&c, &in, ws.data(), host, 0, device, &o, 0, &s),
+            ATTN_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(attnRtPlanAndUploadWith(&c, &in, ws.data(), host, 0x10000, 64, &o, 0, &s),
+            ATTN_RT_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(attnRtPlanAndUploadWith(&c, &in, ws.data(), host, 0x10000, 64, nullptr, 0,
+                                    &s),
+            ATTN_RT_WORKSPACE_TOO_SMALL);
+}
+
+TEST(CAPI, HostMappingIsAnAnswerNotAnError) {
+  int32_t mapped = 7;
+  EXPECT_EQ(attnRtHostIsDeviceMapped(&mapped, 4, nullptr), ATTN_RT_INVALID_ARGUMENT);
+  // Pageable memory: no (OK with a driver, CUDA_UNAVAILABLE without one).
+  std::vector<int32_t> pageable(64);
+  attnRtStatus st = attnRtHostIsDeviceMapped(pageable.data(), 256, &mapped);
+  EXPECT_TRUE(st == ATTN_RT_OK || st == ATTN_RT_CUDA_UNAVAILABLE) << st;
+  EXPECT_EQ(mapped, 0);
+  EXPECT_EQ(attnRtHostIsDeviceMapped(nullptr, 0, &mapped), ATTN_RT_OK);
+  EXPECT_EQ(mapped, 0);
+}
+
 TEST(CAPI, UploadFenceRefusesNullArguments) {
   EXPECT_EQ(attnRtFenceCreate(nullptr), ATTN_RT_INVALID_ARGUMENT);
   EXPECT_EQ(attnRtFenceRecord(nullptr, 0), ATTN_RT_INVALID_ARGUMENT);

@@ -236,6 +236,14 @@ TEST(RowKernels, ParsesCopyIndices) {
   expectError(checkRowLaunch(*m.find("attn_copy_indices_n1"), 8, args.data(), 4),
               StatusCode::ManifestMismatch, "has no argument \"n1\"");
   EXPECT_TRUE(checkRowLaunch(*m.find("attn_copy_indices_n1"), 8, args.data(), 3).ok());
+  // A plan's upload binds its pairs by position: only in the lowering's order.
+  EXPECT_EQ(copyKernelPairs(*m.find("attn_copy_indices_n1")), 1);
+  ASSERT_TRUE(parseManifest(replace(replace(replace(kCopy, "\"src0\"", "\"tmp\""),
+                                            "\"dst0\"", "\"src0\""),
+                                    "\"tmp\"", "\"dst0\""),
+                            &m)
+                  .ok());
+  EXPECT_EQ(copyKernelPairs(*m.find("attn_copy_indices_n1")), 0);
 }
 
 TEST(RowKernels, AttentionAndMergeStillNeedHeads) {

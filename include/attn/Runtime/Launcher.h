@@ -129,6 +129,84 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
 /// The same without the size check (the caller vouches for the workspace).
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream);
 
+/// Graph mode's fixed device buffers: where a plan's upload also copies the
+/// step's qo_indptr, kv_indptr and kv_last_len (the plan's own copies; 0
+/// skips one) and the page table (kvIndicesBytes from device address
+/// kvIndices to kvIndicesDst; skipped when 0 or the same address). A
+/// captured graph (and an engine's own captured appends) reads them there.
+struct FixedBuffers {
+  uint64_t qoIndptr = 0, kvIndptr = 0, kvLastLen = 0;
+  uint64_t kvIndices = 0, kvIndicesDst = 0;
+  size_t kvIndicesBytes = 0;
+};
+
+/// A copy_indices kernel (`name` in `module`; none when module is null) that
+/// makes several int32 copies in one launch. `readsHost`: the plan's host
+/// workspace is pinned memory mapped at the same address on the device
+/// (hostIsDeviceMapped), so the kernel may read the plan there.
+struct CopyKernel {
+  const Module *module = nullptr;
+  std::string_view name;
+  bool readsHost = false;
+};
+
+/// One int32 copy of an upload: `words` words to device address `dst` from
+/// byte `src` of the host plan (`fromPlan`: the kernel or the driver reads
+/// it there, or from the plan's device copy at the same offset) or from
+/// device address `src`.
+struct WordCopy {
+  uint64_t src = 0, dst = 0;
+  int64_t words = 0;
+  bool fromPlan = false;
+};
+
+/// Most copies an upload makes: the plan's spans, three index arrays and the
+/// page table.
+constexpr int32_t kMaxUploadCopies = kMaxPlanSpans + 4;
+
+/// How uploadPlan queues a plan's copy and its fixed-buffer copies, as few
+/// driver calls as it can (scheduleUpload decides; CPU-testable).
+struct UploadSchedule {
+  WordCopy copies[kMaxUploadCopies];
+  int32_t numSpans = 0;  ///< copies[0, numSpans): the plan into the workspace
+  int32_t numCopies = 0; ///< the fixed buffers' copies follow the spans
+  /// Every copy in one launch of the copy kernel, which reads the plan from
+  /// the host; else the spans by the driver (one call each), then the fixed
+  /// buffers' copies in one launch (`fixedByKernel`: from the plan's device
+  /// copy) or by the driver (one call each).
+  bool oneLaunch = false;
+  bool fixedByKernel = false;
+};
+
+/// The schedule of `plan`'s upload to `deviceWorkspace` with `fixed`'s copies
+/// by a copy kernel of `kernelPairs` pairs (0: none) that may read the host
+/// plan (`readsHost`). One launch replaces the driver's copies when it holds
+/// them all and they are more than one: a launch costs about what one copy
+/// does on the host.
+UploadSchedule scheduleUpload(const PlanView &plan, uint64_t deviceWorkspace,
+                              const FixedBuffers &fixed, int32_t kernelPairs,
+                              bool readsHost);
+
+class UploadFence;
+
+/// uploadPlan (size-checked) and graph mode's copies into `fixed`, queued
+/// on `stream` as scheduleUpload says with `kernel`; `fence` (nullable) is
+/// recorded right after the last copy that reads the host plan, so that a
+/// launch reading only the plan's device copy does not hold up the next
+/// plan's wait on it.
+Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
+                  size_t deviceBytes, const FixedBuffers &fixed,
+                  const CopyKernel &kernel, UploadFence *fence, uint64_t stream);
+
+/// Whether the device reads host memory [host, host + bytes) at the same
+/// addresses (pinned memory of cuMemHostAlloc or cudaHostAlloc, PyTorch's
+/// pin_memory, under unified addressing): a copy kernel may then read a plan
+/// there. False, not an error, for pageable memory.
+Status hostIsDeviceMapped(const void *host, size_t bytes, bool *mapped);
+
+/// The pairs a copy_indices kernel copies (its n0, n1, .. arguments).
+int32_t copyKernelPairs(const KernelManifest &k);
+
 /// Orders the reuse of pinned host buffers that async copies read (a plan's
 /// host workspace and staging): record() marks the work `stream` has queued
 /// so far, wait() returns once that work has run (at once before the first

@@ -603,10 +603,10 @@ func.func @f(%k: tensor<?x8x128xbf16>, %c: tensor<?x16x8x128xbf16>, %i: tensor<?
 //===----------------------------------------------------------------------===//
 
 func.func @f(%i: tensor<?xi32>) {
-  // expected-error @+1 {{copies 1 to 4 arrays in one kernel, got 5}}
-  %c:5 = attn.copy_indices %i, %i, %i, %i, %i into %i, %i, %i, %i, %i
-      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
-      into tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{copies 1 to 8 arrays in one kernel, got 9}}
+  %c:9 = attn.copy_indices %i, %i, %i, %i, %i, %i, %i, %i, %i into %i, %i, %i, %i, %i, %i, %i, %i, %i
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      into tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
   return
 }
 

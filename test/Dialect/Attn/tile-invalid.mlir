@@ -243,8 +243,8 @@ func.func @f(%n: i32, %i: memref<?xi32>) attributes {attn.launch = #attn.launch<
 // -----
 
 func.func @f(%n: i32, %i: memref<?xi32>) attributes {attn.launch = #attn.launch<role = copy_indices, chip = "sm_90", threads = 256, dtype = i32, head_dim = 1, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 256>} {
-  // expected-error @+1 {{copies 1 to 4 arrays, got 5}}
-  attn.tile.copy_indices %n counts(%n, %n, %n, %n, %n : i32, i32, i32, i32, i32) from(%i, %i, %i, %i, %i : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) into(%i, %i, %i, %i, %i : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
+  // expected-error @+1 {{copies 1 to 8 arrays, got 9}}
+  attn.tile.copy_indices %n counts(%n, %n, %n, %n, %n, %n, %n, %n, %n : i32, i32, i32, i32, i32, i32, i32, i32, i32) from(%i, %i, %i, %i, %i, %i, %i, %i, %i : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) into(%i, %i, %i, %i, %i, %i, %i, %i, %i : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>)
   return
 }
 

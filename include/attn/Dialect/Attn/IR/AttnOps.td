@@ -367,7 +367,7 @@ def Attn_CopyIndicesOp : Attn_Op<"copy_indices", [
   let summary = "copy int32 index arrays into the start of other buffers";
   let description = [{
     Copies each source (a 1-D int32 array) into the first elements of its
-    destination, for one to four pairs at once; a destination longer than
+    destination, for one to eight pairs at once; a destination longer than
     its source keeps its tail. This is what a CUDA-graph step does after
     planning: the plan's indptr arrays and the page table go into the
     fixed buffers the captured kernels (and the engine's own captured
@@ -392,7 +392,7 @@ def Attn_CopyIndicesOp : Attn_Op<"copy_indices", [
   let results = (outs Variadic<RankedTensorOf<[I32]>>:$copied);
   let extraClassDeclaration = [{
     /// The most pairs one kernel copies.
-    static constexpr int64_t kMaxPairs = 4;
+    static constexpr int64_t kMaxPairs = 8;
     bool hasTensorSemantics() {
       return ::llvm::isa<::mlir::RankedTensorType>(
           getSources().front().getType());
