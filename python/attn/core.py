@@ -703,10 +703,11 @@ class PlanMemo:
     arguments reads its index arrays and plans, nothing else (decode's
     ``_plan_memoized``, prefill's ``_plan_prefill_memoized``)."""
 
-    __slots__ = ("k", "info", "config", "workspace", "planner", "torch", "i32", "template", "qo_host")
+    __slots__ = ("k", "info", "config", "maxima", "workspace", "planner", "torch", "i32", "template", "qo_host",
+                 "qo_address")
 
     def __init__(self, **kw):
-        self.k = self.qo_host = None
+        self.k = self.qo_host = self.qo_address = None
         for n, v in kw.items():
             setattr(self, n, v)
 
@@ -857,8 +858,10 @@ class WrapperBase:
         copier = plan_copier(self._device)
         if copier is not None:
             planner.set_copy_kernel(*copier)
+        c = p.config
         self._memo[key] = PlanMemo(
-            info=kernel_info(p.spec, self._device), config=p.config,
+            info=kernel_info(p.spec, self._device), config=c,
+            maxima=(c["max_batch"], c["max_total_q_rows"], c["max_kv_tokens"]),
             workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
             planner=planner, torch=torch, i32=torch.int32,
             template={n: getattr(p, n) for n in template}, **extra)
@@ -899,7 +902,7 @@ class WrapperBase:
         if pinned is None:
             pinned = self._pin_buffers()
         handle = stream_handle(self._device)
-        fence = self._upload_fence()
+        fence = self._fence or self._upload_fence()
         ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
         for _ in range(2):
             summary = m.planner.plan(pinned[0], pinned[1], ws_ptr, ws_bytes, handle, batch, *maxima, *host,

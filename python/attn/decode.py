@@ -196,8 +196,7 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
             if batch > self._max_batch or step is None:
                 return False
             fixed, table, keep, ptrs = step
-            config = m.config
-            maxima = (config["max_batch"], config["max_total_q_rows"], config["max_kv_tokens"])
+            maxima = m.maxima  # the graph's, fixed at its first plan
         else:
             max_batch, max_q = max(1, batch), max(1, batch * k)   # the full path's config (plan_config)
             max_kv = split_kv_bound(m.info, kv_pages, m.template["page_size"], k) \
@@ -209,8 +208,9 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
         qo = m.qo_host
         if qo is None or len(qo) < batch + 1:
             qo = m.qo_host = array.array("i", range(0, k * (2 * batch + 2), k))
-        summary = self._plan_natively(m, batch, maxima, (qo.buffer_info()[0], indptr.data_ptr(), last.data_ptr()),
-                                      fixed, min_kv_len=k, page_table=table)
+            m.qo_address = qo.buffer_info()[0]
+        summary = self._plan_natively(m, batch, maxima, (m.qo_address, indptr.data_ptr(), last.data_ptr()),
+                                      fixed, k, table)
         if summary is None:
             return False  # the workspace is too small, or a request is too short: the full path says so
         config = m.config if self._use_cuda_graph else dict(m.config, max_batch=maxima[0],
