@@ -37,6 +37,16 @@ class TimedPlanner:
         finally:
             self.times.append(time.perf_counter() - t0)
 
+    def step(self, *args):
+        t0 = time.perf_counter()
+        try:
+            return self.planner.step(*args)
+        finally:
+            self.times.append(time.perf_counter() - t0)
+
+    def bind(self, *args):
+        return self.planner.bind(*args)
+
     def sizes(self, *args):
         return self.planner.sizes(*args)
 

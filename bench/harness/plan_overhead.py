@@ -112,16 +112,28 @@ class _Timed:
 
 
 class _PlannerProxy:
+    """A memo entry's native Planner with its planning call timed: step()
+    (bound once, session 31 on) or plan() (older packages, for ab)."""
+
     def __init__(self, planner, totals):
         self._p, self._totals = planner, totals
 
-    def plan(self, *args):
+    def _timed(self, call, args):
         t0 = time.perf_counter()
         try:
-            return self._p.plan(*args)
+            return call(*args)
         finally:
             self._totals["native plan + upload + fence"] = self._totals.get("native plan + upload + fence", 0.0) + \
                 time.perf_counter() - t0
+
+    def plan(self, *args):
+        return self._timed(self._p.plan, args)
+
+    def step(self, *args):
+        return self._timed(self._p.step, args)
+
+    def bind(self, *args):
+        return self._p.bind(*args)
 
     def sizes(self, *args):
         return self._p.sizes(*args)

@@ -703,11 +703,11 @@ class PlanMemo:
     arguments reads its index arrays and plans, nothing else (decode's
     ``_plan_memoized``, prefill's ``_plan_prefill_memoized``)."""
 
-    __slots__ = ("k", "info", "config", "maxima", "workspace", "planner", "torch", "i32", "template", "qo_host",
-                 "qo_address")
+    __slots__ = ("k", "info", "config", "maxima", "workspace", "planner", "binding", "torch", "i32", "template",
+                 "qo_host", "qo_address")
 
     def __init__(self, **kw):
-        self.k = self.qo_host = self.qo_address = None
+        self.k = self.qo_host = self.qo_address = self.binding = None
         for n, v in kw.items():
             setattr(self, n, v)
 
@@ -898,22 +898,27 @@ class WrapperBase:
         needs more. Returns the summary, or None (nothing done) when the
         device workspace is too small or a request holds fewer than
         ``min_kv_len`` keys: the full path then fits or says which."""
-        pinned = self._pinned
-        if pinned is None:
-            pinned = self._pin_buffers()
+        planner = m.planner
         handle = stream_handle(self._device)
-        fence = self._fence or self._upload_fence()
-        ws_ptr, ws_bytes = m.workspace  # reset_workspace_buffer() clears the memo
+        src, dst, table_bytes = page_table
         for _ in range(2):
-            summary = m.planner.plan(pinned[0], pinned[1], ws_ptr, ws_bytes, handle, batch, *maxima, *host,
-                                     min_kv_len, fence, *fixed, *page_table)
+            # What every step passes alike is bound once (the workspaces, the
+            # fence, the fixed buffers: this wrapper's and this memo's), again
+            # when the pinned host workspace grows.
+            binding = (self._pinned, fixed, dst, min_kv_len)
+            if m.binding != binding:
+                pinned = self._pinned or self._pin_buffers()
+                binding = (pinned, fixed, dst, min_kv_len)
+                planner.bind(*pinned, *m.workspace, self._fence or self._upload_fence(), *fixed, dst, min_kv_len)
+                m.binding = binding
+            summary = planner.step(handle, batch, *maxima, *host, src, table_bytes)
             if summary is not None:
                 return summary
-            host_bytes, device_bytes = m.planner.sizes(*maxima)
-            if device_bytes > ws_bytes or pinned[1] >= host_bytes:
+            host_bytes, device_bytes = planner.sizes(*maxima)
+            if device_bytes > m.workspace[1] or self._pinned[1] >= host_bytes:
                 return None
             # A larger batch: a pinned host workspace with room for growth.
-            pinned = self._pin_buffers(host_bytes)
+            self._pin_buffers(host_bytes)
         return None
 
     def _pin_buffers(self, host_bytes=0):

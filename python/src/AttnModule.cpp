@@ -248,31 +248,55 @@ public:
     return py::make_tuple(host, device);
   }
 
+  /// What every step of a wrapper passes alike, kept for step(): the pinned
+  /// host workspace and the device workspace (0: plan only, for tests and
+  /// CPU measurements), the upload fence (None: none), graph mode's fixed
+  /// buffers for qo_indptr, kv_indptr and kv_last_len (0 skips one) and for
+  /// the page table, and the fewest keys a request must hold. Bound once
+  /// (again when the host workspace grows), step() converts half the
+  /// arguments plan() did: pybind11 costs ~80 ns an argument on the 2-core
+  /// machine, twice that on an H200's host.
+  void bind(uint64_t hostWs, size_t hostWsBytes, uint64_t deviceWs,
+            size_t deviceWsBytes, py::object fence, uint64_t qoDst,
+            uint64_t kvDst, uint64_t lastDst, uint64_t kvIndicesDst,
+            int32_t minKvLen) {
+    const bool paged = c_.indexing == ATTN_RT_KV_PAGED;
+    if (!paged && lastDst)
+      throw py::value_error("kv_last_len is for paged KV; this config is ragged");
+    b_.hostWs = hostWs, b_.hostWsBytes = hostWsBytes;
+    b_.deviceWs = deviceWs, b_.deviceWsBytes = deviceWsBytes;
+    b_.fence = fence.is_none() ? nullptr : fence.cast<PyFence *>();
+    b_.fenceObject = std::move(fence);
+    b_.qoDst = qoDst, b_.kvDst = kvDst, b_.lastDst = lastDst;
+    b_.kvIndicesDst = kvIndicesDst;
+    b_.minKvLen = minKvLen;
+    bound_ = true;
+  }
+
   /// Plans `batch` requests from host int32 arrays at `qo`, `kv` (batch + 1
   /// entries) and `last` (batch; 0 for ragged KV) under the given maxima
-  /// into the host workspace and copies the plan to `device_ws` on `stream`
-  /// (0: plan only, for tests and CPU measurements); in graph mode then the
-  /// plan's copies of the three arrays to the fixed buffers at `qo_dst`,
-  /// `kv_dst` and `last_dst` (0 skips one) and `kv_indices_bytes` of the
-  /// device array `kv_indices` to `kv_indices_dst` (the fixed page table;
-  /// skipped when 0 or the same), as attnRtPlanAndUploadWith schedules them
-  /// with the copy kernel given to setCopyKernel (one launch that also reads
-  /// the plan from the pinned host workspace, where the device maps it), or
-  /// with the driver's copies. Returns the summary
-  /// with "host_bytes", or None, having done nothing, when a workspace is
-  /// smaller than the config needs or a request holds fewer than
-  /// `min_kv_len` keys (the caller's full path then says which). With a
-  /// device workspace, a stream capturing a CUDA graph is refused first;
-  /// `fence` (optional) is waited on before the pinned host workspace is
-  /// written and recorded after the last copy that reads it.
-  py::object plan(uint64_t hostWs, size_t hostWsBytes, uint64_t deviceWs,
-                  size_t deviceWsBytes, uint64_t stream, int32_t batch,
-                  int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
-                  uint64_t qo, uint64_t kv, uint64_t last, int32_t minKvLen,
-                  PyFence *fence, uint64_t qoDst, uint64_t kvDst,
-                  uint64_t lastDst, uint64_t kvIndices, uint64_t kvIndicesDst,
+  /// into the bound host workspace and copies the plan to the bound device
+  /// workspace on `stream`; in graph mode also the plan's copies of the
+  /// three arrays to the bound fixed buffers and `kv_indices_bytes` of the
+  /// device array `kv_indices` to the bound page table (skipped when 0 or
+  /// the same), as attnRtPlanAndUploadWith schedules them with the copy
+  /// kernel given to setCopyKernel (one launch that also reads the plan from
+  /// the pinned host workspace, where the device maps it), or with the
+  /// driver's copies. Returns the summary with "host_bytes", or None, having
+  /// done nothing, when a workspace is smaller than the config needs or a
+  /// request holds fewer than the bound minimum of keys (the caller's full
+  /// path then says which). With a device workspace, a stream capturing a
+  /// CUDA graph is refused first; the fence is waited on before the pinned
+  /// host workspace is written and recorded after the last copy that reads
+  /// it.
+  py::object step(uint64_t stream, int32_t batch, int32_t maxBatch,
+                  int32_t maxTotalQRows, int64_t maxKvTokens, uint64_t qo,
+                  uint64_t kv, uint64_t last, uint64_t kvIndices,
                   size_t kvIndicesBytes) {
-    if (deviceWs)
+    if (!bound_)
+      throw py::value_error("Planner.step: bind() the workspaces first");
+    const Binding &b = b_;
+    if (b.deviceWs)
       checkNotCapturing(stream);
     if (batch < 0)
       throw py::value_error("batch must be non-negative");
@@ -280,11 +304,11 @@ public:
     if (!qo || !kv || (paged && !last))
       throw py::value_error(paged ? "qo_indptr, kv_indptr and kv_last_len are required"
                                   : "qo_indptr and kv_indptr are required");
-    if (!paged && (last || lastDst))
+    if (!paged && last)
       throw py::value_error("kv_last_len is for paged KV; this config is ragged");
     setMaxima(maxBatch, maxTotalQRows, maxKvTokens);
     const auto [host, device] = workspaceSizes();
-    if (hostWsBytes < host || deviceWsBytes < device)
+    if (b.hostWsBytes < host || b.deviceWsBytes < device)
       return py::none();
     attnRtPlanInputs in;
     std::memset(&in, 0, sizeof(in));
@@ -292,42 +316,62 @@ public:
     in.qo_indptr = reinterpret_cast<const int32_t *>(qo);
     in.kv_indptr = reinterpret_cast<const int32_t *>(kv);
     in.kv_last_len = reinterpret_cast<const int32_t *>(last);
-    if (minKvLen > 1) {
-      for (int32_t b = 0; b < batch; ++b)
+    if (b.minKvLen > 1) {
+      for (int32_t r = 0; r < batch; ++r)
         if (attnrt::requestKVLength(attnrt::KVIndexing(c_.indexing), c_.block_size,
-                                    in.kv_indptr, in.kv_last_len, b) < minKvLen)
+                                    in.kv_indptr, in.kv_last_len, r) < b.minKvLen)
           return py::none();
     }
     attnRtPlanSummary s;
-    void *ws = reinterpret_cast<void *>(hostWs);
+    void *ws = reinterpret_cast<void *>(b.hostWs);
     attnRtUploadOptions o;
     std::memset(&o, 0, sizeof(o));
-    o.qo_indptr_dst = qoDst;
-    o.kv_indptr_dst = kvDst;
-    o.kv_last_len_dst = lastDst;
+    o.qo_indptr_dst = b.qoDst;
+    o.kv_indptr_dst = b.kvDst;
+    o.kv_last_len_dst = b.lastDst;
     o.kv_indices = kvIndices;
-    o.kv_indices_dst = kvIndicesDst;
+    o.kv_indices_dst = b.kvIndicesDst;
     o.kv_indices_bytes = kvIndicesBytes;
-    if (deviceWs && copyModule_) {
+    if (b.deviceWs && copyModule_) {
       o.copy_module = copyModule_;
       o.copy_kernel = copyKernel_.c_str();
-      o.reads_host = readsHost(hostWs, hostWsBytes);
+      o.reads_host = readsHost(b.hostWs, b.hostWsBytes);
     }
-    o.fence = fence ? fence->get() : nullptr;
+    o.fence = b.fence ? b.fence->get() : nullptr;
     {
       py::gil_scoped_release release;
       // The last step's copies may still read the pinned host workspace.
-      if (fence)
-        check(attnRtFenceWait(fence->get()));
-      if (deviceWs) // sized: the runtime checks the plan against deviceWsBytes
-        check(attnRtPlanAndUploadWith(&c_, &in, ws, hostWsBytes, deviceWs,
-                                      deviceWsBytes, &o, stream, &s));
+      if (b.fence)
+        check(attnRtFenceWait(b.fence->get()));
+      if (b.deviceWs) // sized: the runtime checks the plan against deviceWsBytes
+        check(attnRtPlanAndUploadWith(&c_, &in, ws, b.hostWsBytes, b.deviceWs,
+                                      b.deviceWsBytes, &o, stream, &s));
       else // plan only (CPU tests and measurements)
-        check(attnRtPlan(&c_, &in, ws, hostWsBytes, &s));
+        check(attnRtPlan(&c_, &in, ws, b.hostWsBytes, &s));
     }
     py::dict d = summaryDict(s);
     d["host_bytes"] = host;
     return std::move(d);
+  }
+
+  /// step() with these in place of the bound ones (which stay bound).
+  py::object plan(uint64_t hostWs, size_t hostWsBytes, uint64_t deviceWs,
+                  size_t deviceWsBytes, uint64_t stream, int32_t batch,
+                  int32_t maxBatch, int32_t maxTotalQRows, int64_t maxKvTokens,
+                  uint64_t qo, uint64_t kv, uint64_t last, int32_t minKvLen,
+                  py::object fence, uint64_t qoDst, uint64_t kvDst,
+                  uint64_t lastDst, uint64_t kvIndices, uint64_t kvIndicesDst,
+                  size_t kvIndicesBytes) {
+    struct Restore {
+      PyPlanner &p;
+      Binding saved;
+      bool bound;
+      ~Restore() { p.b_ = std::move(saved), p.bound_ = bound; }
+    } restore{*this, b_, bound_};
+    bind(hostWs, hostWsBytes, deviceWs, deviceWsBytes, std::move(fence), qoDst,
+         kvDst, lastDst, kvIndicesDst, minKvLen);
+    return step(stream, batch, maxBatch, maxTotalQRows, maxKvTokens, qo, kv,
+                last, kvIndices, kvIndicesBytes);
   }
 
   /// The copy_indices kernel `kernel` of `module` (a Module, kept alive
@@ -373,7 +417,18 @@ private:
     c_.max_total_q_rows = maxTotalQRows;
     c_.max_kv_tokens = c_.fixed_split_tokens > 0 ? maxKvTokens : 0;
   }
+  /// What bind() keeps.
+  struct Binding {
+    uint64_t hostWs = 0, deviceWs = 0;
+    size_t hostWsBytes = 0, deviceWsBytes = 0;
+    PyFence *fence = nullptr;
+    py::object fenceObject; // keeps `fence` alive
+    uint64_t qoDst = 0, kvDst = 0, lastDst = 0, kvIndicesDst = 0;
+    int32_t minKvLen = 1;
+  };
   attnRtPlanConfig c_;
+  Binding b_;
+  bool bound_ = false;
   py::object copyModuleObject_;
   attnRtModule_t copyModule_ = nullptr;
   std::string copyKernel_;
@@ -607,22 +662,38 @@ PYBIND11_MODULE(_attn, m) {
       .def("sizes", &PyPlanner::sizes, py::arg("max_batch"),
            py::arg("max_total_q_rows"), py::arg("max_kv_tokens") = 0,
            "(host_bytes, device_bytes) under these maxima.")
+      .def("bind", &PyPlanner::bind, py::arg("host_workspace"),
+           py::arg("host_bytes"), py::arg("device_workspace"),
+           py::arg("device_bytes"), py::arg("fence") = py::none(),
+           py::arg("qo_indptr_dst") = 0, py::arg("kv_indptr_dst") = 0,
+           py::arg("kv_last_len_dst") = 0, py::arg("kv_indices_dst") = 0,
+           py::arg("min_kv_len") = 1,
+           "Keeps what every step passes alike: the pinned host workspace, "
+           "the device workspace (0: plan only), the UploadFence (waited on "
+           "before the host workspace is written, recorded after the last "
+           "copy that reads it), graph mode's fixed buffers (0 skips one) and "
+           "the fewest keys a request must hold.")
+      .def("step", &PyPlanner::step, py::arg("stream"), py::arg("batch"),
+           py::arg("max_batch"), py::arg("max_total_q_rows"),
+           py::arg("max_kv_tokens"), py::arg("qo_indptr"), py::arg("kv_indptr"),
+           py::arg("kv_last_len"), py::arg("kv_indices") = 0,
+           py::arg("kv_indices_bytes") = 0,
+           "Plans and uploads one step into the bound workspaces; returns "
+           "the plan summary (with host_bytes), or None when a workspace is "
+           "too small or a request has fewer keys than bound (nothing done). "
+           "Raises Error naming the bad input (nothing uploaded then), "
+           "RuntimeError on a stream capturing a CUDA graph.")
       .def("plan", &PyPlanner::plan, py::arg("host_workspace"),
            py::arg("host_bytes"), py::arg("device_workspace"),
            py::arg("device_bytes"), py::arg("stream"), py::arg("batch"),
            py::arg("max_batch"), py::arg("max_total_q_rows"),
            py::arg("max_kv_tokens"), py::arg("qo_indptr"), py::arg("kv_indptr"),
            py::arg("kv_last_len"), py::arg("min_kv_len") = 1,
-           py::arg("fence") = nullptr, py::arg("qo_indptr_dst") = 0,
+           py::arg("fence") = py::none(), py::arg("qo_indptr_dst") = 0,
            py::arg("kv_indptr_dst") = 0, py::arg("kv_last_len_dst") = 0,
            py::arg("kv_indices") = 0, py::arg("kv_indices_dst") = 0,
            py::arg("kv_indices_bytes") = 0,
-           "Plans and uploads one step; returns the plan summary (with "
-           "host_bytes), or None when a workspace is too small or a request "
-           "has fewer than min_kv_len keys (nothing done). Raises Error "
-           "naming the bad input (nothing uploaded then), RuntimeError on a "
-           "stream capturing a CUDA graph. `fence` (an UploadFence) is waited "
-           "on before the pinned host workspace is written, recorded after.")
+           "step() with these in place of the bound ones, which stay bound.")
       .def(
           "set_copy_kernel",
           [](PyPlanner &p, py::object module, const std::string &kernel) {

@@ -62,6 +62,15 @@ class Planner:
     def sizes(self, *a):
         return self.real.sizes(*a)
 
+    def bind(self, host, host_bytes, dev, dev_bytes, fence=None, qo_dst=0, kv_dst=0, last_dst=0, idx_dst=0,
+             min_kv=1):
+        self.bound = (host, host_bytes, dev, dev_bytes, fence, qo_dst, kv_dst, last_dst, idx_dst, min_kv)
+
+    def step(self, stream, batch, mb, mq, mk, qo, kv, last, idx=0, idx_bytes=0):
+        host, host_bytes, dev, dev_bytes, fence, qo_dst, kv_dst, last_dst, idx_dst, min_kv = self.bound
+        return self.plan(host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, fence,
+                         qo_dst, kv_dst, last_dst, idx, idx_dst, idx_bytes)
+
     def plan(self, host, host_bytes, dev, dev_bytes, stream, batch, mb, mq, mk, qo, kv, last, min_kv, fence,
              qo_dst=0, kv_dst=0, last_dst=0, idx=0, idx_dst=0, idx_bytes=0):
         self.calls += 1
