@@ -45,7 +45,9 @@
 // few passes over the requests, each skipped when the cost pass
 // shows it has nothing to do (the split-cost estimate when no tile exceeds the
 // target, either half of the short-tiles-first walk when all tiles are long
-// or short); only the chosen candidate is costed.
+// or short); only the chosen candidate is costed. The requests' KV lengths
+// are computed once, into the plan's kv_last_len array, which the passes
+// read until it gets its final values (writeKvLengths).
 //
 //===----------------------------------------------------------------------===//
 
@@ -340,6 +342,10 @@ struct Range {
 /// (a PlanConfig's too) and reload it.
 struct Requests {
   const int32_t *qoIndptr, *kvIndptr, *lastLen, *kvLens;
+  /// Each request's KV length, when plan() has written them (writeKvLengths):
+  /// one load instead of two indptr loads, the last block's and three
+  /// branches, in each of the passes over the batch.
+  const int32_t *kvLengths = nullptr;
   int32_t batch, blockSize, windowLeft;
   bool ragged;
   bool causal; ///< the causal mask applies (no custom mask replaces it)
@@ -354,6 +360,8 @@ struct Requests {
   bool masked() const { return causal || windowLeft >= 0; }
   int32_t qoLen(int32_t b) const { return qoIndptr[b + 1] - qoIndptr[b]; }
   int32_t kvLen(int32_t b) const {
+    if (kvLengths)
+      return kvLengths[b];
     if (kvLens && !ragged)
       return kvLens[b];
     return requestKVLength(ragged ? KVIndexing::Ragged : KVIndexing::Paged,
@@ -1400,23 +1408,58 @@ static void orderByHeadGroup(int64_t ctas, const int32_t *ctaIndptr,
   }
 }
 
+/// Writes each request's KV length in tokens (Requests::kvLen of the
+/// validated inputs) to `lens`, the plan's kv_last_len array: nothing else
+/// reads or writes that array until copyIndexArrays() turns the lengths into
+/// the last blocks' fill, so the passes over the batch read one word per
+/// request instead of recomputing it from the indptr. One loop per indexing,
+/// each vectorizable. Request b's length is read and written at index b
+/// only, so inputs that alias the array (a plan's own copies) still work.
+static void writeKvLengths(const PlanConfig &c, const PlanInputs &in,
+                           int32_t *lens) {
+  const int32_t n = in.batch, bs = c.block_size;
+  const int32_t *kv = in.kv_indptr, *last = in.kv_last_len;
+  if (c.indexing == KVIndexing::Ragged) {
+    for (int32_t b = 0; b < n; ++b)
+      lens[b] = requestKVLength(KVIndexing::Ragged, bs, kv, last, b);
+  } else if (const int32_t *given = in.kv_lens) {
+    for (int32_t b = 0; b < n; ++b)
+      lens[b] = given[b];
+  } else {
+    // requestKVLength(Paged), with the last block's fill read even where
+    // there are no blocks (inputsValid() reads it too; its value is then
+    // unchecked, so the sum wraps unsigned) and no branch: it vectorizes.
+    for (int32_t b = 0; b < n; ++b) {
+      const int32_t blocks = kv[b + 1] - kv[b];
+      const uint32_t len =
+          uint32_t(blocks - 1) * uint32_t(bs) + uint32_t(last[b]);
+      lens[b] = blocks == 0 ? 0 : int32_t(len);
+    }
+  }
+}
+
 /// The plan's copies of the (validated) index arrays the kernels read:
 /// qo_indptr and kv_indptr as given; kv_last_len (paged) from kv_lens when
 /// given (the lengths the planner reads then), else kv_last_len, and 0 for
 /// a request without blocks (whose given value is never checked); zeros for
-/// ragged KV, where nothing reads it.
+/// ragged KV, where nothing reads it. `lengthsWritten`: kv_last_len holds
+/// writeKvLengths()' lengths, whose fill of the last block is the same word
+/// (a length is (blocks - 1) x block_size plus that fill).
 static void copyIndexArrays(const PlanConfig &c, const PlanInputs &in,
-                            const PlanLayout &l, int32_t *w) {
+                            const PlanLayout &l, int32_t *w,
+                            bool lengthsWritten) {
   const int32_t n = in.batch;
   std::memcpy(w + l.off_qo_indptr, in.qo_indptr, (size_t(n) + 1) * 4);
   std::memcpy(w + l.off_kv_indptr, in.kv_indptr, (size_t(n) + 1) * 4);
   int32_t *last = w + l.off_kv_last_len;
   const bool paged = c.indexing == KVIndexing::Paged;
+  const int32_t bs = c.block_size;
   for (int32_t b = 0; b < n; ++b) {
     const int32_t blocks = in.kv_indptr[b + 1] - in.kv_indptr[b];
     last[b] = !paged || blocks == 0 ? 0
-              : in.kv_lens ? in.kv_lens[b] - (blocks - 1) * c.block_size
-                           : in.kv_last_len[b];
+              : lengthsWritten      ? last[b] - (blocks - 1) * bs
+              : in.kv_lens          ? in.kv_lens[b] - (blocks - 1) * bs
+                                    : in.kv_last_len[b];
   }
 }
 
@@ -1436,7 +1479,7 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   if (!inputsValid(c, in))
     if (Status s = validateInputs(c, in); !s.ok())
       return s;
-  const Requests req(c, in);
+  Requests req(c, in);
   const bool masked = req.masked();
   // Pick the tile from the batch's average packed query length (graph mode:
   // the fixed one), then cost its tiles.
@@ -1446,6 +1489,15 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
                                in.qo_indptr[in.batch], in.batch);
   if (Status s = checkBatchCost(c, req, cand); !s.ok())
     return s;
+  const bool fixedSplit = c.fixed_split_tokens > 0 && !c.disable_split;
+  int32_t *w = static_cast<int32_t *>(workspace);
+  // The KV lengths, once, where the plan's kv_last_len goes (every later
+  // pass reads them). Not for a fixed split, which can still refuse the
+  // batch below: a refused batch leaves the workspace as it was.
+  if (!fixedSplit) {
+    writeKvLengths(c, in, w + l.off_kv_last_len);
+    req.kvLengths = w + l.off_kv_last_len;
+  }
   TileStats st;
   if (masked) {
     const TileCandidate &t = c.candidates[cand];
@@ -1454,7 +1506,6 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
     unmaskedCosts(req, c, 1, c.candidates + cand, &st);
   }
   const TileCandidate &t = c.candidates[cand];
-  const bool fixedSplit = c.fixed_split_tokens > 0 && !c.disable_split;
   const int32_t P = t.gqa_pack, Q = t.q_rows;
   // The grid the candidate's kernel keeps resident.
   const int64_t gridCtas = getCandidateCtas(c, t);
@@ -1482,7 +1533,6 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   const int32_t maxItems = l.max_items / copies;
   const int32_t maxSlots = l.getMaxSlots(t) / copies;
 
-  int32_t *w = static_cast<int32_t *>(workspace);
   const int64_t target0 = ceilDiv(total, C);
   // Chunk boundaries fall on multiples of the KV tile rounded up to whole blocks.
   const int64_t granule = getKvGranule(c, t);
@@ -1729,10 +1779,12 @@ Status plan(const PlanConfig &c, const PlanInputs &in, void *workspace,
   const int64_t numCtas = c.graph_mode ? gridCtas : used * copies;
   const int32_t copyCtas = int32_t(std::max<int64_t>(
       copies > 1 ? used : numCtas, 1));
-  for (int64_t i = used + 1; i <= l.max_ctas; ++i)
-    ctaIndptr[i] = numItems;
+  // The CTAs past the used ones are empty (a fill: in a loop, the stores
+  // would make the compiler reload l.max_ctas on each of the grid's CTAs).
+  if (used < l.max_ctas)
+    std::fill(ctaIndptr + used + 1, ctaIndptr + l.max_ctas + 1, numItems);
 
-  copyIndexArrays(c, in, l, w);
+  copyIndexArrays(c, in, l, w, req.kvLengths != nullptr);
   std::memset(w, 0, kPlanHeaderWords * 4);
   w[kHdrMagic] = kPlanMagic;
   w[kHdrVersion] = kPlanAbiVersion;
