@@ -858,6 +858,20 @@ Status run(const Module &m, std::string_view attentionKernel,
                   : Status::success();
 }
 
+/// Row kernel `k`'s grid over `numRows` rows (rowGrid), its parameters bound
+/// in `pb`; nothing for zero rows.
+static Status launchRowGrid(const Module &m, const KernelManifest &k,
+                            int64_t numRows, ParamBlock &pb, uint64_t stream) {
+  const int64_t grid = rowGrid(k, numRows, m.numSms());
+  if (grid == 0)
+    return Status::success();
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  return launch(*d, m, k, uint32_t(grid), pb, stream);
+}
+
 /// One launch of copy_indices kernel `k` of `m` over `copies` (the kernel's
 /// other pairs copy nothing); a copy from the plan reads it at `planBase`
 /// (the host plan, or its device copy).
@@ -892,14 +906,7 @@ static Status launchCopies(const Module &m, const KernelManifest &k,
   std::memcpy(&pb.slots[0], &numRows, 4);
   for (int32_t i = 0; i < 1 + 3 * pairs; ++i)
     pb.params[i] = &pb.slots[i];
-  const int64_t grid = rowGrid(k, rows, m.numSms());
-  if (grid == 0)
-    return Status::success();
-  Status s;
-  const CudaDriver *d = cudaDriver(&s);
-  if (!d)
-    return s;
-  return launch(*d, m, k, uint32_t(grid), pb, stream);
+  return launchRowGrid(m, k, rows, pb, stream);
 }
 
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
@@ -981,14 +988,7 @@ Status launchRows(const Module &m, std::string_view kernel, int64_t numRows,
   ParamBlock pb;
   if (Status b = bindRowArgs(*k, numRows, args, numArgs, &pb); !b.ok())
     return b;
-  const int64_t grid = rowGrid(*k, numRows, m.numSms());
-  if (grid == 0)
-    return Status::success();
-  Status s;
-  const CudaDriver *d = cudaDriver(&s);
-  if (!d)
-    return s;
-  return launch(*d, m, *k, uint32_t(grid), pb, stream);
+  return launchRowGrid(m, *k, numRows, pb, stream);
 }
 
 #else // !ATTN_HAVE_CUDA_H

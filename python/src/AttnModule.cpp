@@ -656,8 +656,9 @@ PYBIND11_MODULE(_attn, m) {
       "the bad input.");
 
   py::class_<PyPlanner>(m, "Planner",
-                        "A plan config converted once; plan() plans and "
-                        "uploads one step from host array addresses.")
+                        "A plan config converted once; bind() the "
+                        "workspaces once, then step() plans and uploads "
+                        "each step from host array addresses.")
       .def(py::init<const py::dict &>(), py::arg("config"))
       .def("sizes", &PyPlanner::sizes, py::arg("max_batch"),
            py::arg("max_total_q_rows"), py::arg("max_kv_tokens") = 0,
