@@ -237,10 +237,10 @@ def test_append_of_strided_keys():
     assert torch.equal(cache, want)
 
 
-@pytest.mark.parametrize("counts", [(17, 17, 16, 512), (1, 0, 0, 0), (0, 3, 0, 70000), (0, 0, 0, 0),
-                                    (300, 1, 2049, 5)])
+@pytest.mark.parametrize("counts", [(17, 17, 16, 512, 3, 0, 9, 1), (1, 0, 0, 0, 0, 0, 0, 0),
+                                    (0, 3, 0, 70000, 0, 0, 0, 2), (0,) * 8, (300, 1, 2049, 5, 64, 65, 0, 7)])
 def test_copy_indices(counts):
-    """The copy_indices kernel (four arrays): each pair's first n words
+    """The copy_indices kernel plan() launches (eight arrays): each pair's first n words
     copied, the rest of every destination kept; a pair of count 0 may have
     null pointers; a launch over more rows than the counts copies nothing
     more."""
