@@ -201,12 +201,8 @@ attnRtStatus attnRtPlanAndUpload(const attnRtPlanConfig *config,
                                  size_t bytes, uint64_t device,
                                  size_t deviceBytes, uint64_t stream,
                                  attnRtPlanSummary *summary) {
-  if (!device)
-    return guarded([] {
-      return invalidArg("attnRtPlanAndUpload: device_workspace is null");
-    });
-  return planImpl(config, inputs, ws, bytes, device, deviceBytes, nullptr,
-                  stream, summary);
+  return attnRtPlanAndUploadWith(config, inputs, ws, bytes, device, deviceBytes,
+                                 nullptr, stream, summary);
 }
 
 attnRtStatus attnRtPlanAndUploadWith(const attnRtPlanConfig *config,
@@ -218,7 +214,7 @@ attnRtStatus attnRtPlanAndUploadWith(const attnRtPlanConfig *config,
                                      attnRtPlanSummary *summary) {
   if (!device)
     return guarded([] {
-      return invalidArg("attnRtPlanAndUploadWith: device_workspace is null");
+      return invalidArg("attnRtPlanAndUpload: device_workspace is null");
     });
   return planImpl(config, inputs, ws, bytes, device, deviceBytes, options,
                   stream, summary);

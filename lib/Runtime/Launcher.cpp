@@ -553,24 +553,21 @@ Status streamIsCapturing(uint64_t stream, bool *capturing) {
   return Status::success();
 }
 
+static Status runUpload(const UploadSchedule &u, const Module *m,
+                        const KernelManifest *k, int32_t pairs,
+                        uint64_t hostPlan, uint64_t deviceWorkspace,
+                        UploadFence *fence, uint64_t stream);
+
 Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace, uint64_t stream) {
   if (!plan.words || !deviceWorkspace)
     return Status(StatusCode::InvalidArgument, "plan or device workspace is null");
+  // The driver first: a caller without CUDA learns that before the plan is read.
   Status s;
-  const CudaDriver *d = cudaDriver(&s);
-  if (!d)
+  if (!cudaDriver(&s))
     return s;
-  PlanSpan spans[kMaxPlanSpans];
-  int32_t n = planUploadSpans(plan, spans);
-  const char *host = reinterpret_cast<const char *>(plan.words);
-  for (int32_t i = 0; i < n; ++i) {
-    CUresult r = d->memcpyHtoDAsync(CUdeviceptr(deviceWorkspace + spans[i].offset),
-                                    host + spans[i].offset, spans[i].bytes,
-                                    reinterpret_cast<CUstream>(stream));
-    if (r != CUDA_SUCCESS)
-      return cudaFailure(*d, "cuMemcpyHtoDAsync", r);
-  }
-  return Status::success();
+  return runUpload(scheduleUpload(plan, deviceWorkspace, FixedBuffers{}, 0, false),
+                   nullptr, nullptr, 0, reinterpret_cast<uint64_t>(plan.words),
+                   deviceWorkspace, nullptr, stream);
 }
 
 /// Where the call's K/V rows lie besides the buffers (TensorMap.h): the
@@ -876,11 +873,12 @@ static Status launchRowGrid(const Module &m, const KernelManifest &k,
 /// other pairs copy nothing); a copy from the plan reads it at `planBase`
 /// (the host plan, or its device copy).
 static Status launchCopies(const Module &m, const KernelManifest &k,
-                           const WordCopy *copies, int32_t numCopies,
-                           uint64_t planBase, uint64_t stream) {
-  // Bound by position (copyKernelPairs checked the names): launchRows' match
-  // by name is quadratic in the 25 arguments, several microseconds a plan.
-  const int32_t pairs = copyKernelPairs(k);
+                           int32_t pairs, const WordCopy *copies,
+                           int32_t numCopies, uint64_t planBase,
+                           uint64_t stream) {
+  // Bound by position (copyKernelPairs(k), `pairs`, checked the names):
+  // launchRows' match by name is quadratic in the 25 arguments, several
+  // microseconds a plan.
   if (numCopies > pairs)
     return Status(StatusCode::InvalidArgument,
                   "copy kernel \"" + k.name + "\" copies " +
@@ -909,24 +907,16 @@ static Status launchCopies(const Module &m, const KernelManifest &k,
   return launchRowGrid(m, k, rows, pb, stream);
 }
 
-Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
-                  size_t deviceBytes, const FixedBuffers &fixed,
-                  const CopyKernel &kernel, UploadFence *fence, uint64_t stream) {
-  if (Status s = checkDeviceWorkspace(plan, deviceWorkspace, deviceBytes); !s.ok())
-    return s;
-  const KernelManifest *k =
-      kernel.module ? kernel.module->kernel(kernel.name) : nullptr;
-  if (kernel.module && !k)
-    return Status(StatusCode::NotFound, "no copy kernel \"" +
-                                            std::string(kernel.name) +
-                                            "\" in the module");
-  const UploadSchedule u =
-      scheduleUpload(plan, deviceWorkspace, fixed, k ? copyKernelPairs(*k) : 0,
-                     kernel.readsHost);
-  const uint64_t host = reinterpret_cast<uint64_t>(plan.words);
+/// Queues schedule `u` (of a plan at host address `hostPlan`) with copy
+/// kernel `k` of `m` (`pairs` pairs; null: the driver's copies alone), and
+/// records `fence` (nullable) after the last copy that reads the host plan.
+static Status runUpload(const UploadSchedule &u, const Module *m,
+                        const KernelManifest *k, int32_t pairs,
+                        uint64_t hostPlan, uint64_t deviceWorkspace,
+                        UploadFence *fence, uint64_t stream) {
   auto record = [&] { return fence ? fence->record(stream) : Status::success(); };
   if (u.oneLaunch) {
-    Status s = launchCopies(*kernel.module, *k, u.copies, u.numCopies, host, stream);
+    Status s = launchCopies(*m, *k, pairs, u.copies, u.numCopies, hostPlan, stream);
     return s.ok() ? record() : s;
   }
   Status s;
@@ -938,14 +928,14 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
     if (i == u.numSpans && u.fixedByKernel) { // the rest from the plan's device copy
       if (Status r = record(); !r.ok())
         return r;
-      return launchCopies(*kernel.module, *k, u.copies + i, u.numCopies - i,
+      return launchCopies(*m, *k, pairs, u.copies + i, u.numCopies - i,
                           deviceWorkspace, stream);
     }
     const WordCopy &c = u.copies[i];
     const size_t bytes = size_t(c.words) * 4;
     CUresult r = c.fromPlan
                      ? d->memcpyHtoDAsync(CUdeviceptr(c.dst),
-                                          reinterpret_cast<const void *>(host + c.src),
+                                          reinterpret_cast<const void *>(hostPlan + c.src),
                                           bytes, st)
                      : d->memcpyDtoDAsync(CUdeviceptr(c.dst), CUdeviceptr(c.src),
                                           bytes, st);
@@ -953,6 +943,24 @@ Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
       return cudaFailure(*d, c.fromPlan ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoDAsync", r);
   }
   return record();
+}
+
+Status uploadPlan(const PlanView &plan, uint64_t deviceWorkspace,
+                  size_t deviceBytes, const FixedBuffers &fixed,
+                  const CopyKernel &kernel, UploadFence *fence, uint64_t stream) {
+  if (Status s = checkDeviceWorkspace(plan, deviceWorkspace, deviceBytes); !s.ok())
+    return s;
+  const KernelManifest *k =
+      kernel.module ? kernel.module->kernel(kernel.name) : nullptr;
+  if (kernel.module && !k)
+    return Status(StatusCode::NotFound, "no copy kernel \"" +
+                                            std::string(kernel.name) +
+                                            "\" in the module");
+  const int32_t pairs = k ? copyKernelPairs(*k) : 0;
+  return runUpload(scheduleUpload(plan, deviceWorkspace, fixed, pairs,
+                                  kernel.readsHost),
+                   kernel.module, k, pairs, reinterpret_cast<uint64_t>(plan.words),
+                   deviceWorkspace, fence, stream);
 }
 
 Status hostIsDeviceMapped(const void *host, size_t bytes, bool *mapped) {
