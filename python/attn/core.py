@@ -704,15 +704,17 @@ class PlanMemo:
     ``_plan_memoized``, prefill's ``_plan_prefill_memoized``)."""
 
     __slots__ = ("k", "info", "config", "maxima", "workspace", "planner", "binding", "torch", "i32", "template",
-                 "qo_host", "qo_address")
+                 "qo_host", "qo_address", "runs")
 
     def __init__(self, **kw):
         self.k = self.qo_host = self.qo_address = self.binding = None
+        self.runs = {}  # tile candidate -> the template with its kernels (_memoized_run)
         for n, v in kw.items():
             setattr(self, n, v)
 
 
 _index_error_words = {}
+_index_error_values = {}  # the same words as ctypes ints, read by every plan() (raise_page_index_errors)
 
 
 def index_error_word(device):
@@ -731,18 +733,19 @@ def index_error_word(device):
         if w is None:
             with torch.cuda.device(d):
                 w = _index_error_words[d] = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+            _index_error_values[d] = ctypes.c_int32.from_address(w.data_ptr())
         if torch.device(device).index is not None:
             _index_error_words[device] = w
+            _index_error_values[device] = _index_error_values[d]
     return w
 
 
 def raise_page_index_errors(device):
     """Raises PageIndexError (and clears the word) if a paged attention
     kernel of ``device`` that has finished read a bad page index."""
-    w = _index_error_words.get(device)
-    if w is None:  # no paged kernel has run on this device yet (the word is made by the first)
+    word = _index_error_values.get(device)
+    if word is None:  # no paged kernel has run on this device yet (the word is made by the first)
         return
-    word = ctypes.c_int32.from_address(w.data_ptr())
     if word.value:
         word.value = 0
         raise PageIndexError(
@@ -938,13 +941,17 @@ class WrapperBase:
         return self._pinned
 
     def _memoized_run(self, m, summary, *, batch, total_q, config, keepalive, ptrs):
-        """The fast path's PlannedRun: the memo's template, the summary's kernels."""
+        """The fast path's PlannedRun: the memo's template and the kernels of
+        the summary's tile candidate (joined once per candidate)."""
+        cand = summary.candidate
+        base = m.runs.get(cand)
+        if base is None:
+            info = m.info
+            base = m.runs[cand] = dict(m.template, module=info.module(cand), attention_kernel=info.attention[cand],
+                                       merge_kernel=info.merge[cand])
         p = PlannedRun.__new__(PlannedRun)
-        p.__dict__.update(m.template)
-        cand = summary["candidate"]
-        info = m.info
-        p.module, p.attention_kernel, p.merge_kernel = info.module(cand), info.attention[cand], info.merge[cand]
-        p.summary, p.host_bytes, p.total_q, p.batch = summary, summary["host_bytes"], total_q, batch
+        p.__dict__.update(base)
+        p.summary, p.host_bytes, p.total_q, p.batch = summary, summary.host_bytes, total_q, batch
         p.config, p.keepalive, p.ptrs = config, keepalive, ptrs
         self._planned = p
         return p
@@ -1024,7 +1031,7 @@ class WrapperBase:
             _native.native().copy_plan_arrays(self._host_ws.data_ptr(), *fixed_addresses(fixed), handle)
         fence.record(handle)
         p = PlannedRun()
-        candidate = summary["candidate"]
+        candidate = summary.candidate
         p.module, p.spec, p.config, p.summary = info.module(candidate), spec, config, summary
         p.attention_kernel, p.merge_kernel = info.attention[candidate], info.merge[candidate]
         p.total_q, p.batch = total_q, batch

@@ -33,6 +33,25 @@ def test_plan_sizes_and_summary(native):
     assert s["num_merge_units"] >= 1
 
 
+def test_plan_summary_reads_as_fields_and_as_a_mapping(native):
+    host, _ = native.plan_workspace_size(CONFIG)
+    s = native.plan(CONFIG, bytearray(host), i32(0, 1, 2, 3), i32(0, 3, 300, 301), kv_last_len=i32(5, 16, 1))
+    names = ["num_ctas", "num_items", "num_merge_units", "num_slots", "candidate", "tile_q", "gqa_pack",
+             "plan_bytes", "host_bytes"]
+    assert list(s) == s.keys() == names and len(s) == 9 and "tile_q" in s and "tile_k" not in s
+    assert all(s[n] == getattr(s, n) for n in names)
+    assert s.host_bytes == host and s.candidate == 0 and s.tile_q == 16
+    assert repr(s).startswith("PlanSummary(num_ctas=") and f"host_bytes={host})" in repr(s)
+    with pytest.raises(KeyError, match="tile_k"):
+        s["tile_k"]
+    with pytest.raises(AttributeError):
+        s.tile_q = 32
+    # Equal counts compare equal; another batch does not.
+    again = native.plan(CONFIG, bytearray(host), i32(0, 1, 2, 3), i32(0, 3, 300, 301), kv_last_len=i32(5, 16, 1))
+    other = native.plan(CONFIG, bytearray(host), i32(0, 1), i32(0, 3), kv_last_len=i32(5))
+    assert s == again and s != other
+
+
 def test_plan_errors_are_named(native):
     host, _ = native.plan_workspace_size(CONFIG)
     ws = bytearray(host)
