@@ -354,9 +354,15 @@ _kernel_infos = {}
 
 def stream_handle(device):
     """The raw handle (cudaStream_t, an int) of ``device``'s current stream,
-    for the binding's launches: PyTorch's raw-stream query when it has one
-    (no Stream object built per launch), else ``current_stream().cuda_stream``;
-    the lookup of which is done once per device (plan() calls this every step)."""
+    for the binding's launches (see stream_getter)."""
+    return stream_getter(device)()
+
+
+def stream_getter(device):
+    """A function of no arguments returning the raw handle of ``device``'s
+    current stream: PyTorch's raw-stream query when it has one (no Stream
+    object built per launch), else ``current_stream().cuda_stream``; looked
+    up once per device (plan() asks every step)."""
     get = _stream_getters.get(device)
     if get is None:
         torch = torch_module()
@@ -367,7 +373,7 @@ def stream_handle(device):
         else:
             get = functools.partial(raw, index)
         _stream_getters[device] = get
-    return get()
+    return get
 
 
 _stream_getters = {}
@@ -704,7 +710,7 @@ class PlanMemo:
     ``_plan_memoized``, prefill's ``_plan_prefill_memoized``)."""
 
     __slots__ = ("k", "info", "config", "maxima", "workspace", "planner", "binding", "torch", "i32", "template",
-                 "qo_host", "qo_address", "runs")
+                 "qo_host", "qo_address", "runs", "stream")
 
     def __init__(self, **kw):
         self.k = self.qo_host = self.qo_address = self.binding = None
@@ -866,7 +872,7 @@ class WrapperBase:
             info=kernel_info(p.spec, self._device), config=c,
             maxima=(c["max_batch"], c["max_total_q_rows"], c["max_kv_tokens"]),
             workspace=(ws.data_ptr(), ws.numel() * ws.element_size()),
-            planner=planner, torch=torch, i32=torch.int32,
+            planner=planner, torch=torch, i32=torch.int32, stream=stream_getter(self._device),
             template={n: getattr(p, n) for n in template}, **extra)
 
     def _graph_step(self, indices, n_idx):
@@ -879,15 +885,16 @@ class WrapperBase:
         g = self._graph_bufs
         if g is None:
             idx = self._fixed.get("kv_indices")
-            g = self._graph_bufs = (fixed_addresses(self._fixed), idx,
-                                    0 if idx is None else idx.numel(), 0 if idx is None else idx.data_ptr())
-        fixed, d_idx, capacity, idx_ptr = g
+            keep, ptrs = ((), {}) if idx is None else ((idx,), {"kv_indices": idx.data_ptr()})
+            g = self._graph_bufs = (fixed_addresses(self._fixed), 0 if idx is None else idx.numel(),
+                                    ptrs.get("kv_indices", 0), keep, ptrs)
+        fixed, capacity, idx_ptr, keep, ptrs = g
         if indices is None:
-            return fixed, (0, 0, 0), [], {}
+            return fixed, (0, 0, 0), keep, ptrs
         if capacity < n_idx:
             return None
         # The page table goes into the fixed buffer in the same call (device to device).
-        return fixed, (indices.data_ptr(), idx_ptr, 4 * n_idx), [d_idx], {"kv_indices": idx_ptr}
+        return fixed, (indices.data_ptr(), idx_ptr, 4 * n_idx), keep, ptrs
 
     def _plan_natively(self, m, batch, maxima, host, fixed=(0, 0, 0), min_kv_len=1, page_table=(0, 0, 0)):
         """The fast path's one native call: plans ``batch`` requests under
@@ -902,7 +909,7 @@ class WrapperBase:
         device workspace is too small or a request holds fewer than
         ``min_kv_len`` keys: the full path then fits or says which."""
         planner = m.planner
-        handle = stream_handle(self._device)
+        handle = m.stream()
         src, dst, table_bytes = page_table
         for _ in range(2):
             # What every step passes alike is bound once (the workspaces, the

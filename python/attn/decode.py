@@ -181,8 +181,8 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                 indptr.dim() == 1 and last.dim() == 1 and indptr.is_contiguous() and last.is_contiguous() and
                 indices.is_contiguous() and indices.device == self._device):
             return False
-        batch, k = last.shape[0], m.k
-        if indptr.shape[0] != batch + 1:
+        batch, k = last.numel(), m.k   # numel: shape[0] costs twice as much, and both are 1-D
+        if indptr.numel() != batch + 1:
             return False
         core.raise_page_index_errors(self._device)
         n_idx = indices.numel()
