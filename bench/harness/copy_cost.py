@@ -84,11 +84,24 @@ def main():
     event = ctypes.c_void_p()
     assert cuda.cuEventCreate(ctypes.byref(event), 2) == 0  # CU_EVENT_DISABLE_TIMING
     status = ctypes.c_int()
+    # A fence without the event: the stream writes a word of pinned host memory after the copy
+    # (cuStreamWriteValue32), and the host reads it (a load, no driver call).
+    word = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+    cuda.cuStreamWriteValue32_v2.restype = ctypes.c_int
+    write = (lambda: cuda.cuStreamWriteValue32_v2(ctypes.c_void_p(streams["current"]), u64(word.data_ptr()),
+                                                  ctypes.c_uint32(1), ctypes.c_uint(0)))
+    if write() != 0:
+        write = None
+    torch.cuda.synchronize()
+    value = ctypes.c_int32.from_address(word.data_ptr())
     for label, fn in (("cuEventRecord", lambda: cuda.cuEventRecord(event, ctypes.c_void_p(streams["current"]))),
                       ("cuEventSynchronize (complete)", lambda: cuda.cuEventSynchronize(event)),
+                      ("cuEventQuery (complete)", lambda: cuda.cuEventQuery(event)),
+                      ("cuStreamWriteValue32 to pinned host memory", write),
+                      ("the written word read on the host", lambda: value.value),
                       ("cuStreamIsCapturing", lambda: cuda.cuStreamIsCapturing(
                           ctypes.c_void_p(streams["current"]), ctypes.byref(status)))):
-        print(f"{label:<44} {median_us(fn):>15.2f}", flush=True)
+        print(f"{label:<44} {median_us(fn) if fn else float('nan'):>15.2f}", flush=True)
     for label, us in graph_of_copies(cuda, median_us, streams["current"], streams["own"]):
         print(f"{label:<44} {us:>15.2f}", flush=True)
 
