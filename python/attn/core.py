@@ -719,6 +719,16 @@ class PlanMemo:
             setattr(self, n, v)
 
 
+def memo_keys():
+    """A function from plan()'s scalar arguments to their memo key: one
+    object per distinct set of values and types (True is not 1, nor 1.0 1),
+    made by functools.lru_cache(typed=True), which builds and finds the key
+    in C, at half what a tuple of the values and their types built in Python
+    every plan() costs. The keys of the 16 sets seen last are kept; an older
+    set gets a new key (and its plan() the full path once more)."""
+    return functools.lru_cache(maxsize=16, typed=True)(lambda *scalars: object())
+
+
 _index_error_words = {}
 _index_error_values = {}  # the same words as ctypes ints, read by every plan() (raise_page_index_errors)
 
@@ -817,7 +827,8 @@ class WrapperBase:
         self._pinned = None         # (host ws address, bytes): _pin_buffers
         self._ws_sizes = (None, None)  # (config key, plan_workspace_size) of the last plan
         self._capture_ok = False    # a frozen plan (SinglePlans) may be captured without graph mode
-        self._memo = {}             # plan()'s fast path: scalar arguments -> what they decide (PlanMemo)
+        self._memo = {}             # plan()'s fast path: memo key -> what the scalar arguments decide (PlanMemo)
+        self._memo_keys = memo_keys()
         self._graph_bufs = None     # graph mode's fixed buffers as the fast path passes them (_graph_step)
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
@@ -844,12 +855,14 @@ class WrapperBase:
 
     # -- plan()'s fast path (decode.py's _plan_memoized, prefill.py's _plan_prefill_memoized)
 
-    def _memo_entry(self, key):
-        """(the memo's entry for ``key`` or None, ``key`` or None when unhashable)."""
+    def _memo_entry(self, *scalars):
+        """(the memo's entry for plan()'s scalar arguments ``scalars`` or
+        None, their key or None when one is unhashable)."""
         try:
-            return self._memo.get(key), key
+            key = self._memo_keys(*scalars)
         except TypeError:  # an unhashable argument: the full path says what is wrong with it
             return None, None
+        return self._memo.get(key), key
 
     def _memoize(self, key, template, **extra):
         """Keeps what the plan just made depends on only through plan()'s

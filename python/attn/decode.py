@@ -124,11 +124,10 @@ class BatchDecodeWithPagedKVCacheWrapper(PagedWrapperBase):
                 variant_params is None:
             # Everything these scalars decide is memoized (_memoize below); their types are part of the
             # key, so that True is not taken for 1 nor 1.0 for 1.
-            memo_key = (num_qo_heads, num_kv_heads, head_dim, page_size, pos_encoding_mode, window_left,
-                        logits_soft_cap, q_data_type, kv_data_type, o_data_type, data_type, sm_scale, rope_scale,
-                        rope_theta, fixed_split_size, disable_split_kv, q_len_per_req, window_right, logits_scale)
-            memo_key += tuple(map(type, memo_key))
-            m, memo_key = self._memo_entry(memo_key)
+            m, memo_key = self._memo_entry(
+                num_qo_heads, num_kv_heads, head_dim, page_size, pos_encoding_mode, window_left, logits_soft_cap,
+                q_data_type, kv_data_type, o_data_type, data_type, sm_scale, rope_scale, rope_theta, fixed_split_size,
+                disable_split_kv, q_len_per_req, window_right, logits_scale)
             if m is not None:  # kept already: the full path below plans what the fast one does not take
                 if self._plan_memoized(m, indptr, indices, last_page_len):
                     return

@@ -168,11 +168,10 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillPlanMemo, PagedWrapperBase):
                 and max_token_per_sequence is None and max_sequence_kv is None and fixed_split_size is None \
                 and disable_split_kv is False:
             # Their types are part of the key, so that True is not taken for 1 nor 1.0 for 1.
-            memo_key = (num_qo_heads, num_kv_heads, head_dim_qk, page_size, head_dim_vo, causal, pos_encoding_mode,
-                        use_fp16_qk_reduction, sm_scale, window_left, logits_soft_cap, rope_scale, rope_theta,
-                        q_data_type, kv_data_type, o_data_type, non_blocking, token_pos_in_items_len, logits_scale)
-            memo_key += tuple(map(type, memo_key))
-            m, memo_key = self._memo_entry(memo_key)
+            m, memo_key = self._memo_entry(
+                num_qo_heads, num_kv_heads, head_dim_qk, page_size, head_dim_vo, causal, pos_encoding_mode,
+                use_fp16_qk_reduction, sm_scale, window_left, logits_soft_cap, rope_scale, rope_theta, q_data_type,
+                kv_data_type, o_data_type, non_blocking, token_pos_in_items_len, logits_scale)
             if m is not None:  # kept already: the full path below plans what the fast one does not take
                 if self._plan_prefill_memoized(m, qo_indptr, paged_kv_indptr, paged_kv_indices,
                                                paged_kv_last_page_len):
@@ -311,11 +310,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillPlanMemo, core.WrapperBase):
                 max_item_len_ptr is None and seq_lens is None and seq_lens_q is None and \
                 max_token_per_sequence is None and max_sequence_kv is None and v_indptr is None and \
                 o_indptr is None and fixed_split_size is None and disable_split_kv is False:
-            memo_key = (num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo, causal, pos_encoding_mode,
-                        use_fp16_qk_reduction, window_left, logits_soft_cap, sm_scale, rope_scale, rope_theta,
-                        q_data_type, kv_data_type, o_data_type, non_blocking, token_pos_in_items_len, logits_scale)
-            memo_key += tuple(map(type, memo_key))
-            m, memo_key = self._memo_entry(memo_key)
+            m, memo_key = self._memo_entry(
+                num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo, causal, pos_encoding_mode, use_fp16_qk_reduction,
+                window_left, logits_soft_cap, sm_scale, rope_scale, rope_theta, q_data_type, kv_data_type, o_data_type,
+                non_blocking, token_pos_in_items_len, logits_scale)
             if m is not None:  # kept already: the full path below plans what the fast one does not take
                 if self._plan_prefill_memoized(m, qo_indptr, kv_indptr):
                     return

@@ -155,7 +155,7 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
     for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_pinned", "_graph_bufs"):
         setattr(w, name, None)
-    w._ws_sizes, w._capture_ok, w._memo, w._op_handle = (None, None), False, {}, 0
+    w._ws_sizes, w._capture_ok, w._memo, w._memo_keys, w._op_handle = (None, None), False, {}, core.memo_keys(), 0
     w._fixed = {}
     if graph:
         w._fixed = {"kv_indptr": torch.zeros(max_batch + 1, dtype=torch.int32),

@@ -160,3 +160,15 @@ def test_host_i32_of_sequences():
     assert list(core.host_i32("qo_indptr", range(3))) == [0, 1, 2]
     with pytest.raises(TypeError, match="qo_indptr: expected a 1-D integer tensor or sequence"):
         core.host_i32("qo_indptr", [[0, 1]])
+
+
+def test_memo_keys_tell_values_and_types_apart():
+    key = core.memo_keys()
+    a = key(32, 8, 128, "NONE", None, 0.5, False)
+    assert key(32, 8, 128, "NONE", None, 0.5, False) is a
+    # Equal values of other types are other configurations (True is not 1, nor 1.0 1).
+    others = {key(32, 8, 128, "NONE", None, 0.5, 0), key(32.0, 8, 128, "NONE", None, 0.5, False),
+              key(32, 8, 128, "NONE", None, 0.5, True)}
+    assert a not in others and len(others) == 3
+    with pytest.raises(TypeError):
+        key(32, 8, [128])  # unhashable: plan() takes the full path, which says what is wrong
