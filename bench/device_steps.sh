@@ -17,6 +17,7 @@
 #   variant  a prefill plain and with each variant (bench/harness/variant_cost.py)
 #          with each kernel pack of VARIANT_PACKS, twice alternating
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
+#   OLD_SRC  the older package's folder (default out/old-src)
 #   OLD_PACKS  packs (of kab, variant) run with the build of out/old-src:
 #          kernels of an older plan ABI against their own runtime
 #   kab    kernels before and after a change on one GPU: the benchmark's
@@ -116,7 +117,7 @@ fi
 old=/tmp/attn-old-build
 build_old() {
   [ -f $old/.built ] && return
-  cmake -G Ninja -S out/old-src -B $old -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
+  cmake -G Ninja -S ${OLD_SRC:-out/old-src} -B $old -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
     -DATTN_ENABLE_TESTS=OFF -DPython3_EXECUTABLE="$(command -v python3)" > "$L/old-cmake.log" 2>&1
   ninja -C $old > "$L/old-ninja.log" 2>&1 && touch $old/.built || tail -20 "$L/old-ninja.log"
 }
