@@ -17,7 +17,8 @@
 #   variant  a prefill plain and with each variant (bench/harness/variant_cost.py)
 #          with each kernel pack of VARIANT_PACKS, twice alternating
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
-#   OLD_SRC  the older package's folder (default out/old-src)
+#   OLD_SRC  the older package's folder (default out/old-src), built in
+#          OLD_BUILD (default /tmp/attn-old-build); LOGS the log folder (default /tmp/logs)
 #   OLD_PACKS  packs (of kab, variant) run with the build of out/old-src:
 #          kernels of an older plan ABI against their own runtime
 #   kab    kernels before and after a change on one GPU: the benchmark's
@@ -45,7 +46,7 @@
 # back as one tarball (the device tool returns at most 8 files); the caller
 # commits a summary under bench/results/.
 set -uo pipefail
-L=/tmp/logs; mkdir -p "$L"
+L=${LOGS:-/tmp/logs}; mkdir -p "$L"
 FINAL=${OUT:-/tmp/out}
 pack() { tar czf "$FINAL/logs.tgz" -C "$L" . ; cp "$L"/summary.txt "$L"/results.md "$L"/fi-summary.md "$FINAL/" 2>/dev/null; }
 trap pack EXIT
@@ -114,7 +115,7 @@ if [[ $steps == *" copy "* ]]; then
 fi
 # The old runtime and package (out/old-src: `git archive <commit>`, carried)
 # built beside this one, once, for ab and for the packs of OLD_PACKS.
-old=/tmp/attn-old-build
+old=${OLD_BUILD:-/tmp/attn-old-build}
 build_old() {
   [ -f $old/.built ] && return
   cmake -G Ninja -S ${OLD_SRC:-out/old-src} -B $old -DATTN_ENABLE_COMPILER=OFF -DATTN_ENABLE_BENCHMARKS=OFF \
