@@ -163,10 +163,10 @@ py::dict candidateDict(const attnRtTileCandidate &t) {
 }
 
 /// A made plan's counts (attnRtPlanSummary) and the host workspace bytes its
-/// config's maxima need. Returned every plan()
-/// step, so one object with fields rather than a dict built key by key (a
-/// third of the binding's cost per step); it reads as a mapping too, for the
-/// tests and tools that compare or print summaries.
+/// config's maxima need. Returned every plan() step, so one object with
+/// fields rather than a dict built key by key (a third of the binding's cost
+/// per step); it reads as a mapping too, for the tests and tools that compare
+/// or print summaries.
 struct PlanSummary {
   attnRtPlanSummary s;
   size_t hostBytes = 0;
