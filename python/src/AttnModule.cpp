@@ -189,11 +189,26 @@ constexpr SummaryField kSummaryFields[] = {
     {"host_bytes", [](const PlanSummary &p) -> int64_t { return int64_t(p.hostBytes); }},
 };
 
-int64_t summaryField(const PlanSummary &p, const std::string &name) {
+/// The field named `name`, or null.
+const SummaryField *findSummaryField(const std::string &name) {
   for (const SummaryField &f : kSummaryFields)
     if (name == f.name)
-      return f.get(p);
+      return &f;
+  return nullptr;
+}
+
+int64_t summaryField(const PlanSummary &p, const std::string &name) {
+  if (const SummaryField *f = findSummaryField(name))
+    return f->get(p);
   throw py::key_error(name);
+}
+
+/// The field names, in order: keys() and iteration.
+py::list summaryKeys() {
+  py::list names;
+  for (const SummaryField &f : kSummaryFields)
+    names.append(f.name);
+  return names;
 }
 
 /// attnRtFence_t: orders the reuse of a wrapper's pinned plan buffers
@@ -686,20 +701,11 @@ PYBIND11_MODULE(_attn, m) {
     summary.def_property_readonly(f.name, f.get);
   summary
       .def("__getitem__", &summaryField, py::arg("name"))
-      .def("keys", [](const PlanSummary &) {
-        py::list names;
-        for (const SummaryField &f : kSummaryFields)
-          names.append(f.name);
-        return names;
-      })
-      .def("__iter__", [](const PlanSummary &p) {
-        return py::iter(py::cast(p).attr("keys")());
-      })
+      .def("keys", [](const PlanSummary &) { return summaryKeys(); })
+      .def("__iter__", [](const PlanSummary &) { return py::iter(summaryKeys()); })
       .def("__len__", [](const PlanSummary &) { return std::size(kSummaryFields); })
       .def("__contains__", [](const PlanSummary &, const std::string &name) {
-        return std::find_if(std::begin(kSummaryFields), std::end(kSummaryFields),
-                            [&](const SummaryField &f) { return name == f.name; }) !=
-               std::end(kSummaryFields);
+        return findSummaryField(name) != nullptr;
       })
       .def("__eq__", [](const PlanSummary &a, const PlanSummary &b) {
         for (const SummaryField &f : kSummaryFields)
