@@ -14,6 +14,7 @@
 #          it, carried) and this one, built side by side, timed alternately
 #          (AB_ROUNDS rounds, default 2)
 #   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
+#   item   what a prefill work item costs beside its K/V tiles (bench/harness/item_cost.py)
 #   variant  a prefill plain and with each variant (bench/harness/variant_cost.py)
 #          with each kernel pack of VARIANT_PACKS, twice alternating
 #   bench  the benchmark without the sweeps (BENCH_ARGS for a subset)
@@ -112,6 +113,11 @@ if [[ $steps == *" copy "* ]]; then
   timeout 120 python3 bench/harness/copy_cost.py > "$L/copy-cost.log" 2>&1
   stamp "copy_cost rc=$?"
   cat "$L/copy-cost.log" >> "$L/summary.txt"
+fi
+if [[ $steps == *" item "* ]]; then
+  timeout 150 python3 bench/harness/item_cost.py > "$L/item-cost.log" 2>&1
+  stamp "item_cost rc=$?"
+  cat "$L/item-cost.log" >> "$L/summary.txt"
 fi
 # The old runtime and package (out/old-src: `git archive <commit>`, carried)
 # built beside this one, once, for ab and for the packs of OLD_PACKS.
