@@ -39,7 +39,7 @@
 #          default kernels and on SANITIZE_ARCHS (default "default,sm_90"),
 #          within SANITIZE_DEADLINE seconds (default 420); SANITIZE_ARGS
 #          for sanitize_suite.py's other options (--chunk, --tools, -k)
-#   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1), with
+#   ncu    Nsight Compute on the workloads in NCU_WORKLOADS (default P1; items-L<n>: item_cost.py's batches), with
 #          each pack of NCU_PACKS (default kernels): the
 #          full set of the attention kernel's launch, its details page and its
 #          SASS with per-instruction stall samples (CSV)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""One workload of docs/Benchmarks.md (D1-D5, P1-P5) through the attn Python
-package, checked once and then run a few times: the target for Nsight Compute.
+"""One workload of docs/Benchmarks.md (D1-D5, P1-P5, or items-L<n>: item_cost.py's
+batch of requests of n tokens) through the attn Python package, checked once
+and then run a few times: the target for Nsight Compute.
 
     ncu --clock-control none --target-processes all -k regex:attn_ \\
         --launch-skip 2 --launch-count 2 --set full \\
@@ -24,6 +25,10 @@ from reference import reference, rel_error  # noqa: E402
 
 
 def build(name):
+    # items-L<n>: item_cost.py's batch of 32768 causal tokens as requests of n.
+    if name.startswith("items-L") and name[7:].isdigit():
+        n = int(name[7:])
+        return workloads.prefill(name, [n] * (32768 // n), paged=False)
     for wid, builder in workloads.all_workloads():
         if wid == name:
             return builder()
