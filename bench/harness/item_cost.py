@@ -71,17 +71,25 @@ def main():
         assert bool(torch.isfinite(fn()).all()), f"L={n}: non-finite output"
         ms = triton.testing.do_bench(fn, warmup=25, rep=300, return_mode="median")
         items, tiles = counts([n] * b)
-        points.append((tiles, ms))
+        points.append((n, tiles, ms))
         print(f"{n:6d} {b:4d} {items:6d} {s.num_items:7d} {tiles:7d} {ms:8.4f} {w['flops'] / ms / 1e9:8.1f}",
               flush=True)
         del w, wr
         torch.cuda.empty_cache()
     if len(points) < 3:
         return
-    a, b = fit(points)
     items = counts([LENS[0]] * (TOKENS // LENS[0]))[0]  # the same for every L (a multiple of 32)
-    print(f"fit: time = {a:.4f} ms + {b * 1e6:.2f} ns x tiles; an item's fixed cost "
-          f"{a / items * 1e6:.1f} ns = {a / items / b:.2f} tiles' time")
+    # The long batches weigh most in one line through every point; the short
+    # ones alone say what an item costs where items are most of the time.
+    everything = [(t, ms) for _, t, ms in points]
+    short = [(t, ms) for n, t, ms in points if n <= 4096]
+    for what, pts in (("fit", everything), ("fit, L <= 4096", short if len(short) >= 3 else [])):
+        if not pts:
+            continue
+        a, b = fit(pts)
+        print(f"{what}: time = {a:.4f} ms + {b * 1e6:.2f} ns x tiles; an item's fixed cost "
+              f"{a / items * 1e6:.1f} ns = {a / items / b:.2f} tiles' time")
+    a, b = fit(everything)
     for name, lens_ in (("P1", [8192]), ("P2", workloads.P2_LENS)):
         i, t = counts(lens_)
         share = a / items * i / (a / items * i + b * t)

@@ -221,7 +221,7 @@ TileCost mlir::attn::getTileCost(TileAttr tile) {
     return cost;
   }
   // A prefill item pays about two KV tiles' worth for its Q load, its first
-  // and last steps and its epilogue (measured: 1.2-2.2 tiles at the 128-row
+  // and last steps and its epilogue (measured: 1.3-2.2 tiles at the 128-row
   // tile of head dim 128, bench/harness/item_cost.py).
   cost.perItem = 2 * tile.getKv();
   return cost;
