@@ -729,8 +729,13 @@ def memo_keys():
     return functools.lru_cache(maxsize=16, typed=True)(lambda *scalars: object())
 
 
-_index_error_words = {}
-_index_error_values = {}  # the same words as ctypes ints, read by every plan() (raise_page_index_errors)
+class _PinnedWord(ctypes.c_int32):
+    """A pinned int32 word read and cleared in place through ctypes (a
+    tensor's item() would cost several times more); ``tensor`` keeps its
+    memory alive and gives its address."""
+
+
+_index_error_words = {}  # device -> _PinnedWord, keyed by what callers pass too
 
 
 def index_error_word(device):
@@ -739,7 +744,7 @@ def index_error_word(device):
     kernels write through its unified address, so that reading it costs no
     device sync, and one fixed address per device, so that CUDA graphs
     capture it."""
-    w = _index_error_words.get(device)  # keyed by what callers pass too: a wrapper's device, every call
+    w = _index_error_words.get(device)  # a wrapper's device, every call
     if w is None:
         torch = torch_module()
         d = torch.device(device)
@@ -748,18 +753,18 @@ def index_error_word(device):
         w = _index_error_words.get(d)
         if w is None:
             with torch.cuda.device(d):
-                w = _index_error_words[d] = torch.zeros(1, dtype=torch.int32, pin_memory=True)
-            _index_error_values[d] = ctypes.c_int32.from_address(w.data_ptr())
+                t = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+            w = _index_error_words[d] = _PinnedWord.from_address(t.data_ptr())
+            w.tensor = t
         if torch.device(device).index is not None:
             _index_error_words[device] = w
-            _index_error_values[device] = _index_error_values[d]
-    return w
+    return w.tensor
 
 
 def raise_page_index_errors(device):
     """Raises PageIndexError (and clears the word) if a paged attention
     kernel of ``device`` that has finished read a bad page index."""
-    word = _index_error_values.get(device)
+    word = _index_error_words.get(device)
     if word is None:  # no paged kernel has run on this device yet (the word is made by the first)
         return
     if word.value:
