@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
 from workloads import HKV, HQ  # noqa: E402
 
-TOKENS = 32768
+TOKENS = workloads.ITEM_TOKENS
 LENS = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 KV_TILE = 128  # the 128-row tile's K/V tile at head dim 128 (chooseTile)
 
@@ -59,7 +59,7 @@ def main():
     print(f"{'L':>6} {'B':>4} {'items':>6} {'planned':>7} {'tiles':>7} {'ms':>8} {'TFLOP/s':>8}")
     for n in lens:
         b = TOKENS // n
-        w = workloads.prefill(f"L{n}", [n] * b, paged=False)
+        w = workloads.items_batch(n)
         qo = w["qo_indptr"].cpu()
         wr = attn.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")
         wr.plan(qo, qo, HQ, HKV, w["head_dim"], causal=True, q_data_type=torch.bfloat16)

@@ -25,10 +25,8 @@ from reference import reference, rel_error  # noqa: E402
 
 
 def build(name):
-    # items-L<n>: item_cost.py's batch of 32768 causal tokens as requests of n.
     if name.startswith("items-L") and name[7:].isdigit():
-        n = int(name[7:])
-        return workloads.prefill(name, [n] * (32768 // n), paged=False)
+        return workloads.items_batch(int(name[7:]))
     for wid, builder in workloads.all_workloads():
         if wid == name:
             return builder()

@@ -88,6 +88,17 @@ def prefill(name, lens, head_dim=HEAD_DIM, paged=True, seed=0):
     return w
 
 
+# item_cost.py's batches: the same causal query tokens as requests of n, so
+# that every batch has the same work items and only the K/V tiles grow with n.
+ITEM_TOKENS = 32768
+
+
+def items_batch(n):
+    """item_cost.py's batch of ITEM_TOKENS tokens as requests of n (ragged
+    contiguous K/V); profile_workload.py builds it as `items-L<n>`."""
+    return prefill(f"items-L{n}", [n] * (ITEM_TOKENS // n), paged=False)
+
+
 def append(name, qo_lens, kv_lens, metric, seed=0):
     """New query tokens at the end of paged caches (the query tokens are the
     last qo_len of a request's kv_len keys, causal, bottom-right aligned):
