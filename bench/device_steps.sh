@@ -25,8 +25,8 @@
 #   kab    kernels before and after a change on one GPU: the benchmark's
 #          KAB_ONLY workloads without peers (default the prefill ones) with
 #          each kernel pack of KAB_PACKS (folders under out/, carried as
-#          out/<pack>.tgz; default kernels-base and kernels), twice
-#          alternating; then once with the peers (SDPA, Flex) on out/kernels
+#          out/<pack>.tgz; default kernels-base and kernels), in KAB_ROUNDS
+#          rounds (default 2) alternating; then once with the peers (SDPA, Flex) on out/kernels
 #          (KAB_NO_PEERS skips it)
 #   suite  the pytest suite (or SUITE_TESTS) on each kernel pack of SUITE_PACKS
 #          (default kernels-tma; "pack:test,test" runs those tests on it);
@@ -178,7 +178,7 @@ if [[ $steps == *" suite "* ]]; then
 fi
 if [[ $steps == *" kab "* ]]; then
   only=${KAB_ONLY:-P1,P2,P3-d64,P3-d256,P5}
-  for round in 1 2; do
+  for round in $(seq ${KAB_ROUNDS:-2}); do
     for pack in ${KAB_PACKS:-kernels-base kernels}; do
       tma=0; [[ $pack == *-tma ]] && tma=1
       if [[ ${suite_rc[$pack]:-0} == 124 ]]; then stamp "kab $pack skipped: its suite timed out"; continue; fi
