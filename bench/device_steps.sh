@@ -28,6 +28,10 @@
 #          out/<pack>.tgz; default kernels-base and kernels), in KAB_ROUNDS
 #          rounds (default 2) alternating; then once with the peers (SDPA, Flex) on out/kernels
 #          (KAB_NO_PEERS skips it)
+#   kabp   kernel packs timed in turns in one process (bench/harness/kab_paired.py):
+#          the KABP_ONLY workloads (default the prefill ones) on each pack of
+#          KABP_PACKS (folders under out/, the first the base), KABP_ROUNDS
+#          rounds (default 8); judged by the paired ratio to the base
 #   suite  the pytest suite (or SUITE_TESTS) on each kernel pack of SUITE_PACKS
 #          (default kernels-tma; "pack:test,test" runs those tests on it);
 #          a pack named *-tma (precompile.sh run with
@@ -193,6 +197,13 @@ if [[ $steps == *" kab "* ]]; then
     stamp "kab with peers (out/kernels) rc=$?"
     grep -E "^[A-Z][0-9]|ceilings" "$L/kab-peers.log" | tee -a "$L/summary.txt"
   fi
+fi
+if [[ $steps == *" kabp "* ]]; then
+  packs=$(for p in ${KABP_PACKS:-kernels-base kernels}; do printf 'out/%s,' "$p"; done)
+  timeout ${KABP_TIMEOUT:-300} python3 bench/harness/kab_paired.py --packs "$packs" \
+    --only "${KABP_ONLY:-P1,P2,P3-d64,P3-d256,P5}" --rounds ${KABP_ROUNDS:-8} --json "$L/kabp.json" > "$L/kabp.log" 2>&1
+  stamp "kabp rc=$?"
+  cat "$L/kabp.log" | tee -a "$L/summary.txt"
 fi
 if [[ $steps == *" ncu "* ]]; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
