@@ -364,6 +364,12 @@ void mlir::attn::detail::namedBarrierArrive(ImplicitLocOpBuilder &b,
             {}, {}, {});
 }
 
+void mlir::attn::detail::namedBarrierArrive(ImplicitLocOpBuilder &b,
+                                            Value id, int64_t threads) {
+  inlinePtx(b, ("bar.arrive $0, " + Twine(threads) + ";").str(), {}, {},
+            {id});
+}
+
 void mlir::attn::detail::setMaxRegisters(ImplicitLocOpBuilder &b,
                                          int64_t count, bool increase) {
   inlinePtx(b,

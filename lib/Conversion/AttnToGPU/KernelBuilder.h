@@ -229,6 +229,9 @@ void namedBarrier(mlir::ImplicitLocOpBuilder &b, mlir::Value id,
 /// `bar.arrive id, threads`: counts this warp in, without waiting.
 void namedBarrierArrive(mlir::ImplicitLocOpBuilder &b, int64_t id,
                         int64_t threads);
+/// `bar.arrive id, threads` with the barrier's id a run-time value (i32).
+void namedBarrierArrive(mlir::ImplicitLocOpBuilder &b, mlir::Value id,
+                        int64_t threads);
 /// `setmaxnreg.{inc,dec}.sync.aligned.u32 count` (sm_90a): the warpgroup's
 /// register budget, moved between warpgroups of one CTA.
 void setMaxRegisters(mlir::ImplicitLocOpBuilder &b, int64_t count,

@@ -405,7 +405,7 @@ Value mlir::attn::mmasync::inlineHook(OpBuilder &b, Region &region,
 //===----------------------------------------------------------------------===//
 
 bool mlir::attn::mmasync::takesTurns(const KernelContext &ctx) {
-  return ctx.pipelined && ctx.W == 8;
+  return ctx.specialized && ctx.W == 8;
 }
 
 /// Runs `ifFirst` on warpgroup 0 and `ifSecond` on warpgroup 1 (either may
@@ -425,20 +425,25 @@ static void byWarpgroup(KernelBuilder &kb, llvm::function_ref<void()> ifFirst,
     ifSecond();
 }
 
+/// The id of this computing warpgroup's turn barrier (kTurnBarrier + its
+/// index), or with `other` of the other warpgroup's: arithmetic, not a
+/// branch per warpgroup.
+static Value getTurnBarrier(KernelBuilder &kb, bool other) {
+  Value tid = gpu::ThreadIdOp::create(kb.builder(), gpu::Dimension::x);
+  Value wg = kb.divu(tid, kb.idx(128));
+  if (other)
+    wg = kb.sub(kb.idx(1), wg);
+  return kb.toI32(kb.add(wg, kb.idx(kTurnBarrier)));
+}
+
 void mlir::attn::mmasync::takeTurn(KernelBuilder &kb, const KernelContext &ctx) {
-  ImplicitLocOpBuilder &b = kb.builder();
-  const int64_t n = ctx.threads();
-  byWarpgroup(
-      kb, [&] { mlir::attn::detail::namedBarrier(b, kTurnBarrier, n); },
-      [&] { mlir::attn::detail::namedBarrier(b, kTurnBarrier + 1, n); });
+  mlir::attn::detail::namedBarrier(kb.builder(), getTurnBarrier(kb, false),
+                                   ctx.threads());
 }
 
 void mlir::attn::mmasync::giveTurn(KernelBuilder &kb, const KernelContext &ctx) {
-  ImplicitLocOpBuilder &b = kb.builder();
-  const int64_t n = ctx.threads();
-  byWarpgroup(
-      kb, [&] { mlir::attn::detail::namedBarrierArrive(b, kTurnBarrier + 1, n); },
-      [&] { mlir::attn::detail::namedBarrierArrive(b, kTurnBarrier, n); });
+  mlir::attn::detail::namedBarrierArrive(
+      kb.builder(), getTurnBarrier(kb, true), ctx.threads());
 }
 
 void mlir::attn::mmasync::startTurns(KernelBuilder &kb,

@@ -95,9 +95,9 @@ inline bool isProducerOp(Operation *op) { return op->hasAttr(kProducerAttr); }
 /// The named barrier (bar.sync id) of a warp-specialized kernel's computing
 /// warps; 0 is the CTA's.
 inline constexpr int64_t kConsumerBarrier = 1;
-/// The turn barriers of a pipelined K/V loop's two computing warpgroups:
+/// The turn barriers of a warp-specialized K/V loop's two computing warpgroups:
 /// warpgroup w waits on kTurnBarrier + w before issuing a step's GEMMs and
-/// then hands the turn to the other (getTurns in WGMMA/TileMath.cpp).
+/// then hands the turn to the other (takeTurn, giveTurn).
 inline constexpr int64_t kTurnBarrier = 2;
 /// The named barrier of computing warpgroup w alone (its query rows):
 /// kWarpgroupBarrier + w.
@@ -106,8 +106,11 @@ inline constexpr int64_t kWarpgroupBarrier = 4;
 /// the other (`give`). The turns run on across items: warpgroup 1 gives
 /// warpgroup 0 the first before the CTA's first item (`startTurns`) and
 /// warpgroup 0 takes back the one left over after its last (`endTurns`);
-/// both warpgroups take as many turns in every item. Only pipelined kernels
-/// of two computing warpgroups take turns.
+/// both warpgroups take as many turns in every item. Warp-specialized
+/// kernels of two computing warpgroups take turns: a pipelined step issues
+/// its S and the last tile's P V in one turn, an unpipelined one its S
+/// alone (its P V waits for the softmax, which runs under the other
+/// warpgroup's S).
 bool takesTurns(const KernelContext &ctx);
 void takeTurn(KernelBuilder &kb, const KernelContext &ctx);
 void giveTurn(KernelBuilder &kb, const KernelContext &ctx);

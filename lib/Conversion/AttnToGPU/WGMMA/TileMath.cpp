@@ -84,9 +84,12 @@ struct QKLowering : public OpConversionPattern<TileQKOp> {
     Value base = getSharedBase(kb);
     Value qRow = kb.add(kb.idx(ctx.smem.qRow), kb.mul(kb.divu(tc.warp, 4), 64));
     Value kRow = getKRow(kb, ctx, tc, kv[0]);
-    // A step's two GEMMs (this S, then the last tile's P V) are issued in
-    // the warpgroup's turn.
-    if (op.getInFlight() && takesTurns(ctx))
+    // Pipelined, a step's two GEMMs (this S, then the last tile's P V) are
+    // issued in the warpgroup's turn; unpipelined, every S alone, so that
+    // one warpgroup's softmax runs while the other's S does.
+    const bool inTurn =
+        takesTurns(ctx) && (op.getInFlight() || !ctx.pipelined);
+    if (inTurn)
       takeTurn(kb, ctx);
     mlir::attn::detail::wgmmaFence(b, {});
     SmallVector<Value> s;
@@ -96,6 +99,8 @@ struct QKLowering : public OpConversionPattern<TileQKOp> {
           {}, WgmmaOperandB{getKMajorDescriptor(kb, ctx, base, kRow, ks),
                             /*nMajor=*/false});
     mlir::attn::detail::wgmmaCommit(b);
+    if (inTurn && !ctx.pipelined)
+      giveTurn(kb, ctx);
     if (!op.getInFlight())
       s = mlir::attn::detail::wgmmaWait(b, 0, s);
     rewriter.replaceOpWithMultiple(op, {s});
