@@ -48,6 +48,8 @@ KERNEL_FILTER = ["--kernel-name", "kns=attn_"]
 TOOL_ARGS = {
     "memcheck": ["--tool", "memcheck"],
     "racecheck": ["--tool", "racecheck", "--racecheck-report", "hazard"],
+    # Barriers: named-barrier counts and ids, bar.sync under divergence.
+    "synccheck": ["--tool", "synccheck"],
 }
 
 

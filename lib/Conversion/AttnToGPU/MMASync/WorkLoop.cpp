@@ -162,19 +162,8 @@ struct WorkLoopLowering : public OpConversionPattern<TileWorkLoopOp> {
     // CTAs past the copies (a fixed grid's spares) run nothing.
     last = kb.select(kb.slt(copy, loadHeader(kb, plan, attnrt::kHdrCopies)),
                      last, first);
-    // Warp-specialized kernels: thread 0 arms the ring's mbarriers once;
-    // their phases run on across items (KVPipeline.cpp).
-    if (ctx.specialized) {
-      Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-      auto leader = scf::IfOp::create(b, kb.eq(tid, kb.idx(0)), false);
-      b.setInsertionPointToStart(&leader.getThenRegion().front());
-      for (int64_t i = 0; i < 2 * ctx.S; ++i)
-        mlir::attn::detail::mbarrierInit(
-            b, getRingBarrier(kb, ctx, kb.idx(i)),
-            i < ctx.S ? KernelContext::kProducerThreads : ctx.threads());
-      b.setInsertionPointAfter(leader);
-      gpu::BarrierOp::create(b);
-    }
+    // (Warp-specialized kernels: the ring's mbarriers are armed once, before
+    // the roles part, WGMMA/WarpSpecialize.cpp.)
     const bool consumer = ctx.specialized && !isProducerOp(op);
     if (consumer && takesTurns(ctx))
       startTurns(kb, ctx);

@@ -58,7 +58,22 @@ void mlir::attn::specializeWarps(gpu::GPUFuncOp kernel) {
     privateWord(kRingBaseAttr, 0);
     privateWord(kQueryTagAttr, -1);
   }
+  // Thread 0 arms the ring's mbarriers (their phases run on across items,
+  // KVPipeline.cpp), then the CTA meets once, before the roles part: one
+  // barrier instruction for all its threads. (One in each role's copy of the
+  // loop would be two sites of barrier 0, which compute-sanitizer's
+  // synccheck reports as divergent threads.)
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto leader = scf::IfOp::create(b, kb.eq(tid, kb.idx(0)), false);
+    b.setInsertionPointToStart(&leader.getThenRegion().front());
+    for (int64_t i = 0; i < 2 * ctx.S; ++i)
+      mlir::attn::detail::mbarrierInit(
+          b, getRingBarrier(kb, ctx, kb.idx(i)),
+          i < ctx.S ? KernelContext::kProducerThreads : ctx.threads());
+  }
+  gpu::BarrierOp::create(b);
   auto role = scf::IfOp::create(b, kb.sgt(kb.add(tid, kb.idx(1)),
                                           kb.idx(ctx.threads())),
                                 /*withElseRegion=*/true);
