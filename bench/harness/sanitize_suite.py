@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the whole GPU test suite under compute-sanitizer, spread over the GPUs.
 
-    python3 bench/harness/sanitize_suite.py --out DIR [--tools memcheck,racecheck]
+    python3 bench/harness/sanitize_suite.py --out DIR [--tools memcheck,racecheck[,synccheck]]
         [--archs default,sm_90] [--chunk 10] [--deadline 520] [--extra]
         [--workers-per-gpu N] [--tests PATH_OR_NODE...] [-k EXPR]
         [--skip-done EARLIER/summary.json...]
