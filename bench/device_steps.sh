@@ -203,7 +203,7 @@ if [[ $steps == *" kabp "* ]]; then
   timeout ${KABP_TIMEOUT:-300} python3 bench/harness/kab_paired.py --packs "$packs" \
     --only "${KABP_ONLY:-P1,P2,P3-d64,P3-d256,P5}" --rounds ${KABP_ROUNDS:-8} --json "$L/kabp.json" > "$L/kabp.log" 2>&1
   stamp "kabp rc=$?"
-  cat "$L/kabp.log" | tee -a "$L/summary.txt"
+  tee -a "$L/summary.txt" < "$L/kabp.log"
 fi
 if [[ $steps == *" ncu "* ]]; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
