@@ -358,12 +358,13 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
             kb.sub(kb.add(maskRowBit[r], item.kvLen), kb.idx(1)), 8);
       }
     }
-    // On wgmma tiles the range's ends and the hooks' key comparisons are
-    // offsets from firstKey, taken once a row and tile (KeyComparison). The
-    // mma.sync tiles keep a key per element: at their register caps the
-    // per-row offsets made 10 of their kernels spill (4-28 bytes more) and
-    // none spill less.
-    const bool byOffset = ctx.wgmma && !ctx.splitKeys;
+    // On the pipelined wgmma loop the range's end and the hooks' key
+    // comparisons are offsets from firstKey, taken once a row and tile
+    // (KeyComparison). The other tiles keep a key per element, as measured
+    // (bench/NOTES.md v59): at the mma.sync tiles' register caps the per-row
+    // offsets made 10 kernels spill 4-28 bytes more and none less, and the
+    // plain wgmma loop (head dim 256) ran 1.7% slower with them.
+    const bool byOffset = ctx.wgmma && ctx.pipelined && !ctx.splitKeys;
     auto offsetFrom = [&](Value bound) {
       return kb.toI32(kb.sub(bound, firstKey)); // positions: |x| < 2^31
     };
