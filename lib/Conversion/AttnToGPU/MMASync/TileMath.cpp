@@ -35,7 +35,10 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <array>
+#include <cstdint>
 #include <optional>
 
 using namespace mlir;
@@ -96,6 +99,53 @@ SmallVector<KeyDistance> findKeyDistances(Region &hook) {
       found.push_back({conversion, 1, true});
     else if (sub && sub.getLhs() == qPos && sub.getRhs() == kPos)
       found.push_back({conversion, -1, true});
+  }
+  return found;
+}
+
+/// A logits mask's comparison of the key position with a value that does
+/// not depend on it: `arith.cmpi <signed or eq/ne> k_pos, x` or `x, k_pos`.
+/// For key firstKey + c (c = 8 nt + e, a constant), `k_pos < x` is
+/// `c < x - firstKey`: the difference is taken once per row and tile, and
+/// each score's test is one comparison with an immediate, where it took the
+/// key's add, its conversion and a 64-bit compare.
+struct KeyComparison {
+  arith::CmpIOp cmp;
+  bool keyOnLeft;
+};
+
+/// The hook's key comparisons (hook arguments: q_pos, k_pos, head), and in
+/// `keyFree` whether each op of the hook's block does not depend on k_pos.
+SmallVector<KeyComparison> findKeyComparisons(Region &hook,
+                                              DenseSet<Operation *> &keyFree) {
+  Block &block = hook.front();
+  Value kPos = block.getArgument(1);
+  auto free = [&](Value v) {
+    if (v == kPos)
+      return false;
+    Operation *def = v.getDefiningOp();
+    return !def || def->getBlock() != &block || keyFree.contains(def);
+  };
+  SmallVector<KeyComparison> found;
+  for (Operation &op : block.without_terminator()) {
+    if (op.getNumRegions() == 0 && llvm::all_of(op.getOperands(), free))
+      keyFree.insert(&op);
+    auto cmp = dyn_cast<arith::CmpIOp>(op);
+    if (!cmp || !cmp.getLhs().getType().isInteger(32))
+      continue;
+    switch (cmp.getPredicate()) {
+    case arith::CmpIPredicate::ult:
+    case arith::CmpIPredicate::ule:
+    case arith::CmpIPredicate::ugt:
+    case arith::CmpIPredicate::uge:
+      continue; // wraps: not a difference test
+    default:
+      break;
+    }
+    if (cmp.getLhs() == kPos && free(cmp.getRhs()))
+      found.push_back({cmp, true});
+    else if (cmp.getRhs() == kPos && free(cmp.getLhs()))
+      found.push_back({cmp, false});
   }
   return found;
 }
@@ -308,24 +358,81 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
             kb.sub(kb.add(maskRowBit[r], item.kvLen), kb.idx(1)), 8);
       }
     }
+    // On the pipelined wgmma loop the range's end and the hooks' key
+    // comparisons are offsets from firstKey, taken once a row and tile
+    // (KeyComparison). The other tiles keep a key per element, as measured
+    // (bench/NOTES.md v59): at the mma.sync tiles' register caps the per-row
+    // offsets made 10 kernels spill 4-28 bytes more and none less, and the
+    // plain wgmma loop (head dim 256) ran 1.7% slower with them.
+    const bool byOffset = ctx.wgmma && ctx.pipelined && !ctx.splitKeys;
+    auto offsetFrom = [&](Value bound) {
+      return kb.toI32(kb.sub(bound, firstKey)); // positions: |x| < 2^31
+    };
     auto applyMask = [&](Fragments &v) {
       std::optional<MaskRow> maskRows[2];
       if (customMask)
         for (int64_t r = 0; r < 2; ++r)
           maskRows[r] = MaskRow::load(kb, customMask, maskRowBit[r],
                                       maskLastByte[r], firstKey, NT);
+      Value endOffset = byOffset ? offsetFrom(item.kvEnd) : Value();
+      SmallVector<KeyComparison> comparisons;
+      IRMapping rowValues[2];
+      SmallVector<std::array<Value, 2>> comparisonOffsets;
+      if (byOffset && !maskHooks.empty()) {
+        DenseSet<Operation *> keyFree;
+        comparisons = findKeyComparisons(maskHooks, keyFree);
+        Block &hook = maskHooks.front();
+        for (int64_t r = 0; r < 2; ++r) {
+          // The row's arguments as inlineHook passes them (i32).
+          auto asI32 = [&](Value v) {
+            return v.getType().isIndex() ? kb.toI32(v) : v;
+          };
+          rowValues[r].map(hook.getArgument(0), asI32(qPos[r]));
+          rowValues[r].map(hook.getArgument(2), asI32(head[r]));
+          for (Operation &op : hook.without_terminator())
+            if (keyFree.contains(&op))
+              b.clone(op, rowValues[r]);
+        }
+        for (KeyComparison &c : comparisons) {
+          std::array<Value, 2> offsets;
+          Value x = c.keyOnLeft ? c.cmp.getRhs() : c.cmp.getLhs();
+          for (int64_t r = 0; r < 2; ++r) {
+            // x - firstKey in i32, INT32_MIN where it would wrap (firstKey
+            // >= 0, so only downwards): the tests compare it with offsets
+            // in [0, N), on whose side INT32_MIN stays.
+            Value xr = rowValues[r].lookupOrDefault(x);
+            Value first32 = kb.toI32(firstKey);
+            Value wraps = kb.slt(xr, kb.add(kb.i32(INT32_MIN), first32));
+            offsets[r] =
+                kb.select(wraps, kb.i32(INT32_MIN), kb.sub(xr, first32));
+          }
+          comparisonOffsets.push_back(offsets);
+        }
+      }
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           Value k = keyPos(nt, i);
-          Value keep = kb.slt(k, item.kvEnd);
+          Value offset = kb.i32(int32_t(nt * 8 + (i & 1)));
+          Value keep = byOffset ? kb.slt(offset, endOffset)
+                                : kb.slt(k, item.kvEnd);
           if (ctx.splitKeys)
             // Decode tiles start at multiples of 16, before the item's keys.
             keep = kb.andi(keep, arith::CmpIOp::create(
                                      b, arith::CmpIPredicate::sge, k,
                                      item.kvBegin));
-          if (!maskHooks.empty())
+          if (!maskHooks.empty()) {
+            IRMapping preset = rowValues[i / 2];
+            for (auto [c, offsets] : llvm::zip(comparisons, comparisonOffsets))
+              preset.map(c.cmp.getResult(),
+                         c.keyOnLeft
+                             ? arith::CmpIOp::create(b, c.cmp.getPredicate(),
+                                                     offset, offsets[i / 2])
+                             : arith::CmpIOp::create(b, c.cmp.getPredicate(),
+                                                     offsets[i / 2], offset));
             keep = kb.andi(keep, inlineHook(b, maskHooks,
-                                            {qPos[i / 2], k, head[i / 2]}));
+                                            {qPos[i / 2], k, head[i / 2]},
+                                            preset));
+          }
           if (customMask)
             keep = kb.andi(keep, maskRows[i / 2]->keeps(kb, nt, i & 1));
           v[nt][i] = kb.select(keep, v[nt][i], negInf);
