@@ -16,7 +16,9 @@ by the paired ratio: in each round, each pack's time over the first pack's.
 
 Prints, per workload and pack, the median time and TFLOP/s over the rounds
 and the paired ratio: its mean and standard error, median, lowest and
-highest; --json writes them too. A round comes first untimed (boost clocks).
+highest, and in how many rounds it was faster than the base (a sign test,
+which one outlying round does not move); --json writes them too. A round
+comes first untimed (boost clocks).
 Needs the packs' kernels for this GPU (precompiled, carried) and a
 runtime-only build on PYTHONPATH, as run_bench.py does.
 """
@@ -98,7 +100,9 @@ def run_workload(w, packs, rounds, rep_ms):
         stderr = statistics.stdev(ratios) / len(ratios) ** 0.5 if len(ratios) > 1 else 0.0
         out.append({"workload": w["name"], "pack": pack, "ms": ms, "TFLOPs": w["flops"] / ms / 1e9,
                     "ratio_mean": mean, "ratio_stderr": stderr, "ratio_median": statistics.median(ratios),
-                    "ratio_min": min(ratios), "ratio_max": max(ratios), "times_ms": times[pack]})
+                    "ratio_min": min(ratios), "ratio_max": max(ratios),
+                    # The sign test: one outlying round moves the mean, not this.
+                    "rounds_faster": sum(r < 1 for r in ratios), "times_ms": times[pack]})
     return out
 
 
@@ -135,7 +139,8 @@ def main():
                 rows.append(row)
                 print(f"{wid:8} {os.path.basename(row['pack'].rstrip('/')):28} {row['ms']:.4f} ms "
                       f"{row['TFLOPs']:6.1f} TFLOP/s  ratio {row['ratio_mean']:.4f} +- {row['ratio_stderr']:.4f} "
-                      f"(median {row['ratio_median']:.4f}, {row['ratio_min']:.4f}-{row['ratio_max']:.4f})",
+                      f"(median {row['ratio_median']:.4f}, {row['ratio_min']:.4f}-{row['ratio_max']:.4f}; "
+                      f"faster in {row['rounds_faster']}/{len(row['times_ms'])} rounds)",
                       flush=True)
         except Exception as e:  # reported per workload
             print(f"{wid}: {type(e).__name__}: {e}", flush=True)
