@@ -290,9 +290,11 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       qPos[r] = kb.add(item.posOffset, token[r]);
       head[r] = getRowHead(kb, ctx, item, local);
     }
+    // Element (nt, i)'s key is the thread's first key plus this constant.
+    auto keyOffset = [](int64_t nt, int64_t i) { return nt * 8 + (i & 1); };
     auto keyPos = [&](int64_t nt, int64_t i) {
       return kb.add(tileStart,
-                    kb.add(kb.mul(tc.t, 2), kb.idx(nt * 8 + (i & 1))));
+                    kb.add(kb.mul(tc.t, 2), kb.idx(keyOffset(nt, i))));
     };
 
     // Logits transform, on scaled logits in natural units.
@@ -324,7 +326,7 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           IRMapping preset;
-          const int64_t offset = nt * 8 + (i & 1);
+          const int64_t offset = keyOffset(nt, i);
           for (auto [d, base] : llvm::zip(distances, distanceBase))
             preset.map(d.conversion.getResult(),
                        offset == 0 ? base[i / 2]
@@ -365,16 +367,15 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
     // offsets made 10 kernels spill 4-28 bytes more and none less, and the
     // plain wgmma loop (head dim 256) ran 1.7% slower with them.
     const bool byOffset = ctx.wgmma && ctx.pipelined && !ctx.splitKeys;
-    auto offsetFrom = [&](Value bound) {
-      return kb.toI32(kb.sub(bound, firstKey)); // positions: |x| < 2^31
-    };
     auto applyMask = [&](Fragments &v) {
       std::optional<MaskRow> maskRows[2];
       if (customMask)
         for (int64_t r = 0; r < 2; ++r)
           maskRows[r] = MaskRow::load(kb, customMask, maskRowBit[r],
                                       maskLastByte[r], firstKey, NT);
-      Value endOffset = byOffset ? offsetFrom(item.kvEnd) : Value();
+      // Positions: |kv_end - firstKey| < 2^31.
+      Value endOffset =
+          byOffset ? kb.toI32(kb.sub(item.kvEnd, firstKey)) : Value();
       SmallVector<KeyComparison> comparisons;
       IRMapping rowValues[2];
       SmallVector<std::array<Value, 2>> comparisonOffsets;
@@ -382,27 +383,28 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
         DenseSet<Operation *> keyFree;
         comparisons = findKeyComparisons(maskHooks, keyFree);
         Block &hook = maskHooks.front();
+        // The row's arguments as inlineHook passes them (i32).
+        auto asI32 = [&](Value v) {
+          return v.getType().isIndex() ? kb.toI32(v) : v;
+        };
         for (int64_t r = 0; r < 2; ++r) {
-          // The row's arguments as inlineHook passes them (i32).
-          auto asI32 = [&](Value v) {
-            return v.getType().isIndex() ? kb.toI32(v) : v;
-          };
           rowValues[r].map(hook.getArgument(0), asI32(qPos[r]));
           rowValues[r].map(hook.getArgument(2), asI32(head[r]));
           for (Operation &op : hook.without_terminator())
             if (keyFree.contains(&op))
               b.clone(op, rowValues[r]);
         }
+        // x - firstKey in i32, INT32_MIN where it would wrap (firstKey >= 0,
+        // so only downwards): the tests compare it with offsets in [0, N),
+        // on whose side INT32_MIN stays.
+        Value first32 = kb.toI32(firstKey);
+        Value lowest = kb.add(kb.i32(INT32_MIN), first32);
         for (KeyComparison &c : comparisons) {
           std::array<Value, 2> offsets;
           Value x = c.keyOnLeft ? c.cmp.getRhs() : c.cmp.getLhs();
           for (int64_t r = 0; r < 2; ++r) {
-            // x - firstKey in i32, INT32_MIN where it would wrap (firstKey
-            // >= 0, so only downwards): the tests compare it with offsets
-            // in [0, N), on whose side INT32_MIN stays.
             Value xr = rowValues[r].lookupOrDefault(x);
-            Value first32 = kb.toI32(firstKey);
-            Value wraps = kb.slt(xr, kb.add(kb.i32(INT32_MIN), first32));
+            Value wraps = kb.slt(xr, lowest);
             offsets[r] =
                 kb.select(wraps, kb.i32(INT32_MIN), kb.sub(xr, first32));
           }
@@ -412,7 +414,7 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           Value k = keyPos(nt, i);
-          Value offset = kb.i32(int32_t(nt * 8 + (i & 1)));
+          Value offset = kb.i32(int32_t(keyOffset(nt, i)));
           Value keep = byOffset ? kb.slt(offset, endOffset)
                                 : kb.slt(k, item.kvEnd);
           if (ctx.splitKeys)
