@@ -56,6 +56,9 @@ def build_for_pack(w, pack):
     kernels; checked: whatever it loaded comes from the pack, and the pack
     has kernels loaded (an earlier workload may have loaded the same ones)."""
     os.environ["ATTN_CACHE_DIR"] = os.path.abspath(pack)
+    # A pack named *-tma holds kernels compiled with ATTN_KV_TMA=1 (K/V tiles
+    # by TMA), which are keyed by it: the callable looks them up as compiled.
+    os.environ["ATTN_KV_TMA"] = "1" if os.path.basename(os.path.normpath(pack)).endswith("-tma") else "0"
     before = loaded_kernel_paths()
     name, fn = attn_system.systems_for(w)[0]
     if isinstance(fn, Exception):

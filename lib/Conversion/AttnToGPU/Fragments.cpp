@@ -277,6 +277,34 @@ Value mlir::attn::detail::wgmmaDescriptor(ImplicitLocOpBuilder &b,
       b, field, arith::ConstantIntOp::create(b, i64, int64_t(constant)));
 }
 
+Value mlir::attn::detail::wgmmaDescriptorLow(ImplicitLocOpBuilder &b,
+                                             Value address,
+                                             int64_t leadingBytes) {
+  Type i32 = b.getI32Type();
+  Value addr = arith::IndexCastUIOp::create(b, i32, address);
+  Value field = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, addr, arith::ConstantIntOp::create(b, i32, 4)),
+      arith::ConstantIntOp::create(b, i32, 0x3FFF));
+  return arith::OrIOp::create(
+      b, field,
+      arith::ConstantIntOp::create(
+          b, i32, int64_t((uint32_t(leadingBytes >> 4) & 0x3FFF) << 16)));
+}
+
+Value mlir::attn::detail::wgmmaDescriptorAfter(ImplicitLocOpBuilder &b,
+                                               Value low, int64_t offsetBytes,
+                                               int64_t strideBytes) {
+  assert(offsetBytes % 16 == 0 && offsetBytes < (int64_t(1) << 18));
+  Type i32 = b.getI32Type();
+  Type i64 = b.getI64Type();
+  if (offsetBytes)
+    low = arith::AddIOp::create(
+        b, low, arith::ConstantIntOp::create(b, i32, offsetBytes >> 4));
+  uint64_t high = (uint64_t(strideBytes >> 4) & 0x3FFF) << 32 | uint64_t(1) << 62;
+  return arith::OrIOp::create(b, arith::ExtUIOp::create(b, i64, low),
+                              arith::ConstantIntOp::create(b, i64, int64_t(high)));
+}
+
 void mlir::attn::detail::fenceProxyAsyncShared(ImplicitLocOpBuilder &b) {
   orderedThrough(b, "fence.proxy.async.shared::cta;", {});
 }

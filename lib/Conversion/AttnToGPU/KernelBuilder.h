@@ -198,6 +198,17 @@ llvm::SmallVector<mlir::Value> wgmmaWait(mlir::ImplicitLocOpBuilder &b,
 /// address `address` (index), with leading and stride byte offsets.
 mlir::Value wgmmaDescriptor(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
                             int64_t leadingBytes, int64_t strideBytes);
+/// The low word (i32) of wgmmaDescriptor(`address`, `leadingBytes`, ...):
+/// the address field and the leading byte offset.
+mlir::Value wgmmaDescriptorLow(mlir::ImplicitLocOpBuilder &b,
+                               mlir::Value address, int64_t leadingBytes);
+/// The descriptor of the operand `offsetBytes` (a multiple of 16) past the
+/// one whose low word is `low`, with stride byte offset `strideBytes`. Shared
+/// memory ends below 2^18 bytes, so the address field (address >> 4, 14 bits)
+/// of every operand fits and the offset is one 32-bit add that never carries
+/// into the leading byte offset; the high word is a constant.
+mlir::Value wgmmaDescriptorAfter(mlir::ImplicitLocOpBuilder &b, mlir::Value low,
+                                 int64_t offsetBytes, int64_t strideBytes);
 /// `fence.proxy.async.shared::cta`: this thread's shared-memory writes become
 /// visible to the async proxy (wgmma, TMA).
 void fenceProxyAsyncShared(mlir::ImplicitLocOpBuilder &b);

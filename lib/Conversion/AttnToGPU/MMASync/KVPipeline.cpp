@@ -520,18 +520,28 @@ Caches getCaches(KernelBuilder &kb, Adaptor adaptor) {
 // The ring of warp-specialized kernels
 //===----------------------------------------------------------------------===//
 
+// A CTA's tile counter fits in 32 bits, so its slot and phase are taken in
+// i32: with three stages the division is a 32-bit multiply-high, where in
+// index arithmetic it was a 64-bit one.
+
+/// The ring slot (index) of the CTA's `tile`-th K/V tile.
+Value getRingSlot(KernelBuilder &kb, const KernelContext &ctx, Value tile) {
+  return kb.toIndex(kb.remu(kb.toI32(tile), kb.i32(ctx.S)));
+}
+
 /// Phase parity of the `tile`-th use of its slot, as i32.
 Value getRingParity(KernelBuilder &kb, const KernelContext &ctx, Value tile) {
-  return kb.toI32(kb.remu(kb.divu(tile, ctx.S), 2));
+  return kb.andi(kb.divu(kb.toI32(tile), kb.i32(ctx.S)), kb.i32(1));
 }
 
 Value getFullBarrier(KernelBuilder &kb, const KernelContext &ctx, Value tile) {
-  return getRingBarrier(kb, ctx, kb.remu(tile, ctx.S));
+  return getRingBarrier(kb, ctx, getRingSlot(kb, ctx, tile));
 }
 
 Value getEmptyBarrier(KernelBuilder &kb, const KernelContext &ctx,
                       Value tile) {
-  return getRingBarrier(kb, ctx, kb.add(kb.remu(tile, ctx.S), kb.idx(ctx.S)));
+  return getRingBarrier(kb, ctx,
+                        kb.add(getRingSlot(kb, ctx, tile), kb.idx(ctx.S)));
 }
 
 /// The producer: item tile `tile` (kernel tile `base + tile`) into its slot
@@ -549,7 +559,8 @@ void produceTile(KernelBuilder &kb, const KernelContext &ctx,
       mlir::attn::detail::mbarrierWait(b, getEmptyBarrier(kb, ctx, reused),
                                        getRingParity(kb, ctx, reused));
     });
-    issueTile(kb, ctx, item, caches, range, tile, kb.remu(g, ctx.S), ids);
+    issueTile(kb, ctx, item, caches, range, tile, getRingSlot(kb, ctx, g),
+              ids);
   });
   cpAsyncCommit(b);
 }
@@ -717,7 +728,7 @@ struct KVNextLowering : public OpConversionPattern<TileKVNextOp> {
     if (ctx.specialized) {
       Value base = loadRingBase(kb, op);
       Value g = kb.add(base, j);
-      stage = kb.remu(g, S);
+      stage = getRingSlot(kb, ctx, g);
       if (isProducerOp(op)) {
         // Publish tile g, then issue the item's tile j + ringAhead (once
         // tile g - ringLag is released, which the computing warps do before

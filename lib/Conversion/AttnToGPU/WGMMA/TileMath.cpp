@@ -55,15 +55,29 @@ Value getRowAddress(KernelBuilder &kb, const KernelContext &ctx, Value base,
 /// Rows of 1024-byte atoms: 8 rows of 128 bytes.
 constexpr int64_t kAtomBytes = 8 * kBlockRowBytes;
 
+/// The byte offset of k-step `ks` of a K-major operand from its first (as
+/// getKMajorDescriptor's addresses): 32 bytes a k16 inside a 64-column
+/// block, a block region across blocks.
+int64_t getKStepOffset(const KernelContext &ctx, int64_t ks) {
+  return (ks / 4) * ctx.smem.totalRows * kBlockRowBytes + (ks % 4) * 32;
+}
+
 /// K-major operand descriptor: k-step `ks` of the rows starting at `row`.
+/// The leading byte offset is unused for swizzled K-major operands.
 Value getKMajorDescriptor(KernelBuilder &kb, const KernelContext &ctx,
                           Value base, Value row, int64_t ks) {
   Value address = kb.add(getRowAddress(kb, ctx, base, row, ks / 4),
                          kb.idx((ks % 4) * 32));
-  // The leading byte offset is unused for swizzled K-major operands.
   return mlir::attn::detail::wgmmaDescriptor(kb.builder(), address, 16,
                                              kAtomBytes);
 }
+
+/// Whether K's and V's descriptors step from one 32-bit low word (one add a
+/// k-step, where each took a 64-bit add, shift, and, or). Only the pipelined
+/// loop: in the plain loop (head dim 256's, head dim 64's 192-row tile) the
+/// low words kept across the GEMMs made ptxas spill. Q's descriptors stay
+/// whole everywhere: LLVM keeps them across the loop.
+bool stepsDescriptors(const KernelContext &ctx) { return ctx.pipelined; }
 
 struct QKLowering : public OpConversionPattern<TileQKOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -92,12 +106,19 @@ struct QKLowering : public OpConversionPattern<TileQKOp> {
     if (inTurn)
       takeTurn(kb, ctx);
     mlir::attn::detail::wgmmaFence(b, {});
+    Value kLow;
+    if (stepsDescriptors(ctx))
+      kLow = mlir::attn::detail::wgmmaDescriptorLow(
+          b, getRowAddress(kb, ctx, base, kRow, 0), 16);
     SmallVector<Value> s;
-    for (int64_t ks = 0; ks < ctx.D / 16; ++ks)
+    for (int64_t ks = 0; ks < ctx.D / 16; ++ks) {
+      Value kDesc = kLow ? mlir::attn::detail::wgmmaDescriptorAfter(
+                               b, kLow, getKStepOffset(ctx, ks), kAtomBytes)
+                         : getKMajorDescriptor(kb, ctx, base, kRow, ks);
       s = mlir::attn::detail::wgmmaMMA(
           b, ctx.elt, ctx.N, s, getKMajorDescriptor(kb, ctx, base, qRow, ks),
-          {}, WgmmaOperandB{getKMajorDescriptor(kb, ctx, base, kRow, ks),
-                            /*nMajor=*/false});
+          {}, WgmmaOperandB{kDesc, /*nMajor=*/false});
+    }
     mlir::attn::detail::wgmmaCommit(b);
     if (inTurn && !ctx.pipelined)
       giveTurn(kb, ctx);
@@ -135,13 +156,23 @@ struct PVLowering : public OpConversionPattern<TilePVOp> {
     fenced = mlir::attn::detail::wgmmaFence(b, fenced);
     SmallVector<Value> acc(fenced.begin(), fenced.begin() + numAcc);
     ArrayRef<Value> probs = ArrayRef<Value>(fenced).drop_front(numAcc);
+    // 16 key rows from row 16kk; the column blocks of V are whole regions of
+    // the row space apart (the leading byte offset).
+    const int64_t leadingBytes = ctx.smem.totalRows * kBlockRowBytes;
+    Value vLow;
+    if (stepsDescriptors(ctx))
+      vLow = mlir::attn::detail::wgmmaDescriptorLow(
+          b, getRowAddress(kb, ctx, base, vRow, /*block=*/0), leadingBytes);
     for (int64_t kk = 0; kk < ctx.N / 16; ++kk) {
-      // 16 key rows from row 16kk; the column blocks of V are whole regions
-      // of the row space apart.
-      Value address = getRowAddress(kb, ctx, base, kb.add(vRow, kb.idx(16 * kk)),
-                                    /*block=*/0);
-      Value desc = mlir::attn::detail::wgmmaDescriptor(
-          b, address, ctx.smem.totalRows * kBlockRowBytes, kAtomBytes);
+      const int64_t offset = 16 * kk * kBlockRowBytes;
+      Value desc =
+          vLow ? mlir::attn::detail::wgmmaDescriptorAfter(b, vLow, offset,
+                                                          kAtomBytes)
+               : mlir::attn::detail::wgmmaDescriptor(
+                     b,
+                     getRowAddress(kb, ctx, base, kb.add(vRow, kb.idx(16 * kk)),
+                                   /*block=*/0),
+                     leadingBytes, kAtomBytes);
       acc = mlir::attn::detail::wgmmaMMA(b, ctx.elt, ctx.D, acc, Value(),
                                          probs.slice(4 * kk, 4),
                                          WgmmaOperandB{desc, /*nMajor=*/true});
