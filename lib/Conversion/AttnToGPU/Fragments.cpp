@@ -260,16 +260,23 @@ SmallVector<Value> mlir::attn::detail::wgmmaMMA(
   return inlinePtx(b, ptx, results, acc, inputs);
 }
 
+/// A descriptor's address field, (address >> 4) & 0x3FFF, as an integer of
+/// type `type` (i64: the whole descriptor, i32: its low word).
+static Value getDescriptorAddressField(ImplicitLocOpBuilder &b, Value address,
+                                       Type type) {
+  Value addr = arith::IndexCastUIOp::create(b, type, address);
+  return arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, addr, arith::ConstantIntOp::create(b, type, 4)),
+      arith::ConstantIntOp::create(b, type, 0x3FFF));
+}
+
 Value mlir::attn::detail::wgmmaDescriptor(ImplicitLocOpBuilder &b,
                                           Value address, int64_t leadingBytes,
                                           int64_t strideBytes) {
   // Bits 0-13: address >> 4; 16-29: leading byte offset >> 4; 32-45: stride
   // byte offset >> 4; 62-63: swizzle mode (1 = 128 bytes).
   Type i64 = b.getI64Type();
-  Value addr = arith::IndexCastUIOp::create(b, i64, address);
-  Value field = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, addr, arith::ConstantIntOp::create(b, i64, 4)),
-      arith::ConstantIntOp::create(b, i64, 0x3FFF));
+  Value field = getDescriptorAddressField(b, address, i64);
   uint64_t constant = (uint64_t(leadingBytes >> 4) & 0x3FFF) << 16 |
                       (uint64_t(strideBytes >> 4) & 0x3FFF) << 32 |
                       uint64_t(1) << 62;
@@ -281,10 +288,7 @@ Value mlir::attn::detail::wgmmaDescriptorLow(ImplicitLocOpBuilder &b,
                                              Value address,
                                              int64_t leadingBytes) {
   Type i32 = b.getI32Type();
-  Value addr = arith::IndexCastUIOp::create(b, i32, address);
-  Value field = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, addr, arith::ConstantIntOp::create(b, i32, 4)),
-      arith::ConstantIntOp::create(b, i32, 0x3FFF));
+  Value field = getDescriptorAddressField(b, address, i32);
   return arith::OrIOp::create(
       b, field,
       arith::ConstantIntOp::create(
