@@ -414,7 +414,8 @@ struct OnlineSoftmaxLowering : public OpConversionPattern<TileOnlineSoftmaxOp> {
       for (int64_t nt = 0; nt < NT; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           Value k = keyPos(nt, i);
-          Value offset = kb.i32(int32_t(keyOffset(nt, i)));
+          Value offset =
+              byOffset ? kb.i32(int32_t(keyOffset(nt, i))) : Value();
           Value keep = byOffset ? kb.slt(offset, endOffset)
                                 : kb.slt(k, item.kvEnd);
           if (ctx.splitKeys)

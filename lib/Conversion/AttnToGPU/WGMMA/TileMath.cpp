@@ -57,7 +57,9 @@ constexpr int64_t kAtomBytes = 8 * kBlockRowBytes;
 
 /// The byte offset of k-step `ks` of a K-major operand from its first (as
 /// getKMajorDescriptor's addresses): 32 bytes a k16 inside a 64-column
-/// block, a block region across blocks.
+/// block, a block region across blocks. getKMajorDescriptor keeps its own
+/// form of the same address: built from this offset, the plain loop's
+/// kernels (head dim 256) compile to other code, not measured.
 int64_t getKStepOffset(const KernelContext &ctx, int64_t ks) {
   return (ks / 4) * ctx.smem.totalRows * kBlockRowBytes + (ks % 4) * 32;
 }
