@@ -13,6 +13,9 @@
 #   ab     plan() of an older package (out/old-src: `git archive <commit>` of
 #          it, carried) and this one, built side by side, timed alternately
 #          (AB_ROUNDS rounds, default 2)
+#   defer  plan() with graph mode's copies deferred to run() (the default) and
+#          kept in plan() (ATTN_DEFER_PLAN_COPIES=0), one build, timed
+#          alternately (AB_ROUNDS rounds, default 2)
 #   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
 #   item   what a prefill work item costs beside its K/V tiles (bench/harness/item_cost.py)
 #   variant  a prefill plain and with each variant (bench/harness/variant_cost.py)
@@ -112,6 +115,15 @@ if [[ $steps == *" plan "* ]]; then
   timeout 90 python3 bench/harness/plan_overhead.py --breakdown > "$L/plan-overhead.log" 2>&1
   stamp "plan_overhead rc=$?"
   grep -E "^ +[0-9]+ |^ *batch" "$L/plan-overhead.log" >> "$L/summary.txt"
+fi
+if [[ $steps == *" defer "* ]]; then
+  for round in $(seq ${AB_ROUNDS:-2}); do
+    for defer in 0 1; do
+      ATTN_DEFER_PLAN_COPIES=$defer timeout 60 python3 bench/harness/plan_overhead.py \
+        --batches 1,256,1024 --calls 400 --breakdown > "$L/plan-defer$defer-$round.log" 2>&1
+      stamp "plan defer=$defer round $round: $(grep -E '^ +256 ' "$L/plan-defer$defer-$round.log" | head -1)"
+    done
+  done
 fi
 if [[ $steps == *" copy "* ]]; then
   timeout 120 python3 bench/harness/copy_cost.py > "$L/copy-cost.log" 2>&1

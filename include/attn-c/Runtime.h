@@ -146,8 +146,14 @@ ATTN_RT_EXPORT attnRtStatus attnRtPlanAndUpload(
  * pinned memory the device maps, attnRtHostIsDeviceMapped) that launch also
  * copies the plan, reading it from the host. `fence` (nullable, see
  * attnRtFenceCreate) is recorded after the last copy that reads the host
- * workspace: wait on it before the next plan rewrites it. Zero-initialize,
- * then fill. */
+ * workspace: wait on it before the next plan rewrites it.
+ * copy_table (nonzero: the address of a table in pinned host memory the
+ * device maps, 8-byte aligned) defers every copy to a copy_by_table kernel
+ * (copy_module / copy_kernel name it): the call writes the copies into the
+ * table instead of queuing them, launches nothing and leaves the fence to
+ * attnRtCopyByTable, which graph mode's run() captures once (the table's
+ * copies, checked against copy_table_words, the capacity it launches
+ * with). Zero-initialize, then fill. */
 typedef struct attnRtUploadOptions {
   uint64_t qo_indptr_dst;
   uint64_t kv_indptr_dst;
@@ -159,6 +165,8 @@ typedef struct attnRtUploadOptions {
   const char *copy_kernel;
   int32_t reads_host;
   struct attnRtFence *fence;
+  uint64_t copy_table;
+  int64_t copy_table_words;
 } attnRtUploadOptions;
 
 /* attnRtPlanAndUpload with `options` (nullable: none): the plan's copy and
@@ -244,6 +252,21 @@ ATTN_RT_EXPORT attnRtStatus attnRtFenceWait(attnRtFence_t fence);
 ATTN_RT_EXPORT void attnRtFenceDestroy(attnRtFence_t fence);
 /* *capturing = 1 when `stream` is capturing a CUDA graph (a plan's uploads
  * queued now would be recorded into the graph, not run), else 0. */
+/* Launches copy_by_table kernel `kernel` of `module` over the copy table at
+ * `table` (what attnRtPlanAndUploadWith wrote with copy_table) with
+ * `capacity_words` rows (a captured launch keeps them: at least every
+ * table's words), then records `fence` (nullable): while `stream` captures a
+ * graph, as the graph's event node, recorded at every replay. */
+ATTN_RT_EXPORT attnRtStatus attnRtCopyByTable(attnRtModule_t module,
+                                              const char *kernel,
+                                              const void *table,
+                                              int64_t capacity_words,
+                                              attnRtFence_t fence,
+                                              uint64_t stream);
+/* *id = the id of the graph capture `stream` is in, 0 when it is not
+ * capturing (one capture from the next: graph mode copies once in each). */
+ATTN_RT_EXPORT attnRtStatus attnRtStreamCaptureId(uint64_t stream,
+                                                  uint64_t *id);
 ATTN_RT_EXPORT attnRtStatus attnRtStreamIsCapturing(uint64_t stream,
                                                     int32_t *capturing);
 /* Launches the attention kernel (and the merge kernel when needed; merge_kernel

@@ -149,13 +149,15 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   bool hasKernelOp = false;
   module->walk([&](Operation *op) {
     if (isa<mlir::attn::AttentionOp, mlir::attn::MergeStatesOp,
-            mlir::attn::AppendKVOp, mlir::attn::CopyIndicesOp>(op))
+            mlir::attn::AppendKVOp, mlir::attn::CopyIndicesOp,
+            mlir::attn::CopyByTableOp>(op))
       hasKernelOp = true;
   });
   if (!hasKernelOp)
     return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
                   "the module holds no attn.attention, attn.merge_states, "
-                  "attn.append_kv or attn.copy_indices to compile");
+                  "attn.append_kv, attn.copy_indices or attn.copy_by_table "
+                  "to compile");
 
   auto start = Clock::now();
   PassManager pm(&s.context);

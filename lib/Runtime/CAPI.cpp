@@ -174,7 +174,20 @@ static attnRtStatus planImpl(const attnRtPlanConfig *config,
                     options->copy_kernel ? options->copy_kernel : "",
                     options->reads_host != 0};
       }
-      s = uploadPlan(v, device, deviceBytes, fixed, kernel, fence, stream);
+      if (options && options->copy_table) {
+        // Deferred: the table for graph mode's captured copy_by_table.
+        const KernelManifest *k =
+            kernel.module ? kernel.module->kernel(kernel.name) : nullptr;
+        const int32_t rows = k ? copyTableRows(*k) : 0;
+        s = rows ? writeCopyTable(v, device, deviceBytes, fixed, rows,
+                                  options->copy_table_words,
+                                  reinterpret_cast<int64_t *>(options->copy_table))
+                 : Status(StatusCode::InvalidArgument,
+                          "copy_table needs a copy_by_table kernel in "
+                          "copy_module / copy_kernel");
+      } else {
+        s = uploadPlan(v, device, deviceBytes, fixed, kernel, fence, stream);
+      }
     }
     if (s.ok() && summary) {
       summary->num_ctas = v.numCtas();
@@ -425,6 +438,26 @@ attnRtStatus attnRtFenceWait(attnRtFence_t fence) {
 }
 
 void attnRtFenceDestroy(attnRtFence_t fence) { delete fence; }
+
+attnRtStatus attnRtCopyByTable(attnRtModule_t module, const char *kernel,
+                               const void *table, int64_t capacityWords,
+                               attnRtFence_t fence, uint64_t stream) {
+  return guarded([&] {
+    if (!module || !kernel)
+      return invalidArg("attnRtCopyByTable: module or kernel is null");
+    return report(copyByTable(*module->module, kernel,
+                              reinterpret_cast<uint64_t>(table), capacityWords,
+                              fence ? &fence->fence : nullptr, stream));
+  });
+}
+
+attnRtStatus attnRtStreamCaptureId(uint64_t stream, uint64_t *id) {
+  return guarded([&] {
+    if (!id)
+      return invalidArg("attnRtStreamCaptureId: id is null");
+    return report(streamCaptureId(stream, id));
+  });
+}
 
 attnRtStatus attnRtStreamIsCapturing(uint64_t stream, int32_t *capturing) {
   return guarded([&] {

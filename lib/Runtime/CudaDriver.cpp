@@ -80,6 +80,8 @@ static Loaded load() {
   ATTN_RESOLVE(ctxPushCurrent, cuCtxPushCurrent)
   ATTN_RESOLVE(ctxPopCurrent, cuCtxPopCurrent)
   ATTN_RESOLVE(streamIsCapturing, cuStreamIsCapturing)
+  ATTN_RESOLVE(streamGetCaptureInfo, cuStreamGetCaptureInfo)
+  ATTN_RESOLVE(eventRecordWithFlags, cuEventRecordWithFlags)
 #undef ATTN_RESOLVE
   l.table.launchKernelEx = reinterpret_cast<decltype(l.table.launchKernelEx)>(
       dlsym(lib, ATTN_STR(cuLaunchKernelEx)));

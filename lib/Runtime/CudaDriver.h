@@ -61,6 +61,10 @@ struct CudaDriver {
   decltype(&::cuCtxPushCurrent) ctxPushCurrent;
   decltype(&::cuCtxPopCurrent) ctxPopCurrent;
   decltype(&::cuStreamIsCapturing) streamIsCapturing;
+  // Graph mode's copy_by_table: the capture's id, and the fence recorded
+  // as the captured graph's event node.
+  decltype(&::cuStreamGetCaptureInfo) streamGetCaptureInfo;
+  decltype(&::cuEventRecordWithFlags) eventRecordWithFlags;
   /// Optional (CUDA 12+ drivers): null when the driver lacks it; the
   /// launcher then launches plainly (no programmatic dependent launch).
   decltype(&::cuLaunchKernelEx) launchKernelEx;

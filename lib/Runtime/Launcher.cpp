@@ -160,6 +160,49 @@ UploadSchedule scheduleUpload(const PlanView &plan, uint64_t deviceWorkspace,
   return u;
 }
 
+int32_t copyTableRows(const KernelManifest &k) {
+  const int64_t rowBytes = 8 * kCopyTableRowWords;
+  if (k.role != KernelRole::CopyIndices || k.args.size() != 2 ||
+      k.args[0].name != plan_args::kNumRows || k.args[0].kind != ArgKind::I32 ||
+      k.args[1].name != "table" || k.args[1].kind != ArgKind::Ptr ||
+      k.shared_bytes <= 0 || k.shared_bytes % rowBytes)
+    return 0;
+  return int32_t(k.shared_bytes / rowBytes);
+}
+
+Status writeCopyTable(const PlanView &plan, uint64_t deviceWorkspace,
+                      size_t deviceBytes, const FixedBuffers &fixed,
+                      int32_t rows, int64_t capacityWords, int64_t *table) {
+  if (Status s = checkDeviceWorkspace(plan, deviceWorkspace, deviceBytes); !s.ok())
+    return s;
+  if (!table || reinterpret_cast<uint64_t>(table) % 8 || rows < 1)
+    return Status(StatusCode::InvalidArgument,
+                  "the copy table is null, not 8-byte aligned or has no rows");
+  // The kernel reads the plan where the host wrote it (device-mapped).
+  const UploadSchedule u =
+      scheduleUpload(plan, deviceWorkspace, fixed, rows, /*readsHost=*/true);
+  if (u.numCopies > rows)
+    return Status(StatusCode::InvalidArgument,
+                  "the plan's upload makes " + std::to_string(u.numCopies) +
+                      " copies; the copy table holds " + std::to_string(rows));
+  const uint64_t hostPlan = reinterpret_cast<uint64_t>(plan.words);
+  int64_t words = 0;
+  for (int32_t i = 0; i < rows; ++i) {
+    const WordCopy c = i < u.numCopies ? u.copies[i] : WordCopy{};
+    int64_t *row = table + kCopyTableRowWords * i;
+    row[0] = c.words;
+    row[1] = int64_t(c.words ? (c.fromPlan ? hostPlan + c.src : c.src) : 0);
+    row[2] = int64_t(c.words ? c.dst : 0);
+    words += c.words;
+  }
+  if (words > capacityWords)
+    return Status(StatusCode::InvalidArgument,
+                  "the plan's upload copies " + std::to_string(words) +
+                      " words; the captured copy's capacity is " +
+                      std::to_string(capacityWords));
+  return Status::success();
+}
+
 Status run(const Module &m, std::string_view attentionKernel,
            std::string_view mergeKernel, const PlanView &plan, uint64_t ws,
            size_t bytes, const KernelArg *args, int32_t numArgs,
@@ -487,7 +530,7 @@ UploadFence::~UploadFence() {
     d->eventDestroy(static_cast<CUevent>(event_)); // fails only at driver teardown
 }
 
-Status UploadFence::record(uint64_t stream) {
+Status UploadFence::record(uint64_t stream, bool captured) {
   Status s;
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
@@ -513,9 +556,13 @@ Status UploadFence::record(uint64_t stream) {
       return cudaFailure(*d, "cuEventCreate", r);
     event_ = ev;
   }
-  CUresult r = d->eventRecord(static_cast<CUevent>(event_), st);
+  // A plain record in a capture would only order the capture's streams;
+  // the external flag makes it a node that records at every replay.
+  CUresult r = captured ? d->eventRecordWithFlags(static_cast<CUevent>(event_),
+                                                  st, CU_EVENT_RECORD_EXTERNAL)
+                        : d->eventRecord(static_cast<CUevent>(event_), st);
   if (r != CUDA_SUCCESS)
-    return cudaFailure(*d, "cuEventRecord", r);
+    return cudaFailure(*d, captured ? "cuEventRecordWithFlags" : "cuEventRecord", r);
   recorded_ = true;
   return Status::success();
 }
@@ -550,6 +597,31 @@ Status streamIsCapturing(uint64_t stream, bool *capturing) {
   if (r != CUDA_SUCCESS)
     return cudaFailure(*d, "cuStreamIsCapturing", r);
   *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+  return Status::success();
+}
+
+Status streamCaptureId(uint64_t stream, uint64_t *id) {
+  *id = 0;
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
+    return s;
+  if (stream == 0 || stream == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY))
+    return Status::success();
+  if (Status c = ensureContext(*d); !c.ok())
+    return c;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t captureId = 0;
+  CUresult r = d->streamGetCaptureInfo(reinterpret_cast<CUstream>(stream),
+                                       &status, &captureId, nullptr, nullptr,
+                                       nullptr, nullptr);
+  if (r != CUDA_SUCCESS)
+    return cudaFailure(*d, "cuStreamGetCaptureInfo", r);
+  if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+    return Status(StatusCode::InvalidArgument,
+                  "the stream's graph capture has been invalidated");
+  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    *id = captureId;
   return Status::success();
 }
 
@@ -907,6 +979,44 @@ static Status launchCopies(const Module &m, const KernelManifest &k,
   return launchRowGrid(m, k, rows, pb, stream);
 }
 
+Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
+                   int64_t capacityWords, UploadFence *fence, uint64_t stream) {
+  const KernelManifest *k = m.kernel(kernel);
+  if (!k || !copyTableRows(*k))
+    return Status(StatusCode::NotFound, "no copy_by_table kernel \"" +
+                                            std::string(kernel) +
+                                            "\" in the module");
+  if (!table || capacityWords < 0 ||
+      capacityWords > std::numeric_limits<int32_t>::max())
+    return Status(StatusCode::InvalidArgument,
+                  "copy_by_table: the table is null or the capacity " +
+                      std::to_string(capacityWords) +
+                      " is outside [0, 2^31-1]");
+  bool captured = false;
+  if (Status s = streamIsCapturing(stream, &captured); !s.ok())
+    return s;
+  ParamBlock pb;
+  const int32_t numRows = int32_t(capacityWords);
+  pb.slots[0] = 0;
+  std::memcpy(&pb.slots[0], &numRows, 4);
+  pb.slots[1] = table;
+  pb.params[0] = &pb.slots[0];
+  pb.params[1] = &pb.slots[1];
+  // One CTA per SM at most: each reads the table from host memory, and the
+  // grid-strided loop covers the rest.
+  const int64_t grid = std::min<int64_t>(rowGrid(*k, capacityWords, m.numSms()),
+                                         std::max(m.numSms(), 1));
+  if (grid > 0) {
+    Status s;
+    const CudaDriver *d = cudaDriver(&s);
+    if (!d)
+      return s;
+    if (Status l = launch(*d, m, *k, uint32_t(grid), pb, stream); !l.ok())
+      return l;
+  }
+  return fence ? fence->record(stream, captured) : Status::success();
+}
+
 /// Queues schedule `u` (of a plan at host address `hostPlan`) with copy
 /// kernel `k` of `m` (`pairs` pairs; null: the driver's copies alone), and
 /// records `fence` (nullable) after the last copy that reads the host plan.
@@ -1026,7 +1136,12 @@ Status hostIsDeviceMapped(const void *host, size_t bytes, bool *mapped) {
   return host && bytes ? noCuda() : Status::success();
 }
 UploadFence::~UploadFence() = default;
-Status UploadFence::record(uint64_t) { return noCuda(); }
+Status UploadFence::record(uint64_t, bool) { return noCuda(); }
+Status copyByTable(const Module &, std::string_view, uint64_t, int64_t,
+                   UploadFence *, uint64_t) {
+  return noCuda();
+}
+Status streamCaptureId(uint64_t, uint64_t *) { return noCuda(); }
 Status UploadFence::wait() { return recorded_ ? noCuda() : Status::success(); }
 Status streamIsCapturing(uint64_t, bool *) { return noCuda(); }
 Status run(const Module &, std::string_view, std::string_view, const PlanView &,

@@ -99,7 +99,7 @@ compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
   if (!gpuModule || gpuModule.getOps<mlir::gpu::GPUFuncOp>().empty())
     return error("no attn.attention with a tile (run attn-prepare-pipeline "
                  "first), attn.merge_states, attn.append_kv or "
-                 "attn.copy_indices to compile");
+                 "attn.copy_indices or attn.copy_by_table to compile");
   if (options.candidate >= 0)
     if (llvm::Error err = keepCandidate(module, gpuModule, options.candidate))
       return std::move(err);

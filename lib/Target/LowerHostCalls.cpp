@@ -146,14 +146,16 @@ struct AttnLowerHostCallsPass
         return signalPassFailure();
 
     SmallVector<Operation *> ops;
-    WalkResult refused = module.walk([&](CopyIndicesOp op) {
-      if (op->getParentOfType<gpu::GPUModuleOp>())
+    WalkResult refused = module.walk([&](Operation *op) {
+      if (!isa<CopyIndicesOp, CopyByTableOp>(op) ||
+          op->getParentOfType<gpu::GPUModuleOp>())
         return WalkResult::advance();
-      // Its kernel exists for the runtime's graph-mode plan(), which
-      // launches it itself; no runtime entry point takes it from host code.
-      op.emitOpError() << "has no host call: copy the arrays with memref.copy "
-                          "or gpu.memcpy in host code (attn.copy_indices is "
-                          "a kernel the runtime launches itself)";
+      // Their kernels exist for the runtime's plan() and graph-mode run(),
+      // which launch them; no runtime entry point takes them from host code.
+      op->emitOpError() << "has no host call: copy the arrays with "
+                           "memref.copy or gpu.memcpy in host code ("
+                        << op->getName()
+                        << " is a kernel the runtime launches itself)";
       return WalkResult::interrupt();
     });
     if (refused.wasInterrupted())

@@ -27,6 +27,7 @@ ENV_VARS = {
     "ATTN_CHECK_INDICES": "1: every paged run() synchronizes and raises attn.PageIndexError at once for a bad page index",
     "ATTN_KV_TMA": "1: attention loads whole K/V tiles by TMA where the tile and pages can (sm_90a; kernels keyed apart)",
     "ATTN_UPLOAD_FROM_HOST": "0: plan()'s copy kernel does not read the plan from pinned host memory (the driver copies it)",
+    "ATTN_DEFER_PLAN_COPIES": "0: graph-mode plan() queues its copies itself instead of leaving them to run()'s copy_by_table",
     "ATTN_RECORD_MISSES": "a file a runtime-only build appends every kernel it lacks to "
                           "(python -m attn.precompile --from-record FILE compiles them)",
     "CUDA_HOME": "the CUDA toolkit the compiler assembles cubins with (ptxas)",

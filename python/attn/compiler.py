@@ -211,9 +211,10 @@ def spec_to_json(spec):
 
 
 def _spec_classes():
-    from .rows import AppendKVSpec, CopyIndicesSpec, MergeStatesSpec
+    from .rows import AppendKVSpec, CopyByTableSpec, CopyIndicesSpec, MergeStatesSpec
     from .variants import AttentionSpec
-    return {c.__name__: c for c in (AttentionSpec, MergeStatesSpec, AppendKVSpec, CopyIndicesSpec)}
+    return {c.__name__: c for c in (AttentionSpec, MergeStatesSpec, AppendKVSpec, CopyIndicesSpec,
+                                    CopyByTableSpec)}
 
 
 def spec_from_json(d):

@@ -804,6 +804,36 @@ def plan_copier(device):
     return _plan_copiers[device]
 
 
+_table_copiers = {}
+
+#: The words graph mode's copy_by_table launch covers at most: its grid is
+#: one CTA per SM whatever this is, and each launch stops at its table's
+#: words, so the bound only says no plan's copies are cut short.
+COPY_TABLE_CAPACITY = 2 ** 31 - 1
+
+
+def plan_table_copier(device):
+    """(module, kernel) of the copy_by_table kernel graph mode defers a
+    plan's copies to (:data:`attn.rows.PLAN_TABLE_COPIES`), or None where
+    this install has none (a kernel pack that predates it: plan() then
+    queues its copies itself, as in eager mode), where the device is not a
+    CUDA one, or where ``ATTN_DEFER_PLAN_COPIES=0`` turns it off (to
+    measure one form against the other). Looked up once per device."""
+    if getattr(device, "type", None) != "cuda" or os.environ.get("ATTN_DEFER_PLAN_COPIES") == "0":
+        return None
+    if device not in _table_copiers:
+        from .errors import KernelNotFoundError
+        from .rows import PLAN_TABLE_COPIES, row_kernel
+        try:
+            _table_copiers[device] = row_kernel(PLAN_TABLE_COPIES, device)
+        except KernelNotFoundError:
+            from .log import logger
+            logger.info("attn: no %s kernel in the kernel pack; graph-mode plan() on %s queues its copies "
+                        "itself", PLAN_TABLE_COPIES.summary(), device)
+            _table_copiers[device] = None
+    return _table_copiers[device]
+
+
 def fixed_addresses(fixed):
     """The device addresses of graph mode's fixed qo_indptr, kv_indptr and
     last_page_len buffers in ``fixed`` (0 for one it lacks): where plan()
@@ -835,6 +865,12 @@ class WrapperBase:
         self._memo = {}             # plan()'s fast path: memo key -> what the scalar arguments decide (PlanMemo)
         self._memo_keys = memo_keys()
         self._graph_bufs = None     # graph mode's fixed buffers as the fast path passes them (_graph_step)
+        # Graph mode's deferred copies (_copy_table): plan() writes them into a pinned table, run()
+        # copies them: once after a plan when eager, once in each capture.
+        self._copy_table = None     # (pinned int64 table, module, kernel) or None: plan() queues its copies
+        self._copy_pending = False  # a plan's table no run() has copied yet
+        self._copy_capture = 0      # the capture (its id) whose graph holds the copy
+        self._copy_table_looked_up = False
         self._op_handle = ops.new_handle(self)  # names the wrapper in torch.compile graphs (attn.ops)
         ops.register_if_loaded()
 
@@ -857,6 +893,29 @@ class WrapperBase:
         if self._fence is None:
             self._fence = _native.native().UploadFence()
         return self._fence
+
+    def _graph_copy_table(self):
+        """Graph mode's copy table, made at the first plan (before any
+        capture, so that every captured graph holds its copy) and never
+        moved: a captured launch reads it at its address. Returns None
+        outside graph mode or without the copy_by_table kernel."""
+        if self._copy_table is None and self._use_cuda_graph and not self._copy_table_looked_up:
+            self._copy_table_looked_up = True
+            copier = plan_table_copier(self._device)
+            if copier is not None:
+                from .rows import PLAN_TABLE_COPIES
+                torch = torch_module()
+                table = torch.zeros(3 * PLAN_TABLE_COPIES.rows, dtype=torch.int64, pin_memory=True)
+                if _native.native().host_is_device_mapped(table.data_ptr(), table.nbytes):
+                    self._copy_table = (table, *copier)
+        return self._copy_table
+
+    def _copy_by_table(self, handle):
+        """Queues the copy_by_table launch of the table (the last plan's
+        copies) and the upload fence after it on stream ``handle``."""
+        table, module, kernel = self._copy_table
+        _native.native().copy_by_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY,
+                                       self._upload_fence(), handle)
 
     # -- plan()'s fast path (decode.py's _plan_memoized, prefill.py's _plan_prefill_memoized)
 
@@ -885,6 +944,10 @@ class WrapperBase:
         copier = plan_copier(self._device)
         if copier is not None:
             planner.set_copy_kernel(*copier)
+        deferred = self._graph_copy_table()
+        if deferred is not None:
+            table, module, kernel = deferred
+            planner.set_copy_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY)
         c = p.config
         self._memo[key] = PlanMemo(
             info=kernel_info(p.spec, self._device), config=c,
@@ -911,7 +974,12 @@ class WrapperBase:
             return fixed, (0, 0, 0), keep, ptrs
         if capacity < n_idx:
             return None
-        # The page table goes into the fixed buffer in the same call (device to device).
+        # The page table goes into the fixed buffer with the plan's copies
+        # (device to device), which a copy table defers to run(): the
+        # caller's page table is then kept until the next plan, whose fence
+        # wait outlasts the copy.
+        if self._copy_table is not None and idx_ptr != indices.data_ptr():
+            keep = keep + (indices,)
         return fixed, (indices.data_ptr(), idx_ptr, 4 * n_idx), keep, ptrs
 
     def _plan_natively(self, m, batch, maxima, host, fixed=(0, 0, 0), min_kv_len=1, page_table=(0, 0, 0)):
@@ -941,6 +1009,8 @@ class WrapperBase:
                 m.binding = binding
             summary = planner.step(handle, batch, *maxima, *host, src, table_bytes)
             if summary is not None:
+                # Graph mode: the copies wait in the table for run().
+                self._copy_pending = self._copy_table is not None
                 return summary
             host_bytes, device_bytes = planner.sizes(*maxima)
             if device_bytes > m.workspace[1] or self._pinned[1] >= host_bytes:
@@ -1045,6 +1115,12 @@ class WrapperBase:
         plan_cfg = dict(config, max_partial_rows=cap) if cap else config
         fence = self._upload_fence()
         fence.wait()  # the previous plan's copy may still read the pinned host workspace
+        deferred = self._graph_copy_table()
+        if deferred is not None:
+            # This path queues its copies itself: a captured graph's copy of
+            # the table then copies nothing.
+            deferred[0].zero_()
+            self._copy_pending = False
         self._pin_buffers(host_bytes)
         handle = stream_handle(self._device)
         # Plans and queues the plan's copy (the device workspace size checked).
@@ -1119,8 +1195,21 @@ class WrapperBase:
         if not capturing:
             raise_page_index_errors(self._device)
         module, attention, merge = kernels or (p.module, p.attention_kernel, p.merge_kernel)
+        handle = stream_handle(self._device)
+        if self._copy_table is not None:
+            # The plan's deferred copies: in each capture once (the first
+            # run() of it: engines capture a graph's layers after an eager
+            # warm-up), eagerly once after each plan.
+            if capturing:
+                capture = _native.native().stream_capture_id(handle)
+                if capture != self._copy_capture:
+                    self._copy_by_table(handle)
+                    self._copy_capture = capture
+            elif self._copy_pending:
+                self._copy_by_table(handle)
+                self._copy_pending = False
         _native.native().run(module, attention, merge, self._host_ws.data_ptr(),
-                             p.host_bytes, self._workspace.data_ptr(), args + p.args, stream_handle(self._device),
+                             p.host_bytes, self._workspace.data_ptr(), args + p.args, handle,
                              device_bytes=self._workspace.nbytes)
         if os.environ.get("ATTN_CHECK_INDICES") == "1" and not capturing:
             torch.cuda.current_stream(self._device).synchronize()

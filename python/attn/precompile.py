@@ -56,7 +56,7 @@ from .cache import KernelCache, _Refused
 from .compiler import get_all_kernels
 from .errors import CompileError
 from .paged import make_spec
-from .rows import PLAN_COPIES, AppendKVSpec, CopyIndicesSpec, MergeStatesSpec
+from .rows import PLAN_COPIES, PLAN_TABLE_COPIES, AppendKVSpec, CopyByTableSpec, CopyIndicesSpec, MergeStatesSpec
 
 # name: (num_qo_heads, num_kv_heads, head_dim, FlashInfer-style variant keywords)
 MODELS = {
@@ -83,10 +83,11 @@ ROW_KINDS = ("merge", "append")
 def row_specs_for(d, kinds, page_sizes, dtypes, merge_states):
     """The row kernels' specs to precompile, with a label (heads, layout and
     tensor parallelism do not change them). Attention kinds bring the copy
-    kernel graph mode's plan() launches."""
+    kernels plan() and graph mode's run() launch."""
     out = []
     if set(kinds) & {"decode", "prefill", "ragged"}:
         out.append((PLAN_COPIES.summary(), PLAN_COPIES))
+        out.append((PLAN_TABLE_COPIES.summary(), PLAN_TABLE_COPIES))
     for dt in dtypes:
         if "merge" in kinds:
             for n in merge_states:
@@ -175,7 +176,7 @@ def _precompile(jobs, cache, out=None):
     for arch, label, spec, emits in jobs:
         t0 = time.perf_counter()
         try:
-            if isinstance(spec, (MergeStatesSpec, AppendKVSpec, CopyIndicesSpec)):
+            if isinstance(spec, (MergeStatesSpec, AppendKVSpec, CopyIndicesSpec, CopyByTableSpec)):
                 contracts, kernels = _compiler.get_kernel(spec, arch, cache=cache), []
                 what = "1 row kernel"
                 if "ptx" in emits:

@@ -1,5 +1,5 @@
 """The row kernels: merging attention states, appending to a paged cache,
-copying index arrays.
+copying index arrays (named at launch, or listed in a copy table).
 
 ``attn.merge_states``, ``attn.append_kv`` and ``attn.copy_indices`` compile,
 like attention, from attn IR to generated kernels ("row kernels": one
@@ -108,6 +108,33 @@ class CopyIndicesSpec(namedtuple("CopyIndicesSpec", "pairs")):
 #: (up to three at decode sizes), graph mode's qo_indptr, kv_indptr,
 #: last_page_len and the page table.
 PLAN_COPIES = CopyIndicesSpec(8)
+
+
+class CopyByTableSpec(namedtuple("CopyByTableSpec", "rows")):
+    """The copy_by_table kernel reading ``rows`` rows (count, source,
+    destination: int64 each) of a copy table when it runs: graph mode's
+    plan() writes its copies into such a table in pinned host memory and
+    launches nothing; run() launches the kernel once after each plan, or
+    captures it once in each CUDA graph, whose every replay then copies
+    what the last plan wrote (:data:`PLAN_TABLE_COPIES`).
+
+    >>> print(CopyByTableSpec(10).to_ir().splitlines()[2].strip())
+    attn.copy_by_table %table {rows = 10} : memref<?xi64>
+    """
+
+    def to_ir(self):
+        return (f"func.func @copy_by_table(%table: memref<?xi64>) {{\n"
+                f"  // {self.summary()}\n"
+                f"  attn.copy_by_table %table {{rows = {self.rows}}} : memref<?xi64>\n"
+                f"  return\n}}\n")
+
+    def summary(self):
+        return f"copy_by_table of {self.rows} rows"
+
+
+#: Graph mode's deferred copies: as many rows as a plan's upload makes at
+#: most (its spans, three index arrays and the page table).
+PLAN_TABLE_COPIES = CopyByTableSpec(10)
 
 
 _kernels = {}

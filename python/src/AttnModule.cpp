@@ -368,7 +368,16 @@ public:
     o.kv_indices = kvIndices;
     o.kv_indices_dst = b.kvIndicesDst;
     o.kv_indices_bytes = kvIndicesBytes;
-    if (b.deviceWs && copyModule_) {
+    if (b.deviceWs && tableModule_) {
+      // Deferred to the copy_by_table kernel graph mode's run() captures.
+      if (!readsHost(b.hostWs, b.hostWsBytes))
+        throw py::value_error("Planner.step: a copy table needs a host "
+                              "workspace the device maps (pinned memory)");
+      o.copy_module = tableModule_;
+      o.copy_kernel = tableKernel_.c_str();
+      o.copy_table = table_;
+      o.copy_table_words = tableWords_;
+    } else if (b.deviceWs && copyModule_) {
       o.copy_module = copyModule_;
       o.copy_kernel = copyKernel_.c_str();
       o.reads_host = readsHost(b.hostWs, b.hostWsBytes);
@@ -416,6 +425,20 @@ public:
     copyModuleObject_ = std::move(module);
     copyModule_ = handle;
     copyKernel_ = std::move(kernel);
+  }
+
+  /// Graph mode's deferred copies: every step() writes its copies into the
+  /// table at `table` (pinned host memory, copy_by_table's rows) for
+  /// copy_by_table kernel `kernel` of `module` (None: copies queued by
+  /// step() again), checked against `capacityWords`, and launches nothing;
+  /// the wrapper's run() launches (or its capture holds) that kernel.
+  void setCopyTable(py::object module, attnRtModule_t handle,
+                    std::string kernel, uint64_t table, int64_t capacityWords) {
+    tableModuleObject_ = std::move(module);
+    tableModule_ = handle;
+    tableKernel_ = std::move(kernel);
+    table_ = table;
+    tableWords_ = capacityWords;
   }
 
 private:
@@ -466,6 +489,11 @@ private:
   py::object copyModuleObject_;
   attnRtModule_t copyModule_ = nullptr;
   std::string copyKernel_;
+  py::object tableModuleObject_;
+  attnRtModule_t tableModule_ = nullptr;
+  std::string tableKernel_;
+  uint64_t table_ = 0;
+  int64_t tableWords_ = 0;
   bool sized_ = false;
   int64_t sizedFor_[3] = {};
   std::pair<size_t, size_t> sizes_;
@@ -773,7 +801,27 @@ PYBIND11_MODULE(_attn, m) {
           "plan() copies the plan (from pinned host memory the device maps) "
           "and graph mode's fixed buffers with this copy_indices kernel of "
           "`module`, one launch where it holds them all; None: with the "
-          "driver's copies.");
+          "driver's copies.")
+      .def(
+          "set_copy_table",
+          [](PyPlanner &p, py::object module, const std::string &kernel,
+             uint64_t table, int64_t capacityWords) {
+            if (module.is_none())
+              return p.setCopyTable(py::none(), nullptr, "", 0, 0);
+            if (!table || table % 8)
+              throw py::value_error("set_copy_table: the table must be a "
+                                    "non-null, 8-byte aligned address");
+            attnRtModule_t handle = module.cast<const PyModule &>().get();
+            p.setCopyTable(std::move(module), handle, kernel, table,
+                           capacityWords);
+          },
+          py::arg("module"), py::arg("kernel") = "", py::arg("table") = 0,
+          py::arg("capacity_words") = 0,
+          "Graph mode: step() writes its copies into the copy table at "
+          "`table` (pinned host memory) for this copy_by_table kernel of "
+          "`module` instead of queuing them (capacity_words: the words the "
+          "captured launch covers); copy_by_table() runs them. None: "
+          "step() queues its copies again.");
 
   m.def(
       "copy_plan_arrays",
@@ -899,6 +947,42 @@ PYBIND11_MODULE(_attn, m) {
       py::arg("stream"), py::arg("device_bytes") = py::none(),
       "Launches only the merge kernel over the plan's merge map; device_bytes "
       "as for run().");
+
+  m.def(
+      "copy_by_table",
+      [](const PyModule &module, const std::string &kernel, uint64_t table,
+         int64_t capacityWords, py::object fence, uint64_t stream) {
+        attnRtFence_t f = fence.is_none() ? nullptr : fence.cast<PyFence *>()->get();
+        check(attnRtCopyByTable(module.get(), kernel.c_str(),
+                                reinterpret_cast<const void *>(table),
+                                capacityWords, f, stream));
+      },
+      py::arg("module"), py::arg("kernel"), py::arg("table"),
+      py::arg("capacity_words"), py::arg("fence"), py::arg("stream"),
+      "Launches copy_by_table kernel `kernel` over the copy table at `table` "
+      "and records `fence` (None: none) after it: in a capture, as the "
+      "graph's event node.");
+  m.def(
+      "host_is_device_mapped",
+      [](uint64_t host, size_t bytes) {
+        int32_t mapped = 0;
+        check(attnRtHostIsDeviceMapped(reinterpret_cast<const void *>(host),
+                                       bytes, &mapped));
+        return mapped != 0;
+      },
+      py::arg("host"), py::arg("bytes"),
+      "Whether the device reads host memory [host, host + bytes) at the same "
+      "addresses (pinned memory under unified addressing).");
+  m.def(
+      "stream_capture_id",
+      [](uint64_t stream) {
+        uint64_t id = 0;
+        check(attnRtStreamCaptureId(stream, &id));
+        return id;
+      },
+      py::arg("stream"),
+      "The id of the graph capture `stream` is in; 0 when it is not "
+      "capturing.");
 
   m.def(
       "launch_rows",

@@ -177,3 +177,124 @@ def test_gpu_plan_refuses_a_capturing_stream():
     kv = torch.randn(256, 2, PAGE, HKV, D, generator=gen).to(torch.bfloat16).cuda()
     q = torch.randn(4, HQ, D, generator=gen).to(torch.bfloat16).cuda()
     assert torch.isfinite(w.run(q, kv).float()).all()
+
+
+@pytest.mark.gpu
+def test_gpu_layers_captured_after_warm_up_copy_the_plan_once():
+    """As engines use graph mode: plan, an eager warm-up of every layer,
+    then one graph capturing each layer's run(), replayed after each new
+    plan. plan() writes its copies into the wrapper's copy table and
+    launches nothing; the first run() of each capture holds the copy, so
+    every layer of every replay reads the latest plan. A second graph
+    captured later, and eager runs between replays, read it too."""
+    import torch
+    gen = torch.Generator().manual_seed(41)
+    max_batch, pool, layers = 12, 1024, 3
+    kvs = [torch.randn(pool, 2, PAGE, HKV, D, generator=gen).to(torch.bfloat16).cuda() for _ in range(layers)]
+    bufs = (torch.zeros(max_batch + 1, dtype=torch.int32, device="cuda"),
+            torch.zeros(pool, dtype=torch.int32, device="cuda"),
+            torch.zeros(max_batch, dtype=torch.int32, device="cuda"))
+    w = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(torch.empty(128 << 20, dtype=torch.uint8, device="cuda"),
+                                                         *bufs)
+    eager = attn.BatchDecodeWithPagedKVCacheWrapper(torch.empty(128 << 20, dtype=torch.uint8, device="cuda"))
+    qs = [torch.zeros(max_batch, HQ, D, dtype=torch.bfloat16, device="cuda") for _ in range(layers)]
+    outs = [torch.zeros_like(q) for q in qs]
+
+    def plan(wrapper, table):
+        # The page table as a temporary: a deferred copy must keep it.
+        wrapper.plan(table[0], table[1].cuda(), table[2], HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
+
+    def check(batch, table, which):
+        plan(eager, table)
+        for i in which:
+            want = eager.run(qs[i][:batch], kvs[i])
+            torch.testing.assert_close(outs[i][:batch].float(), want.float(), atol=1e-3, rtol=1e-3)
+
+    def new_step(batch):
+        table = random_plan(torch, batch, 1, gen, pool)
+        plan(w, table)
+        for q, o in zip(qs, outs):
+            q.copy_(torch.randn(max_batch, HQ, D, generator=gen).to(torch.bfloat16))
+            o.fill_(float("nan"))
+        return table
+
+    table = new_step(max_batch)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for q, kv, o in zip(qs, kvs, outs):  # the warm-up
+            w.run(q, kv, out=o)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for q, kv, o in zip(qs, kvs, outs):
+                w.run(q, kv, out=o)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    check(max_batch, table, range(layers))   # the warm-up's outputs
+    assert w._copy_table is not None, "graph mode defers the plan's copies to run()"
+    for step, batch in enumerate((max_batch, 3, 7, 1, 5, max_batch, 2)):
+        table = new_step(batch)
+        assert w._copy_pending, "plan() left its copies in the table"
+        if step == 3:  # a second graph, of one layer, captured after a plan
+            with torch.cuda.stream(s):
+                g2 = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g2):
+                    w.run(qs[0], kvs[0], out=outs[0])
+            torch.cuda.synchronize()
+        if step >= 3 and step % 2 == 0:
+            g2.replay()
+            torch.cuda.synchronize()
+            check(batch, table, [0])
+            table = new_step(batch)
+        if step == 5:  # eager runs between replays, twice after one plan
+            for _ in range(2):
+                for q, kv, o in zip(qs, kvs, outs):
+                    w.run(q, kv, out=o)
+            torch.cuda.synchronize()
+            check(batch, table, range(layers))
+            table = new_step(batch)
+        g.replay()
+        torch.cuda.synchronize()
+        check(batch, table, range(layers))
+
+
+@pytest.mark.gpu
+def test_gpu_back_to_back_replays_read_their_own_plans():
+    """plan() rewrites the copy table while the last replay may still be
+    queued: it waits on the fence the replay's copy records, so each replay
+    copies its own step's plan. Ten steps queued without a synchronize,
+    each replay's output copied aside, checked at the end."""
+    import torch
+    gen = torch.Generator().manual_seed(43)
+    max_batch, pool = 8, 512
+    kv = torch.randn(pool, 2, PAGE, HKV, D, generator=gen).to(torch.bfloat16).cuda()
+    bufs = (torch.zeros(max_batch + 1, dtype=torch.int32, device="cuda"),
+            torch.zeros(pool, dtype=torch.int32, device="cuda"),
+            torch.zeros(max_batch, dtype=torch.int32, device="cuda"))
+    w = attn.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"),
+                                                         *bufs)
+    q = torch.randn(max_batch, HQ, D, generator=gen).to(torch.bfloat16).cuda()
+    out = torch.zeros_like(q)
+    tables = [random_plan(torch, 1 + i % max_batch, 1, gen, pool, max_len=4000) for i in range(10)]
+    plan = lambda t: w.plan(t[0], t[1].cuda(), t[2], HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
+    plan(tables[0])
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        w.run(q, kv, out=out)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            w.run(q, kv, out=out)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    results = []
+    for t in tables:
+        plan(t)
+        g.replay()
+        results.append(out.clone())
+    torch.cuda.synchronize()
+    eager = attn.BatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"))
+    for t, got in zip(tables, results):
+        batch = len(t[2])
+        eager.plan(t[0], t[1].cuda(), t[2], HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
+        torch.testing.assert_close(got[:batch].float(), eager.run(q[:batch], kv).float(), atol=1e-3, rtol=1e-3)

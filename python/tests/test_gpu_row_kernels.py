@@ -261,3 +261,59 @@ def test_copy_indices(counts):
         for n, src, dst in zip(counts, srcs, dsts):
             assert torch.equal(dst[:n], src[:n])
             assert (dst[n:] == -7).all()
+
+
+@pytest.mark.parametrize("counts", [(17, 17, 16, 512, 3, 0, 9, 1, 4, 2), (1,) + (0,) * 9,
+                                    (0, 3, 0, 70000, 0, 0, 0, 2, 0, -5), (0,) * 10])
+def test_copy_by_table(counts):
+    """The copy_by_table kernel graph mode's run() launches (ten rows): each
+    row's first n words copied from its source (pinned host memory for the
+    even rows, device memory for the odd ones, as a plan's copies are) to its
+    destination, the rest kept; a row of count 0 or less may have null
+    pointers; a capacity below the counts' sum stops the copy there (words in
+    row order); a table rewritten between launches copies its new rows."""
+    import torch
+    from attn import _native
+    from attn.core import COPY_TABLE_CAPACITY
+    from attn.rows import PLAN_TABLE_COPIES, row_kernel
+    assert PLAN_TABLE_COPIES.rows == len(counts)
+    module, kernel = row_kernel(PLAN_TABLE_COPIES, torch.device("cuda", torch.cuda.current_device()))
+    gen = torch.Generator().manual_seed(sum(counts) + 1)
+    srcs = [torch.randint(-2**31, 2**31 - 1, (max(n, 0) + 5,), generator=gen, dtype=torch.int32)
+            for n in counts]
+    srcs = [s.pin_memory() if i % 2 == 0 else s.cuda() for i, s in enumerate(srcs)]
+    dsts = [torch.full((max(n, 0) + 7,), -7, dtype=torch.int32, device="cuda") for n in counts]
+    table = torch.zeros(3 * len(counts), dtype=torch.int64, pin_memory=True)
+    for i, (n, src, dst) in enumerate(zip(counts, srcs, dsts)):
+        table[3 * i:3 * i + 3] = torch.tensor([n, src.data_ptr() if n > 0 else 0, dst.data_ptr() if n > 0 else 0])
+    stream = torch.cuda.current_stream().cuda_stream
+    total = sum(max(n, 0) for n in counts)
+    for capacity in (COPY_TABLE_CAPACITY, total, total // 2):
+        for d in dsts:
+            d.fill_(-7)
+        _native.native().copy_by_table(module, kernel, table.data_ptr(), capacity, None, stream)
+        torch.cuda.synchronize()
+        left = capacity
+        for n, src, dst in zip(counts, srcs, dsts):
+            m = min(max(n, 0), left)
+            left -= m
+            assert torch.equal(dst[:m].cpu(), src[:m].cpu())
+            assert (dst[m:] == -7).all()
+    # The table read when the kernel runs: a new count, the same launch.
+    if counts[0] > 1:
+        table[0] = 1
+        dsts[0].fill_(-7)
+        _native.native().copy_by_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY, None, stream)
+        torch.cuda.synchronize()
+        assert torch.equal(dsts[0][:1].cpu(), srcs[0][:1].cpu())
+        assert (dsts[0][1:] == -7).all()
+
+
+def test_copy_by_table_refuses_another_kernel():
+    import torch
+    from attn import _native
+    from attn.rows import PLAN_COPIES, row_kernel
+    module, kernel = row_kernel(PLAN_COPIES, torch.device("cuda", torch.cuda.current_device()))
+    table = torch.zeros(30, dtype=torch.int64, pin_memory=True)
+    with pytest.raises(Exception, match="no copy_by_table kernel"):
+        _native.native().copy_by_table(module, kernel, table.data_ptr(), 100, None, 0)

@@ -233,16 +233,16 @@ def test_precompile_writes_a_pack_that_verifies(tmp_path, capsys, fake_compiler)
     assert "digest list" in capsys.readouterr().out
     with open(os.path.join(out, PACK_FILE)) as f:
         doc = json.load(f)
-    # contracts + one candidate, and graph-mode plan()'s copy kernel
-    assert doc["compiler_version"] == "fake 1" and len(doc["entries"]) == 3
+    # contracts + one candidate, and plan()'s two copy kernels
+    assert doc["compiler_version"] == "fake 1" and len(doc["entries"]) == 4
     assert verify_pack(out)["problems"] == []
     first = set(doc["entries"])
     # Again, for another arch: the list keeps the first run's entries and adds the new ones.
     assert precompile.main(args + ["--arch", "sm_80"]) == 0
-    assert len(calls) == 6 and verify_pack(out)["problems"] == []
+    assert len(calls) == 8 and verify_pack(out)["problems"] == []
     with open(os.path.join(out, PACK_FILE)) as f:
         doc = json.load(f)
-    assert first < set(doc["entries"]) and len(doc["entries"]) == 6
+    assert first < set(doc["entries"]) and len(doc["entries"]) == 8
     # An entry changed in the pack since is left out of the next list (not blessed), and reported.
     changed = sorted(first)[0]
     _write(os.path.join(out, changed, "kernel.json"), b"{}")

@@ -171,3 +171,12 @@ func.func @copy(%s: memref<?xi32>, %d: memref<?xi32>) {
   attn.copy_indices %s into %d : memref<?xi32> into memref<?xi32>
   return
 }
+
+// -----
+
+// So is copy_by_table (graph mode's run() launches it).
+func.func @copy_by_table(%t: memref<?xi64>) {
+  // expected-error @+1 {{has no host call: copy the arrays with memref.copy or gpu.memcpy in host code (attn.copy_by_table is a kernel the runtime launches itself)}}
+  attn.copy_by_table %t {rows = 1} : memref<?xi64>
+  return
+}

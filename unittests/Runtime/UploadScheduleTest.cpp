@@ -22,7 +22,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 using namespace attnrt;
 using namespace attnrt::test;
@@ -178,4 +180,112 @@ TEST(UploadSchedule, ThePageTableInPlaceIsNotCopied) {
   EXPECT_EQ(u.numCopies, u.numSpans + 2);
   for (int32_t i = 0; i < u.numCopies; ++i)
     EXPECT_TRUE(u.copies[i].fromPlan);
+}
+
+namespace {
+
+/// Runs a copy table as the copy_by_table kernel would: each row's words
+/// from its source to its destination, with memcpy.
+void runTable(const std::vector<int64_t> &table) {
+  for (size_t r = 0; r + kCopyTableRowWords <= table.size(); r += kCopyTableRowWords)
+    if (table[r] > 0)
+      std::memcpy(reinterpret_cast<void *>(table[r + 2]),
+                  reinterpret_cast<const void *>(table[r + 1]),
+                  size_t(table[r]) * 4);
+}
+
+/// A 256-byte aligned stand-in for the device workspace (the tables are
+/// checked against the workspace as uploadPlan checks it), `words` long.
+struct AlignedImage {
+  std::vector<int32_t> storage;
+  int32_t *data;
+  explicit AlignedImage(size_t words) : storage(words + 64, kSentinel) {
+    uint64_t at = reinterpret_cast<uint64_t>(storage.data());
+    data = reinterpret_cast<int32_t *>((at + 255) / 256 * 256);
+  }
+};
+
+KernelManifest copyTableKernel(int32_t sharedBytes) {
+  KernelManifest k;
+  k.name = "attn_copy_by_table_n10";
+  k.role = KernelRole::CopyIndices;
+  k.shared_bytes = sharedBytes;
+  k.args = {{plan_args::kNumRows, ArgKind::I32}, {"table", ArgKind::Ptr}};
+  return k;
+}
+
+} // namespace
+
+TEST(CopyTable, RowsComeFromTheKernelsSharedMemory) {
+  EXPECT_EQ(copyTableRows(copyTableKernel(240)), 10);
+  EXPECT_EQ(copyTableRows(copyTableKernel(24)), 1);
+  EXPECT_EQ(copyTableRows(copyTableKernel(0)), 0);
+  EXPECT_EQ(copyTableRows(copyTableKernel(100)), 0); // not whole rows
+  KernelManifest other = copyTableKernel(240);
+  other.args[1].name = "src0"; // a copy_indices kernel's shape
+  EXPECT_EQ(copyTableRows(other), 0);
+  other = copyTableKernel(240);
+  other.role = KernelRole::AppendKV;
+  EXPECT_EQ(copyTableRows(other), 0);
+}
+
+TEST(CopyTable, HoldsWhatTheOneLaunchWouldCopy) {
+  // Graph decode at 256 skewed requests: the table the captured kernel
+  // reads delivers the same plan and fixed buffers as the launch plan()
+  // made, its unused rows copy nothing, and its sources are the host plan.
+  Upload up(skewed(256), 1024, true);
+  AlignedImage image(up.device.size());
+  std::vector<int64_t> table(10 * kCopyTableRowWords, -1);
+  // The table's copies only reach the plan's image; the size check is of
+  // the workspace the kernels would also use.
+  Status s = writeCopyTable(up.plan(), Upload::at(image.data),
+                            up.plan().deviceBytes(), up.fixed(true), 10,
+                            std::numeric_limits<int32_t>::max(), table.data());
+  ASSERT_TRUE(s.ok()) << s.message();
+  const UploadSchedule u = scheduleUpload(up.plan(), Upload::at(image.data),
+                                          up.fixed(true), 10, true);
+  for (int32_t r = 0; r < 10; ++r) {
+    const int64_t *row = &table[size_t(r) * kCopyTableRowWords];
+    if (r >= u.numCopies) {
+      EXPECT_EQ(row[0], 0) << r;
+      EXPECT_EQ(row[1], 0) << r;
+      EXPECT_EQ(row[2], 0) << r;
+    } else if (u.copies[r].fromPlan) {
+      EXPECT_EQ(uint64_t(row[1]), Upload::at(up.host.data()) + u.copies[r].src) << r;
+    }
+  }
+  runTable(table);
+  std::copy(image.data, image.data + up.device.size(), up.device.begin());
+  up.expectDelivered(true);
+}
+
+TEST(CopyTable, RefusesWhatItCannotHold) {
+  Upload up(skewed(256), 1024, true);
+  AlignedImage image(up.device.size());
+  std::vector<int64_t> table(10 * kCopyTableRowWords, 0);
+  const uint64_t device = Upload::at(image.data);
+  const size_t bytes = up.plan().deviceBytes();
+  // Fewer rows than the upload's copies.
+  Status s = writeCopyTable(up.plan(), device, bytes, up.fixed(true), 2,
+                            std::numeric_limits<int32_t>::max(), table.data());
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("the copy table holds 2"), std::string::npos)
+      << s.message();
+  // More words than the captured launch covers.
+  s = writeCopyTable(up.plan(), device, bytes, up.fixed(true), 10, 16,
+                     table.data());
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("the captured copy's capacity is 16"),
+            std::string::npos)
+      << s.message();
+  // A device workspace smaller than the plan.
+  s = writeCopyTable(up.plan(), device, 64, up.fixed(true), 10,
+                     std::numeric_limits<int32_t>::max(), table.data());
+  EXPECT_EQ(s.code(), StatusCode::WorkspaceTooSmall);
+  // A misaligned table.
+  s = writeCopyTable(up.plan(), device, bytes, up.fixed(true), 10,
+                     std::numeric_limits<int32_t>::max(),
+                     reinterpret_cast<int64_t *>(
+                         reinterpret_cast<char *>(table.data()) + 4));
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
 }

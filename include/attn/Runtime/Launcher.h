@@ -189,6 +189,39 @@ UploadSchedule scheduleUpload(const PlanView &plan, uint64_t deviceWorkspace,
 
 class UploadFence;
 
+/// A copy table (the copy_by_table kernel's argument): per row, the words
+/// to copy, the source and the destination device address (int64 each).
+/// Graph mode writes one in pinned host memory at plan() and captures the
+/// kernel that reads it once in run(), so that plan() launches nothing.
+constexpr int32_t kCopyTableRowWords = 3;
+
+/// The rows copy_by_table kernel `k` reads (its table fills its dynamic
+/// shared memory), or 0 when `k` is not one: role copy_indices, arguments
+/// num_rows (i32) and table (ptr).
+int32_t copyTableRows(const KernelManifest &k);
+
+/// Writes `plan`'s upload to `deviceWorkspace` and `fixed`'s copies, as
+/// one copy kernel reading the host plan would make them, into the
+/// `rows`-row table at `table` (its other rows copy nothing): the table
+/// the copy_by_table kernel of capacity `capacityWords` reads when it runs.
+/// Checks the device workspace (checkDeviceWorkspace); InvalidArgument when
+/// the copies need more rows or words than that.
+Status writeCopyTable(const PlanView &plan, uint64_t deviceWorkspace,
+                      size_t deviceBytes, const FixedBuffers &fixed,
+                      int32_t rows, int64_t capacityWords, int64_t *table);
+
+/// Launches copy_by_table kernel `kernel` of `m` over the table at `table`
+/// (device-mapped host memory) with `capacityWords` as its row count (the
+/// grid's size, fixed in a captured graph), then records `fence`
+/// (nullable): while `stream` captures a graph, as the graph's own event
+/// node, so that every replay records it after its copy.
+Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
+                   int64_t capacityWords, UploadFence *fence, uint64_t stream);
+
+/// The id of the graph capture `stream` is in (cuStreamGetCaptureInfo), 0
+/// when it is not capturing: tells one capture from the next.
+Status streamCaptureId(uint64_t stream, uint64_t *id);
+
 /// uploadPlan (size-checked) and graph mode's copies into `fixed`, queued
 /// on `stream` as scheduleUpload says with `kernel`; `fence` (nullable) is
 /// recorded right after the last copy that reads the host plan, so that a
@@ -219,7 +252,9 @@ public:
   UploadFence(const UploadFence &) = delete;
   UploadFence &operator=(const UploadFence &) = delete;
 
-  Status record(uint64_t stream);
+  /// `captured`: `stream` is capturing a graph, where the record becomes
+  /// the graph's event node (recorded at every replay).
+  Status record(uint64_t stream, bool captured = false);
   Status wait();
 
 private:

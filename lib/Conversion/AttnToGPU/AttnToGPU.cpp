@@ -87,7 +87,8 @@ static LogicalResult lowerKernel(gpu::GPUFuncOp kernel) {
                       TileKVRangeOp, TileKVTileCountOp, TileKVPrologueOp,
                       TileKVNextOp, TileKVDrainOp, TileQKOp, TileSoftmaxInitOp,
                       TileOnlineSoftmaxOp, TilePVOp, TileStoreOp, TileMergeOp,
-                      TileMergeStatesOp, TileAppendKVOp, TileCopyIndicesOp>();
+                      TileMergeStatesOp, TileAppendKVOp, TileCopyIndicesOp,
+                      TileCopyByTableOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                        target);

@@ -119,3 +119,34 @@ func.func @copy(%s0: tensor<?xi32>, %s1: tensor<?xi32>, %d0: tensor<?xi32>, %d1:
       : tensor<?xi32>, tensor<?xi32> into tensor<?xi32>, tensor<?xi32>
   return %c0, %c1 : tensor<?xi32>, tensor<?xi32>
 }
+
+// -----
+
+// copy_by_table: the CTA's first threads copy the table (2 rows x 3 words)
+// into shared memory, the CTA meets, and the loop of copy_indices runs over
+// the rows' counts (negative ones as 0) up to their sum or num_rows,
+// whichever is less; each row's addresses are raw pointers, read and
+// written with LLVM's load and store.
+// CHECK-LABEL: gpu.func @attn_copy_by_table_n2
+// CHECK-NOT: attn.tile
+// CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory
+// CHECK: %[[TABLE:.*]] = memref.view %[[SMEM]]{{.*}} to memref<6xi64, #gpu.address_space<workgroup>>
+// CHECK: scf.if
+// CHECK: memref.load {{.*}} : memref<1099511627776xi64, #gpu.address_space<global>>
+// CHECK: memref.store {{.*}}, %[[TABLE]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-4: llvm.inttoptr {{.*}} : i64 to !llvm.ptr<1>
+// CHECK-COUNT-2: arith.maxsi
+// CHECK: %[[LAST:.*]] = arith.minsi
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LAST]] step
+// CHECK: llvm.getelementptr {{.*}} -> !llvm.ptr<1>, i32
+// CHECK: %[[V:.*]] = llvm.load {{.*}} : !llvm.ptr<1> -> i32
+// CHECK: llvm.store %[[V]]
+// CHECK: } else {
+// CHECK: llvm.load
+// CHECK: llvm.store
+// CHECK: gpu.return
+func.func @copy_by_table(%t: memref<?xi64>) {
+  attn.copy_by_table %t {rows = 2} : memref<?xi64>
+  return
+}

@@ -633,3 +633,39 @@ func.func @f(%s: tensor<?xi64>, %d: tensor<?xi64>) {
   %c = attn.copy_indices %s into %d : tensor<?xi64> into tensor<?xi64>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// attn.copy_by_table
+//===----------------------------------------------------------------------===//
+
+func.func @f(%t: memref<?xi64>) {
+  // expected-error @+1 {{reads 1 to 16 table rows in one kernel, got 17}}
+  attn.copy_by_table %t {rows = 17} : memref<?xi64>
+  return
+}
+
+// -----
+
+func.func @f(%t: memref<?xi64>) {
+  // expected-error @+1 {{reads 1 to 16 table rows in one kernel, got 0}}
+  attn.copy_by_table %t {rows = 0} : memref<?xi64>
+  return
+}
+
+// -----
+
+func.func @f(%t: memref<8xi64>) {
+  // expected-error @+1 {{reads 3 rows of 3 words from a table of 8}}
+  attn.copy_by_table %t {rows = 3} : memref<8xi64>
+  return
+}
+
+// -----
+
+func.func @f(%t: memref<?xi32>) {
+  // expected-error @+1 {{operand #0 must be 1D memref of 64-bit signless integer values}}
+  attn.copy_by_table %t {rows = 1} : memref<?xi32>
+  return
+}

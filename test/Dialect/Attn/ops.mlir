@@ -1,5 +1,6 @@
 // RUN: attn-opt %s -split-input-file | attn-opt -split-input-file | FileCheck %s
-// Round trip of attn.attention, attn.merge_states, attn.append_kv and attn.copy_indices over
+// Round trip of attn.attention, attn.merge_states, attn.append_kv, attn.copy_indices and
+// attn.copy_by_table over
 // every KV format.
 
 attn.variant @window(window_left : i32) {
@@ -141,4 +142,13 @@ func.func @copy_indices(%a: tensor<?xi32>, %b: tensor<7xi32>, %da: tensor<?xi32>
     -> (tensor<?xi32>, tensor<9xi32>) {
   %c:2 = attn.copy_indices %a, %b into %da, %db : tensor<?xi32>, tensor<7xi32> into tensor<?xi32>, tensor<9xi32>
   return %c#0, %c#1 : tensor<?xi32>, tensor<9xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @copy_by_table
+// CHECK: attn.copy_by_table %{{.*}} {rows = 10 : i64} : memref<?xi64>
+func.func @copy_by_table(%t: memref<?xi64>) {
+  attn.copy_by_table %t {rows = 10} : memref<?xi64>
+  return
 }

@@ -77,3 +77,19 @@ func.func @copy_two(%s0: tensor<?xi32>, %s1: tensor<?xi32>, %d0: tensor<?xi32>, 
       : tensor<?xi32>, tensor<?xi32> into tensor<?xi32>, tensor<?xi32>
   return %c0, %c1 : tensor<?xi32>, tensor<?xi32>
 }
+
+// -----
+
+// attn.copy_by_table: the copy_indices contract (words, 256 threads) with
+// the table's rows in dynamic shared memory (3 x 8 bytes a row), and two
+// arguments: num_rows (the capacity the launch covers) and the table.
+// CHECK-LABEL: func.func @copy_by_table
+// CHECK: attn.copy_by_table {{.*}}attn.kernels = [@attn_kernels::@attn_copy_by_table_n10]
+// CHECK: gpu.func @attn_copy_by_table_n10(%{{.*}}: i32 {attn.name = "num_rows"}, %{{.*}}: memref<1099511627776xi64, #gpu.address_space<global>> {attn.name = "table"})
+// CHECK-SAME: attn.launch = #attn.launch<role = copy_indices, chip = "sm_90", threads = 256, shared_bytes = 240, ctas_per_sm = 32, dtype = i32, head_dim = 1, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 256>
+// CHECK: attn.tile.copy_by_table %{{.*}} table(%{{.*}} : {{.*}}) {rows = 10 : i64}
+// CHECK: gpu.return
+func.func @copy_by_table(%t: memref<?xi64>) {
+  attn.copy_by_table %t {rows = 10} : memref<?xi64>
+  return
+}

@@ -279,3 +279,19 @@ func.func @f(%r: !attn.kv_range<128>, %item: !attn.item, %k: memref<?xbf16>, %m:
   %p = attn.tile.kv_prologue %r, %item, %k, %k maps(%m, %m : !llvm.ptr, !llvm.ptr) : memref<?xbf16>, memref<?xbf16>, !attn.kv_range<128> -> !attn.kv_pipe<128x128xbf16>
   return
 }
+
+// -----
+
+func.func @f(%n: i32, %t: memref<?xi64>) attributes {attn.launch = #attn.launch<role = append_kv, chip = "sm_90", threads = 256, dtype = bf16, head_dim = 128, num_qo_heads = 0, num_kv_heads = 0, format = #attn.bsr<block_cols = 16>, merge_rows = 16>} {
+  // expected-error @+1 {{must be inside a copy_indices kernel (a function with an attn.launch contract of role copy_indices)}}
+  attn.tile.copy_by_table %n table(%t : memref<?xi64>) {rows = 2}
+  return
+}
+
+// -----
+
+func.func @f(%n: i32, %t: memref<?xi64>) attributes {attn.launch = #attn.launch<role = copy_indices, chip = "sm_90", threads = 256, shared_bytes = 48, dtype = i32, head_dim = 1, num_qo_heads = 0, num_kv_heads = 0, merge_rows = 256>} {
+  // expected-error @+1 {{reads 1 to 16 table rows, got 17}}
+  attn.tile.copy_by_table %n table(%t : memref<?xi64>) {rows = 17}
+  return
+}

@@ -32,12 +32,18 @@
 // pair. The arrays are a step's plan indices and page table: a few
 // thousand words, where one launch, not the copy, is the cost.
 //
+// copy_by_table: the same loop, with each pair's count and addresses read
+// when the kernel runs from a table (in pinned host memory), which a CTA's
+// first threads copy into shared memory once. A CUDA graph that captures
+// it copies, at every replay, what the step's plan() wrote there.
+//
 //===----------------------------------------------------------------------===//
 
 #include "MMASync.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -335,6 +341,45 @@ struct AppendKVLowering : public OpConversionPattern<TileAppendKVOp> {
   }
 };
 
+/// The copies' grid-strided loop over `numRows` words (i32; `stopAtCounts`:
+/// or fewer, the sum of the counts) of CTAs of `threads`: pair i takes the
+/// `counts[i]` (index) words after the pairs before it, and
+/// `copyWord(i, at)` copies its word `at`.
+void buildWordCopies(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                     int64_t threads, Value numRows, bool stopAtCounts,
+                     ArrayRef<Value> counts,
+                     llvm::function_ref<void(size_t, Value)> copyWord) {
+  // Where each pair's words end in the joint index space (a negative count
+  // copies nothing).
+  SmallVector<Value> ends;
+  Value end = kb.idx(0);
+  for (Value count : counts) {
+    end = kb.add(end, kb.maxs(count, kb.idx(0)));
+    ends.push_back(end);
+  }
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  Value last = kb.toIndex(numRows);
+  if (stopAtCounts)
+    last = arith::MinSIOp::create(b, last, end);
+  auto loop = scf::ForOp::create(b, kb.add(kb.mul(cta, threads), tid), last,
+                                 kb.mul(grid, threads));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value word = loop.getInductionVar();
+  Value begin = kb.idx(0);
+  for (auto [i, pairEnd] : llvm::enumerate(ends)) {
+    auto inPair = scf::IfOp::create(b, kb.slt(word, pairEnd),
+                                    /*withElseRegion=*/true);
+    b.setInsertionPointToStart(&inPair.getThenRegion().front());
+    copyWord(i, kb.sub(word, begin));
+    // The next pair's test in the else branch.
+    b.setInsertionPointToStart(&inPair.getElseRegion().front());
+    begin = pairEnd;
+  }
+}
+
 struct CopyIndicesLowering : public OpConversionPattern<TileCopyIndicesOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -343,37 +388,77 @@ struct CopyIndicesLowering : public OpConversionPattern<TileCopyIndicesOp> {
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     KernelBuilder kb(b);
-    const int64_t T = op.getLaunch().getThreads();
-    // Where each pair's words end in the joint index space (a negative
-    // count copies nothing).
-    SmallVector<Value> ends;
-    Value end = kb.idx(0);
-    for (Value count : op.getCounts()) {
-      end = kb.add(end, kb.maxs(kb.toIndex(count), kb.idx(0)));
-      ends.push_back(end);
-    }
+    SmallVector<Value> counts;
+    for (Value count : op.getCounts())
+      counts.push_back(kb.toIndex(count));
+    auto sources = op.getSources(), destinations = op.getDestinations();
+    buildWordCopies(b, kb, op.getLaunch().getThreads(), op.getNumRows(),
+                    /*stopAtCounts=*/false, counts, [&](size_t i, Value at) {
+                      Value v = memref::LoadOp::create(b, sources[i],
+                                                       ValueRange{at});
+                      memref::StoreOp::create(b, v, destinations[i],
+                                              ValueRange{at});
+                    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct CopyByTableLowering : public OpConversionPattern<TileCopyByTableOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileCopyByTableOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    KernelBuilder kb(b);
+    const int64_t words = CopyByTableOp::kRowWords * op.getRows();
+    // The table lies in host memory: the CTA's first threads read it once
+    // into shared memory (its contract's dynamic shared bytes), where every
+    // thread reads it, instead of each thread reading it across the bus.
+    auto tableType = MemRefType::get({words}, b.getI64Type(),
+                                     MemRefLayoutAttrInterface{},
+                                     getWorkgroupSpace(b.getContext()));
+    Value table = memref::ViewOp::create(b, tableType,
+                                         getDynamicSharedMemory(kb),
+                                         kb.idx(0), ValueRange{});
     Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-    Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-    Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
-    auto loop = scf::ForOp::create(b, kb.add(kb.mul(cta, T), tid),
-                                   kb.toIndex(op.getNumRows()),
-                                   kb.mul(grid, T));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value word = loop.getInductionVar();
-    Value begin = kb.idx(0);
-    for (auto [source, destination, pairEnd] :
-         llvm::zip(op.getSources(), op.getDestinations(), ends)) {
-      auto inPair = scf::IfOp::create(b, kb.slt(word, pairEnd),
-                                      /*withElseRegion=*/true);
-      b.setInsertionPointToStart(&inPair.getThenRegion().front());
-      Value at = kb.sub(word, begin);
-      Value v = memref::LoadOp::create(b, source, ValueRange{at});
-      memref::StoreOp::create(b, v, destination, ValueRange{at});
-      // The next pair's test in the else branch.
-      b.setInsertionPointToStart(&inPair.getElseRegion().front());
-      begin = pairEnd;
+    auto reader = scf::IfOp::create(b, kb.slt(tid, kb.idx(words)),
+                                    /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&reader.getThenRegion().front());
+      Value w = memref::LoadOp::create(b, op.getTable(), ValueRange{tid});
+      memref::StoreOp::create(b, w, table, ValueRange{tid});
     }
+    gpu::BarrierOp::create(b);
+    // Row i: count, source address, destination address. The addresses are
+    // raw device pointers (the global address space: host memory the
+    // device maps included), so the copy is LLVM's load and store.
+    auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), /*global=*/1);
+    auto word = [&](int64_t w) -> Value {
+      return memref::LoadOp::create(b, table, ValueRange{kb.idx(w)});
+    };
+    SmallVector<Value> counts, sources, destinations;
+    for (int64_t i = 0; i < op.getRows(); ++i) {
+      counts.push_back(
+          arith::IndexCastOp::create(b, b.getIndexType(), word(3 * i)));
+      sources.push_back(LLVM::IntToPtrOp::create(b, ptrType, word(3 * i + 1)));
+      destinations.push_back(
+          LLVM::IntToPtrOp::create(b, ptrType, word(3 * i + 2)));
+    }
+    Type i32 = b.getI32Type();
+    buildWordCopies(
+        b, kb, op.getLaunch().getThreads(), op.getNumRows(),
+        /*stopAtCounts=*/true, counts, [&](size_t i, Value at) {
+          Value offset = arith::IndexCastOp::create(b, b.getI64Type(), at);
+          auto element = [&](Value base) -> Value {
+            return LLVM::GEPOp::create(b, ptrType, i32, base,
+                                       ValueRange{offset});
+          };
+          Value v = LLVM::LoadOp::create(b, i32, element(sources[i]));
+          LLVM::StoreOp::create(b, v, element(destinations[i]));
+        });
     rewriter.eraseOp(op);
     return success();
   }
@@ -383,6 +468,6 @@ struct CopyIndicesLowering : public OpConversionPattern<TileCopyIndicesOp> {
 
 void mlir::attn::mmasync::populateRowKernelPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<MergeStatesLowering, AppendKVLowering, CopyIndicesLowering>(
-      converter, patterns.getContext());
+  patterns.add<MergeStatesLowering, AppendKVLowering, CopyIndicesLowering,
+               CopyByTableLowering>(converter, patterns.getContext());
 }

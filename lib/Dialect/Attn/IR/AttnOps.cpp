@@ -639,3 +639,32 @@ LogicalResult CopyIndicesOp::verify() {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// CopyByTableOp
+//===----------------------------------------------------------------------===//
+
+void CopyByTableOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // The table is read; the memory its rows name is read and written, and
+  // nothing says which: the default resource.
+  effects.emplace_back(MemoryEffects::Read::get(), &getTableMutable(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Read::get(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+}
+
+LogicalResult CopyByTableOp::verify() {
+  const int64_t rows = getRows();
+  if (rows < 1 || rows > kMaxRows)
+    return emitOpError() << "reads 1 to " << kMaxRows
+                         << " table rows in one kernel, got " << rows;
+  int64_t words = getTable().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(words) && words < kRowWords * rows)
+    return emitOpError() << "reads " << rows << " rows of " << kRowWords
+                         << " words from a table of " << words;
+  return success();
+}

@@ -443,6 +443,15 @@ LogicalResult TileAppendKVOp::verify() {
   return success();
 }
 
+LogicalResult TileCopyByTableOp::verify() {
+  if (failed(getRowLaunch(*this, KernelRole::copy_indices)))
+    return failure();
+  if (getRows() < 1 || getRows() > CopyByTableOp::kMaxRows)
+    return emitOpError() << "reads 1 to " << CopyByTableOp::kMaxRows
+                         << " table rows, got " << getRows();
+  return success();
+}
+
 LogicalResult TileCopyIndicesOp::verify() {
   if (failed(getRowLaunch(*this, KernelRole::copy_indices)))
     return failure();

@@ -182,6 +182,12 @@ mlir::attn::getCopyIndicesKernelArguments(MLIRContext *ctx, int64_t pairs) {
   return args;
 }
 
+SmallVector<KernelArgument>
+mlir::attn::getCopyByTableKernelArguments(MLIRContext *ctx) {
+  return {{"num_rows", IntegerType::get(ctx, 32), {}},
+          {"table", getKernelBufferType(IntegerType::get(ctx, 64)), {}}};
+}
+
 gpu::GPUFuncOp mlir::attn::createKernel(OpBuilder &b, Location loc,
                                         gpu::GPUModuleOp gpuModule,
                                         StringRef name,

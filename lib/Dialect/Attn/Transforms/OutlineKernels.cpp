@@ -423,11 +423,11 @@ struct AttnOutlineKernelsPass
     for (AttentionOp op : ops)
       if (failed(outline(op, *target)))
         return signalPassFailure();
-    // merge_states, append_kv and copy_indices in host code (not inside an
+    // merge_states, append_kv and the copies in host code (not inside an
     // attention, whose own merges are its merge kernel's) become row kernels.
     SmallVector<Operation *> rowOps;
     getOperation().walk([&](Operation *op) {
-      if (isa<MergeStatesOp, AppendKVOp, CopyIndicesOp>(op) &&
+      if (isa<MergeStatesOp, AppendKVOp, CopyIndicesOp, CopyByTableOp>(op) &&
           !op->getParentOfType<gpu::GPUModuleOp>())
         rowOps.push_back(op);
     });
@@ -443,6 +443,9 @@ struct AttnOutlineKernelsPass
               .Case([&](AppendKVOp a) { return outlineAppendKV(a, gm, *target); })
               .Case([&](CopyIndicesOp c) {
                 return outlineCopyIndices(c, gm, *target);
+              })
+              .Case([&](CopyByTableOp c) {
+                return outlineCopyByTable(c, gm, *target);
               });
       if (failed(done))
         return signalPassFailure();

@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // The row kernels of attn-outline-kernels: an attn.merge_states,
-// attn.append_kv or attn.copy_indices in host code (not inside an
-// attention) becomes a kernel whose body is the one tile op of the same
-// name, launched over `num_rows` rows: tokens x heads for the first two,
-// words for copy_indices. Row kernels have no plan; their head counts,
+// attn.append_kv, attn.copy_indices or attn.copy_by_table in host code (not
+// inside an attention) becomes a kernel whose body is the one tile op of
+// the same name, launched over `num_rows` rows: tokens x heads for the
+// first two, words for the copies. Row kernels have no plan; their head counts,
 // strides and lengths are arguments, so one kernel serves every head count
 // and memory layout of its element type and head dim (and, for append_kv,
 // page size; copy_indices has one kernel per number of arrays).
@@ -61,11 +61,12 @@ int64_t getHeadRowsPerStep(int64_t headDim) {
   return kRowsPerThreadStep * (kRowThreads / (headDim / 8));
 }
 
-/// The contract of a row kernel taking `rows` rows a CTA step, verified.
+/// The contract of a row kernel taking `rows` rows a CTA step (and
+/// `sharedBytes` of dynamic shared memory), verified.
 FailureOr<LaunchAttr> getRowLaunch(Operation *op, KernelRole role,
                                    const TargetInfo &target, Type dtype,
                                    int64_t headDim, BsrAttr format,
-                                   int64_t rows) {
+                                   int64_t rows, int64_t sharedBytes = 0) {
   MLIRContext *ctx = op->getContext();
   // The grid holds kRowGridPerSM CTAs per SM (more than fit at once): the
   // hardware starts each as one finishes, so a CTA runs one or two loop
@@ -76,7 +77,7 @@ FailureOr<LaunchAttr> getRowLaunch(Operation *op, KernelRole role,
   LaunchAttr launch = LaunchAttr::getChecked(
       [&] { return op->emitOpError(); }, ctx, role,
       StringAttr::get(ctx, target.getName()), kRowThreads,
-      /*shared_bytes=*/none, ctasPerSM, dtype, headDim, /*num_qo_heads=*/none,
+      sharedBytes, ctasPerSM, dtype, headDim, /*num_qo_heads=*/none,
       /*num_kv_heads=*/none, /*tile=*/TileAttr(), format,
       /*cost_per_item=*/none, /*cost_per_kv_token=*/unit, /*min_chunk=*/none,
       /*band=*/BandAttr(), /*custom_mask=*/false,
@@ -178,6 +179,35 @@ LogicalResult mlir::attn::outlineCopyIndices(CopyIndicesOp op,
     b.setInsertionPointToStart(&func.getBody().front());
     TileCopyIndicesOp::create(b, op.getLoc(), arg("num_rows"), counts, sources,
                               destinations);
+    gpu::ReturnOp::create(b, op.getLoc());
+  }
+  recordKernel(op, gm.getName(), name);
+  return success();
+}
+
+LogicalResult mlir::attn::outlineCopyByTable(CopyByTableOp op,
+                                             gpu::GPUModuleOp gm,
+                                             const TargetInfo &target) {
+  const int64_t rows = op.getRows();
+  std::string name = llvm::formatv("attn_copy_by_table_n{0}", rows).str();
+  if (!gm.lookupSymbol(name)) {
+    MLIRContext *ctx = op.getContext();
+    // The words of copy_indices: the same contract, and the table in
+    // shared memory (every CTA reads it from host memory once).
+    FailureOr<LaunchAttr> launch = getRowLaunch(
+        op, KernelRole::copy_indices, target, IntegerType::get(ctx, 32),
+        /*headDim=*/1, BsrAttr(), /*rows=*/kRowThreads,
+        /*sharedBytes=*/8 * CopyByTableOp::kRowWords * rows);
+    if (failed(launch))
+      return failure();
+    OpBuilder b(ctx);
+    gpu::GPUFuncOp func = createKernel(b, op.getLoc(), gm, name,
+                                       getCopyByTableKernelArguments(ctx),
+                                       *launch);
+    b.setInsertionPointToStart(&func.getBody().front());
+    TileCopyByTableOp::create(b, op.getLoc(),
+                              getKernelArgument(func, "num_rows"),
+                              getKernelArgument(func, "table"), rows);
     gpu::ReturnOp::create(b, op.getLoc());
   }
   recordKernel(op, gm.getName(), name);

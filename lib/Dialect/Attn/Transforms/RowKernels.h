@@ -31,6 +31,10 @@ LogicalResult outlineAppendKV(AppendKVOp op, gpu::GPUModuleOp gm,
 LogicalResult outlineCopyIndices(CopyIndicesOp op, gpu::GPUModuleOp gm,
                                  const TargetInfo &target);
 
+/// The same for the copy_by_table kernel of `op`'s number of table rows.
+LogicalResult outlineCopyByTable(CopyByTableOp op, gpu::GPUModuleOp gm,
+                                 const TargetInfo &target);
+
 } // namespace mlir::attn
 
 #endif // ATTN_LIB_DIALECT_ATTN_TRANSFORMS_ROWKERNELS_H

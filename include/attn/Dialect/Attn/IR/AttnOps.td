@@ -409,4 +409,41 @@ def Attn_CopyIndicesOp : Attn_Op<"copy_indices", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// attn.copy_by_table
+//===----------------------------------------------------------------------===//
+
+def Attn_CopyByTableOp : Attn_Op<"copy_by_table", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "copy the int32 arrays a table in memory lists";
+  let description = [{
+    The form of `attn.copy_indices` whose arrays are read when the kernel
+    runs, not when it is launched: `table` holds `rows` rows of three i64
+    words, (count, source address, destination address), and each row's
+    `count` int32 words are copied from its source to its destination (a
+    count of zero or less copies nothing). A CUDA graph captures a launch's
+    arguments, so a captured copy_indices copies the same arrays at every
+    replay; a captured copy_by_table copies whatever the table says at the
+    replay, which a serving step's plan writes in pinned host memory. The
+    addresses are device addresses (host memory the device maps included),
+    so the op takes and writes memory it does not name: memref form only.
+
+    ```mlir
+    attn.copy_by_table %table {rows = 8} : memref<?xi64>
+    ```
+  }];
+  let arguments = (ins
+    MemRefRankOf<[I64], [1]>:$table,
+    I64Attr:$rows
+  );
+  let extraClassDeclaration = [{
+    /// The most rows one kernel reads.
+    static constexpr int64_t kMaxRows = 16;
+    /// i64 words a row of the table holds.
+    static constexpr int64_t kRowWords = 3;
+  }];
+  let assemblyFormat = "$table attr-dict `:` type($table)";
+  let hasVerifier = 1;
+}
+
 #endif // ATTN_DIALECT_ATTN_IR_ATTNOPS_TD

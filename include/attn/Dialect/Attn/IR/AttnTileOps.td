@@ -681,4 +681,31 @@ def Attn_TileCopyIndicesOp : Attn_TileOp<"copy_indices", [SameVariadicOperandSiz
   let hasVerifier = 1;
 }
 
+def Attn_TileCopyByTableOp : Attn_TileOp<"copy_by_table"> {
+  let summary = "the body of a copy_by_table kernel: the table read at run time";
+  let description = [{
+    `attn.tile.copy_indices` with each pair's count, source and destination
+    loaded from row i of `table` (three i64 words: count, source address,
+    destination address; `rows` rows) when the kernel runs. The words of
+    all rows form one index space strided over the grid, as in
+    copy_indices, up to the sum of the counts or `num_rows`, whichever is
+    less: `num_rows` is the launch's capacity, fixed when a CUDA graph
+    captures the launch (it sizes the grid), and the writer of the table
+    keeps the sum within it (words past it would not be copied).
+
+    ```mlir
+    attn.tile.copy_by_table %num_rows table(%table : memref<?xi64>) {rows = 8}
+    ```
+  }];
+  let arguments = (ins
+    I32:$num_rows,
+    MemRefRankOf<[I64], [1]>:$table,
+    I64Attr:$rows
+  );
+  let assemblyFormat = [{
+    $num_rows `table` `(` $table `:` type($table) `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ATTN_DIALECT_ATTN_IR_ATTNTILEOPS_TD

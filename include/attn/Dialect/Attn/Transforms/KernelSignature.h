@@ -111,6 +111,10 @@ SmallVector<KernelArgument> getAppendKVKernelArguments(Type dtype);
 SmallVector<KernelArgument> getCopyIndicesKernelArguments(MLIRContext *ctx,
                                                           int64_t pairs);
 
+/// The arguments of a copy_by_table kernel: num_rows (the words the grid
+/// is sized for), table (the i64 rows the kernel reads when it runs).
+SmallVector<KernelArgument> getCopyByTableKernelArguments(MLIRContext *ctx);
+
 /// Appends `gpu.func @name` with `args` to `gpuModule`: a kernel of
 /// `launch.getThreads()` threads carrying the contract as `attn.launch`.
 gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc,
