@@ -153,8 +153,9 @@ def wrapper(graph=False, max_batch=64, max_pages=8192):
     w = attn.BatchDecodeWithPagedKVCacheWrapper.__new__(attn.BatchDecodeWithPagedKVCacheWrapper)
     ws = torch.zeros(64 << 20, dtype=torch.uint8)
     w._workspace, w._device, w._kv_layout, w._use_cuda_graph = ws, ws.device, "NHD", graph
-    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_pinned", "_graph_bufs"):
+    for name in ("_host_ws", "_fence", "_graph_config", "_planned", "_pinned", "_graph_bufs", "_copy_table"):
         setattr(w, name, None)
+    w._copy_pending, w._copy_capture, w._copy_table_looked_up = False, 0, False
     w._ws_sizes, w._capture_ok, w._memo, w._memo_keys, w._op_handle = (None, None), False, {}, core.memo_keys(), 0
     w._fixed = {}
     if graph:
@@ -510,3 +511,46 @@ def test_memoized_prefill_plan_still_rejects_bad_input(cpu, paged):
     assert cpu.full_plans == full + 1
     assert all(p.summary[n] == q.summary[n] for n in p.summary)
     assert len(w._memo) == 1 and len(cpu.planners) == planners
+
+
+def test_graph_run_copies_the_deferred_plan_once_per_capture_and_per_eager_plan(cpu, monkeypatch):
+    """run()'s rule for graph mode's copy table: the first run() of each
+    capture puts the copy in the graph (later runs of that capture do not);
+    an eager run() copies once after each plan; a capture does not count as
+    an eager copy (it runs nothing), and the copy keeps the fence behind it."""
+    w = wrapper(graph=True)
+    w._host_ws = torch.zeros(16, dtype=torch.uint8)
+    w._copy_table = (torch.zeros(30, dtype=torch.int64), "module", "kernel")
+    copies, capture = [], {"id": 0}
+    native = cpu
+    monkeypatch.setattr(native, "copy_by_table",
+                        lambda module, kernel, table, words, fence, stream: copies.append((capture["id"], fence)),
+                        raising=False)
+    monkeypatch.setattr(native, "stream_capture_id", lambda stream: capture["id"], raising=False)
+    monkeypatch.setattr(native, "run", lambda *a, **k: None, raising=False)
+    monkeypatch.setattr(core, "stream_handle", lambda device: 0)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capture["id"] != 0)
+
+    class Planned:
+        module, attention_kernel, merge_kernel, host_bytes, args = "module", "attn", "merge", 16, []
+
+    def runs(n, capture_id=0):
+        capture["id"] = capture_id
+        for _ in range(n):
+            w._launch(Planned(), [])
+        capture["id"] = 0
+
+    w._copy_pending = True             # a plan's copies wait in the table
+    runs(3)                            # eager: the first run copies
+    assert [c for c, _ in copies] == [0]
+    runs(2)                            # no new plan: nothing more
+    assert len(copies) == 1
+    w._copy_pending = True
+    runs(4, capture_id=7)              # a capture of four layers: one copy, in the graph
+    assert [c for c, _ in copies] == [0, 7]
+    runs(2, capture_id=7)              # the same capture continued: nothing more
+    runs(1, capture_id=9)              # another capture: its own copy
+    assert [c for c, _ in copies] == [0, 7, 9]
+    runs(1)                            # eager after the captures: the plan has not been copied eagerly
+    assert [c for c, _ in copies] == [0, 7, 9, 0]
+    assert all(f is w._fence for _, f in copies)
