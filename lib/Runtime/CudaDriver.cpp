@@ -81,7 +81,11 @@ static Loaded load() {
   ATTN_RESOLVE(ctxPopCurrent, cuCtxPopCurrent)
   ATTN_RESOLVE(streamIsCapturing, cuStreamIsCapturing)
   ATTN_RESOLVE(streamGetCaptureInfo, cuStreamGetCaptureInfo)
-  ATTN_RESOLVE(eventRecordWithFlags, cuEventRecordWithFlags)
+  ATTN_RESOLVE(graphGetRootNodes, cuGraphGetRootNodes)
+  ATTN_RESOLVE(graphAddKernelNode, cuGraphAddKernelNode)
+  ATTN_RESOLVE(graphAddDependencies, cuGraphAddDependencies)
+  ATTN_RESOLVE(graphAddEventRecordNode, cuGraphAddEventRecordNode)
+  ATTN_RESOLVE(streamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies)
 #undef ATTN_RESOLVE
   l.table.launchKernelEx = reinterpret_cast<decltype(l.table.launchKernelEx)>(
       dlsym(lib, ATTN_STR(cuLaunchKernelEx)));

@@ -61,10 +61,14 @@ struct CudaDriver {
   decltype(&::cuCtxPushCurrent) ctxPushCurrent;
   decltype(&::cuCtxPopCurrent) ctxPopCurrent;
   decltype(&::cuStreamIsCapturing) streamIsCapturing;
-  // Graph mode's copy_by_table: the capture's id, and the fence recorded
-  // as the captured graph's event node.
+  // Graph mode's copy_by_table: the capture's id, and the copy put at the
+  // head of the graph being captured, the fence's event node after it.
   decltype(&::cuStreamGetCaptureInfo) streamGetCaptureInfo;
-  decltype(&::cuEventRecordWithFlags) eventRecordWithFlags;
+  decltype(&::cuGraphGetRootNodes) graphGetRootNodes;
+  decltype(&::cuGraphAddKernelNode) graphAddKernelNode;
+  decltype(&::cuGraphAddDependencies) graphAddDependencies;
+  decltype(&::cuGraphAddEventRecordNode) graphAddEventRecordNode;
+  decltype(&::cuStreamUpdateCaptureDependencies) streamUpdateCaptureDependencies;
   /// Optional (CUDA 12+ drivers): null when the driver lacks it; the
   /// launcher then launches plainly (no programmatic dependent launch).
   decltype(&::cuLaunchKernelEx) launchKernelEx;

@@ -530,7 +530,7 @@ UploadFence::~UploadFence() {
     d->eventDestroy(static_cast<CUevent>(event_)); // fails only at driver teardown
 }
 
-Status UploadFence::record(uint64_t stream, bool captured) {
+Status UploadFence::event(uint64_t stream, void **ev) {
   Status s;
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
@@ -556,13 +556,32 @@ Status UploadFence::record(uint64_t stream, bool captured) {
       return cudaFailure(*d, "cuEventCreate", r);
     event_ = ev;
   }
-  // A plain record in a capture would only order the capture's streams;
-  // the external flag makes it a node that records at every replay.
-  CUresult r = captured ? d->eventRecordWithFlags(static_cast<CUevent>(event_),
-                                                  st, CU_EVENT_RECORD_EXTERNAL)
-                        : d->eventRecord(static_cast<CUevent>(event_), st);
+  *ev = event_;
+  return Status::success();
+}
+
+Status UploadFence::record(uint64_t stream) {
+  void *ev = nullptr;
+  if (Status s = event(stream, &ev); !s.ok())
+    return s;
+  const CudaDriver *d = cudaDriver(nullptr);
+  CUresult r = d->eventRecord(static_cast<CUevent>(ev), reinterpret_cast<CUstream>(stream));
   if (r != CUDA_SUCCESS)
-    return cudaFailure(*d, captured ? "cuEventRecordWithFlags" : "cuEventRecord", r);
+    return cudaFailure(*d, "cuEventRecord", r);
+  recorded_ = true;
+  return Status::success();
+}
+
+Status UploadFence::recordAfter(uint64_t stream, void *graph, void *node) {
+  void *ev = nullptr;
+  if (Status s = event(stream, &ev); !s.ok())
+    return s;
+  const CudaDriver *d = cudaDriver(nullptr);
+  CUgraphNode after = static_cast<CUgraphNode>(node), recorded = nullptr;
+  CUresult r = d->graphAddEventRecordNode(&recorded, static_cast<CUgraph>(graph),
+                                          &after, 1, static_cast<CUevent>(ev));
+  if (r != CUDA_SUCCESS)
+    return cudaFailure(*d, "cuGraphAddEventRecordNode", r);
   recorded_ = true;
   return Status::success();
 }
@@ -979,6 +998,54 @@ static Status launchCopies(const Module &m, const KernelManifest &k,
   return launchRowGrid(m, k, rows, pb, stream);
 }
 
+/// Puts copy_by_table kernel `k` of `m` (`grid` CTAs, parameters `pb`) at
+/// the head of the graph `stream` is capturing (copyByTable), `fence`'s
+/// event node after it.
+static Status captureAtHead(const CudaDriver &d, const Module &m,
+                            const KernelManifest &k, uint32_t grid,
+                            ParamBlock &pb, UploadFence *fence,
+                            uint64_t stream) {
+  CUstream s = reinterpret_cast<CUstream>(stream);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph graph = nullptr;
+  CUresult r = d.streamGetCaptureInfo(s, &status, nullptr, &graph, nullptr,
+                                      nullptr, nullptr);
+  if (r != CUDA_SUCCESS)
+    return cudaFailure(d, "cuStreamGetCaptureInfo", r);
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph)
+    return Status(StatusCode::InvalidArgument,
+                  "copy_by_table: the stream's graph capture is not active");
+  // The graph's roots before the copy joins them.
+  size_t numRoots = 0;
+  if ((r = d.graphGetRootNodes(graph, nullptr, &numRoots)) != CUDA_SUCCESS)
+    return cudaFailure(d, "cuGraphGetRootNodes", r);
+  std::vector<CUgraphNode> roots(numRoots);
+  if (numRoots &&
+      (r = d.graphGetRootNodes(graph, roots.data(), &numRoots)) != CUDA_SUCCESS)
+    return cudaFailure(d, "cuGraphGetRootNodes", r);
+  CUDA_KERNEL_NODE_PARAMS p = {};
+  p.func = static_cast<CUfunction>(m.function(k.name));
+  p.gridDimX = grid, p.gridDimY = 1, p.gridDimZ = 1;
+  p.blockDimX = uint32_t(k.threads), p.blockDimY = 1, p.blockDimZ = 1;
+  p.sharedMemBytes = uint32_t(k.shared_bytes);
+  p.kernelParams = pb.params;
+  CUgraphNode copy = nullptr;
+  if ((r = d.graphAddKernelNode(&copy, graph, nullptr, 0, &p)) != CUDA_SUCCESS)
+    return cudaFailure(d, ("cuGraphAddKernelNode(" + k.name + ")").c_str(), r);
+  if (numRoots) {
+    std::vector<CUgraphNode> from(numRoots, copy);
+    if ((r = d.graphAddDependencies(graph, from.data(), roots.data(), nullptr,
+                                    numRoots)) != CUDA_SUCCESS)
+      return cudaFailure(d, "cuGraphAddDependencies", r);
+  }
+  // The stream's next work too (all of it when the capture held nothing).
+  if ((r = d.streamUpdateCaptureDependencies(s, &copy, nullptr, 1,
+                                             CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) !=
+      CUDA_SUCCESS)
+    return cudaFailure(d, "cuStreamUpdateCaptureDependencies", r);
+  return fence ? fence->recordAfter(stream, graph, copy) : Status::success();
+}
+
 Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
                    int64_t capacityWords, UploadFence *fence, uint64_t stream) {
   const KernelManifest *k = m.kernel(kernel);
@@ -992,9 +1059,13 @@ Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
                   "copy_by_table: the table is null or the capacity " +
                       std::to_string(capacityWords) +
                       " is outside [0, 2^31-1]");
-  bool captured = false;
-  if (Status s = streamIsCapturing(stream, &captured); !s.ok())
+  Status s;
+  const CudaDriver *d = cudaDriver(&s);
+  if (!d)
     return s;
+  bool captured = false;
+  if (Status c = streamIsCapturing(stream, &captured); !c.ok())
+    return c;
   ParamBlock pb;
   const int32_t numRows = int32_t(capacityWords);
   pb.slots[0] = 0;
@@ -1006,15 +1077,13 @@ Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
   // grid-strided loop covers the rest.
   const int64_t grid = std::min<int64_t>(rowGrid(*k, capacityWords, m.numSms()),
                                          std::max(m.numSms(), 1));
-  if (grid > 0) {
-    Status s;
-    const CudaDriver *d = cudaDriver(&s);
-    if (!d)
-      return s;
-    if (Status l = launch(*d, m, *k, uint32_t(grid), pb, stream); !l.ok())
-      return l;
-  }
-  return fence ? fence->record(stream, captured) : Status::success();
+  if (grid == 0) // nothing to copy
+    return fence && !captured ? fence->record(stream) : Status::success();
+  if (captured)
+    return captureAtHead(*d, m, *k, uint32_t(grid), pb, fence, stream);
+  if (Status l = launch(*d, m, *k, uint32_t(grid), pb, stream); !l.ok())
+    return l;
+  return fence ? fence->record(stream) : Status::success();
 }
 
 /// Queues schedule `u` (of a plan at host address `hostPlan`) with copy
@@ -1136,7 +1205,8 @@ Status hostIsDeviceMapped(const void *host, size_t bytes, bool *mapped) {
   return host && bytes ? noCuda() : Status::success();
 }
 UploadFence::~UploadFence() = default;
-Status UploadFence::record(uint64_t, bool) { return noCuda(); }
+Status UploadFence::record(uint64_t) { return noCuda(); }
+Status UploadFence::recordAfter(uint64_t, void *, void *) { return noCuda(); }
 Status copyByTable(const Module &, std::string_view, uint64_t, int64_t,
                    UploadFence *, uint64_t) {
   return noCuda();

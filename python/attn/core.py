@@ -710,10 +710,11 @@ class PlanMemo:
     ``_plan_memoized``, prefill's ``_plan_prefill_memoized``)."""
 
     __slots__ = ("k", "info", "config", "maxima", "workspace", "planner", "binding", "torch", "i32", "template",
-                 "qo_host", "qo_address", "runs", "stream")
+                 "qo_host", "qo_address", "runs", "stream", "defers")
 
     def __init__(self, **kw):
         self.k = self.qo_host = self.qo_address = self.binding = None
+        self.defers = False  # its planner writes the copy table instead of copying (graph mode, once captured)
         self.runs = {}  # tile candidate -> the template with its kernels (_memoized_run)
         for n, v in kw.items():
             setattr(self, n, v)
@@ -779,29 +780,36 @@ def raise_page_index_errors(device):
 _plan_copiers = {}
 
 
+def optional_row_kernel(spec, device, memo, without):
+    """(module, kernel) of row kernel ``spec`` on ``device``, or None where
+    the device is not a CUDA one (the CPU stand-ins of the planner's tests)
+    or this install has no such kernel (a runtime-only install whose kernel
+    pack predates it; ``without`` says, once per device at the INFO level,
+    what plan() does instead). Looked up once per device, in ``memo``."""
+    if getattr(device, "type", None) != "cuda":
+        return None
+    if device not in memo:
+        from .errors import KernelNotFoundError
+        from .rows import row_kernel
+        try:
+            memo[device] = row_kernel(spec, device)
+        except KernelNotFoundError:
+            from .log import logger
+            logger.info("attn: no %s kernel in the kernel pack; %s on %s", spec.summary(), without, device)
+            memo[device] = None
+    return memo[device]
+
+
 def plan_copier(device):
     """(module, kernel) of the copy_indices kernel plan()'s fast path copies
     with: the plan read from the pinned host workspace and, in graph mode,
     the step's index arrays and page table into the fixed buffers, in one
     launch where the driver would make several copies (attnRtUploadOptions).
-    None where this install has no such kernel: a runtime-only install
-    whose kernel pack predates it, which then copies with the driver (a few
-    microseconds more per plan(); said once per device), or a device that
-    is not a CUDA one (the CPU stand-ins of the planner's tests). Looked up
-    once per device."""
-    if getattr(device, "type", None) != "cuda":
-        return None
-    if device not in _plan_copiers:
-        from .errors import KernelNotFoundError
-        from .rows import PLAN_COPIES, row_kernel
-        try:
-            _plan_copiers[device] = row_kernel(PLAN_COPIES, device)
-        except KernelNotFoundError:
-            from .log import logger
-            logger.info("attn: no %s kernel in the kernel pack; plan() on %s uploads the plan (and graph "
-                        "mode's fixed buffers) with the driver's copies", PLAN_COPIES.summary(), device)
-            _plan_copiers[device] = None
-    return _plan_copiers[device]
+    None without it (:func:`optional_row_kernel`): plan() then copies with
+    the driver, a few microseconds more."""
+    from .rows import PLAN_COPIES
+    return optional_row_kernel(PLAN_COPIES, device, _plan_copiers,
+                               "plan() uploads the plan (and graph mode's fixed buffers) with the driver's copies")
 
 
 _table_copiers = {}
@@ -814,24 +822,15 @@ COPY_TABLE_CAPACITY = 2 ** 31 - 1
 
 def plan_table_copier(device):
     """(module, kernel) of the copy_by_table kernel graph mode defers a
-    plan's copies to (:data:`attn.rows.PLAN_TABLE_COPIES`), or None where
-    this install has none (a kernel pack that predates it: plan() then
-    queues its copies itself, as in eager mode), where the device is not a
-    CUDA one, or where ``ATTN_DEFER_PLAN_COPIES=0`` turns it off (to
-    measure one form against the other). Looked up once per device."""
-    if getattr(device, "type", None) != "cuda" or os.environ.get("ATTN_DEFER_PLAN_COPIES") == "0":
+    plan's copies to (:data:`attn.rows.PLAN_TABLE_COPIES`), or None: without
+    it (:func:`optional_row_kernel`) or with ``ATTN_DEFER_PLAN_COPIES=0`` (to
+    measure one form against the other), plan() queues its copies itself,
+    as in eager mode."""
+    if os.environ.get("ATTN_DEFER_PLAN_COPIES") == "0":
         return None
-    if device not in _table_copiers:
-        from .errors import KernelNotFoundError
-        from .rows import PLAN_TABLE_COPIES, row_kernel
-        try:
-            _table_copiers[device] = row_kernel(PLAN_TABLE_COPIES, device)
-        except KernelNotFoundError:
-            from .log import logger
-            logger.info("attn: no %s kernel in the kernel pack; graph-mode plan() on %s queues its copies "
-                        "itself", PLAN_TABLE_COPIES.summary(), device)
-            _table_copiers[device] = None
-    return _table_copiers[device]
+    from .rows import PLAN_TABLE_COPIES
+    return optional_row_kernel(PLAN_TABLE_COPIES, device, _table_copiers,
+                               "graph-mode plan() queues its copies itself")
 
 
 def fixed_addresses(fixed):
@@ -897,8 +896,12 @@ class WrapperBase:
     def _graph_copy_table(self):
         """Graph mode's copy table, made at the first plan (before any
         capture, so that every captured graph holds its copy) and never
-        moved: a captured launch reads it at its address. Returns None
-        outside graph mode or without the copy_by_table kernel."""
+        moved: a captured launch reads it at its address. Until the
+        wrapper's first capture, plan() copies at once and the table stays
+        empty (an engine's eager warm-up may read the fixed buffers before
+        run()); from then on plan() writes its copies into the table.
+        Returns None outside graph mode or without the copy_by_table
+        kernel."""
         if self._copy_table is None and self._use_cuda_graph and not self._copy_table_looked_up:
             self._copy_table_looked_up = True
             copier = plan_table_copier(self._device)
@@ -944,10 +947,6 @@ class WrapperBase:
         copier = plan_copier(self._device)
         if copier is not None:
             planner.set_copy_kernel(*copier)
-        deferred = self._graph_copy_table()
-        if deferred is not None:
-            table, module, kernel = deferred
-            planner.set_copy_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY)
         c = p.config
         self._memo[key] = PlanMemo(
             info=kernel_info(p.spec, self._device), config=c,
@@ -978,7 +977,7 @@ class WrapperBase:
         # (device to device), which a copy table defers to run(): the
         # caller's page table is then kept until the next plan, whose fence
         # wait outlasts the copy.
-        if self._copy_table is not None and idx_ptr != indices.data_ptr():
+        if self._copy_capture and idx_ptr != indices.data_ptr():
             keep = keep + (indices,)
         return fixed, (indices.data_ptr(), idx_ptr, 4 * n_idx), keep, ptrs
 
@@ -997,6 +996,12 @@ class WrapperBase:
         planner = m.planner
         handle = m.stream()
         src, dst, table_bytes = page_table
+        if self._copy_capture and not m.defers:
+            # Graph mode, once captured: the copies go into the table, which
+            # the graphs (at their head) and eager run()s copy.
+            table, module, kernel = self._copy_table
+            planner.set_copy_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY)
+            m.defers = True
         for _ in range(2):
             # What every step passes alike is bound once (the workspaces, the
             # fence, the fixed buffers: this wrapper's and this memo's), again
@@ -1009,8 +1014,7 @@ class WrapperBase:
                 m.binding = binding
             summary = planner.step(handle, batch, *maxima, *host, src, table_bytes)
             if summary is not None:
-                # Graph mode: the copies wait in the table for run().
-                self._copy_pending = self._copy_table is not None
+                self._copy_pending = m.defers  # the copies wait in the table for run()
                 return summary
             host_bytes, device_bytes = planner.sizes(*maxima)
             if device_bytes > m.workspace[1] or self._pinned[1] >= host_bytes:
@@ -1197,9 +1201,10 @@ class WrapperBase:
         module, attention, merge = kernels or (p.module, p.attention_kernel, p.merge_kernel)
         handle = stream_handle(self._device)
         if self._copy_table is not None:
-            # The plan's deferred copies: in each capture once (the first
-            # run() of it: engines capture a graph's layers after an eager
-            # warm-up), eagerly once after each plan.
+            # The table's copies: in each capture once, at the graph's head
+            # (the first run() of the capture puts it there, before whatever
+            # the capture holds so far), and eagerly once after each plan
+            # that wrote the table.
             if capturing:
                 capture = _native.native().stream_capture_id(handle)
                 if capture != self._copy_capture:

@@ -183,10 +183,13 @@ def test_gpu_plan_refuses_a_capturing_stream():
 def test_gpu_layers_captured_after_warm_up_copy_the_plan_once():
     """As engines use graph mode: plan, an eager warm-up of every layer,
     then one graph capturing each layer's run(), replayed after each new
-    plan. plan() writes its copies into the wrapper's copy table and
-    launches nothing; the first run() of each capture holds the copy, so
-    every layer of every replay reads the latest plan. A second graph
-    captured later, and eager runs between replays, read it too."""
+    plan. Once captured, plan() writes its copies into the wrapper's copy
+    table and launches nothing; the first run() of each capture puts the
+    copy at the head of the graph, so every layer of every replay reads the
+    latest plan, and so does what the engine captured before that run()
+    (here a read of the fixed page table, as an engine's append makes). A
+    second graph captured later, and eager runs between replays, read it
+    too."""
     import torch
     gen = torch.Generator().manual_seed(41)
     max_batch, pool, layers = 12, 1024, 3
@@ -199,12 +202,16 @@ def test_gpu_layers_captured_after_warm_up_copy_the_plan_once():
     eager = attn.BatchDecodeWithPagedKVCacheWrapper(torch.empty(128 << 20, dtype=torch.uint8, device="cuda"))
     qs = [torch.zeros(max_batch, HQ, D, dtype=torch.bfloat16, device="cuda") for _ in range(layers)]
     outs = [torch.zeros_like(q) for q in qs]
+    seen = torch.zeros_like(bufs[1])  # the engine's read of the fixed page table, before the first run()
 
     def plan(wrapper, table):
         # The page table as a temporary: a deferred copy must keep it.
         wrapper.plan(table[0], table[1].cuda(), table[2], HQ, HKV, D, PAGE, q_data_type=torch.bfloat16)
 
-    def check(batch, table, which):
+    def check(batch, table, which, reader=False):
+        if reader:
+            n = int(table[0][-1])
+            assert torch.equal(seen[:n].cpu(), table[1]), "a node before the first run() read a stale page table"
         plan(eager, table)
         for i in which:
             want = eager.run(qs[i][:batch], kvs[i])
@@ -226,6 +233,7 @@ def test_gpu_layers_captured_after_warm_up_copy_the_plan_once():
             w.run(q, kv, out=o)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
+            seen.copy_(bufs[1])
             for q, kv, o in zip(qs, kvs, outs):
                 w.run(q, kv, out=o)
     torch.cuda.current_stream().wait_stream(s)
@@ -255,7 +263,7 @@ def test_gpu_layers_captured_after_warm_up_copy_the_plan_once():
             table = new_step(batch)
         g.replay()
         torch.cuda.synchronize()
-        check(batch, table, range(layers))
+        check(batch, table, range(layers), reader=True)
 
 
 @pytest.mark.gpu
@@ -290,6 +298,7 @@ def test_gpu_back_to_back_replays_read_their_own_plans():
     results = []
     for t in tables:
         plan(t)
+        assert w._copy_pending, "once captured, plan() leaves its copies to the graph"
         g.replay()
         results.append(out.clone())
     torch.cuda.synchronize()

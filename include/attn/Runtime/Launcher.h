@@ -213,8 +213,11 @@ Status writeCopyTable(const PlanView &plan, uint64_t deviceWorkspace,
 /// Launches copy_by_table kernel `kernel` of `m` over the table at `table`
 /// (device-mapped host memory) with `capacityWords` as its row count (the
 /// grid's size, fixed in a captured graph), then records `fence`
-/// (nullable): while `stream` captures a graph, as the graph's own event
-/// node, so that every replay records it after its copy.
+/// (nullable). While `stream` captures a graph, the copy goes to the head
+/// of the graph instead: every node captured so far without a dependency,
+/// and the stream's next work, wait for it, so that at each replay the
+/// whole graph reads what the copy writes, as it would have read a copy
+/// queued before the replay; the fence is the graph's event node after it.
 Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
                    int64_t capacityWords, UploadFence *fence, uint64_t stream);
 
@@ -252,12 +255,16 @@ public:
   UploadFence(const UploadFence &) = delete;
   UploadFence &operator=(const UploadFence &) = delete;
 
-  /// `captured`: `stream` is capturing a graph, where the record becomes
-  /// the graph's event node (recorded at every replay).
-  Status record(uint64_t stream, bool captured = false);
+  Status record(uint64_t stream);
   Status wait();
+  /// Adds to `graph` (a CUgraph; `stream` is capturing it) an event node
+  /// after `node` (a CUgraphNode) that records the fence at every replay.
+  Status recordAfter(uint64_t stream, void *graph, void *node);
 
 private:
+  /// The event, made at the first use in `stream`'s context.
+  Status event(uint64_t stream, void **ev);
+
   void *event_ = nullptr; ///< CUevent
   bool recorded_ = false;
 };
