@@ -274,7 +274,7 @@ def test_gpu_back_to_back_replays_read_their_own_plans():
     each replay's output copied aside, checked at the end."""
     import torch
     gen = torch.Generator().manual_seed(43)
-    max_batch, pool = 8, 512
+    max_batch, pool = 8, 2048   # up to 8 requests of 250 pages
     kv = torch.randn(pool, 2, PAGE, HKV, D, generator=gen).to(torch.bfloat16).cuda()
     bufs = (torch.zeros(max_batch + 1, dtype=torch.int32, device="cuda"),
             torch.zeros(pool, dtype=torch.int32, device="cuda"),
