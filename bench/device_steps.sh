@@ -16,6 +16,8 @@
 #   defer  plan() with graph mode's copies deferred to run() (the default) and
 #          kept in plan() (ATTN_DEFER_PLAN_COPIES=0), one build, timed
 #          alternately (AB_ROUNDS rounds, default 2)
+#   graphcopy  what graph mode's deferred copy costs a replay, by form
+#          (bench/harness/graph_copy_cost.py)
 #   copy   the host cost of one async copy of each kind (bench/harness/copy_cost.py)
 #   item   what a prefill work item costs beside its K/V tiles (bench/harness/item_cost.py)
 #   variant  a prefill plain and with each variant (bench/harness/variant_cost.py)
@@ -124,6 +126,11 @@ if [[ $steps == *" defer "* ]]; then
       stamp "plan defer=$defer round $round: $(grep -E '^ +256 ' "$L/plan-defer$defer-$round.log" | head -1)"
     done
   done
+fi
+if [[ $steps == *" graphcopy "* ]]; then
+  timeout 150 python3 bench/harness/graph_copy_cost.py > "$L/graph-copy-cost.log" 2>&1
+  stamp "graph_copy_cost rc=$?"
+  cat "$L/graph-copy-cost.log" >> "$L/summary.txt"
 fi
 if [[ $steps == *" copy "* ]]; then
   timeout 120 python3 bench/harness/copy_cost.py > "$L/copy-cost.log" 2>&1
