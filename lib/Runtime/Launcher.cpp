@@ -1089,11 +1089,10 @@ Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
   pb.slots[1] = table;
   pb.params[0] = &pb.slots[0];
   pb.params[1] = &pb.slots[1];
-  // A word a thread (up to copy_indices' grid cap): each pass of the
-  // grid-strided loop waits for a read across the bus, as the table's did
-  // (one CTA per SM took 22 us for a 256-request decode plan's copies, the
-  // copy_indices launch 6).
-  const int64_t grid = rowGrid(*k, capacityWords, m.numSms());
+  // One CTA per SM at most: each reads the table from host memory, and the
+  // grid-strided loop covers the rest.
+  const int64_t grid = std::min<int64_t>(rowGrid(*k, capacityWords, m.numSms()),
+                                         std::max(m.numSms(), 1));
   if (grid == 0) // nothing to copy
     return fence && !captured ? fence->record(stream) : Status::success();
   const char *form = std::getenv("ATTN_COPY_TABLE_CAPTURE");

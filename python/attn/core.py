@@ -814,6 +814,11 @@ def plan_copier(device):
 
 _table_copiers = {}
 
+#: The words graph mode's copy_by_table launch covers at most: its grid is
+#: one CTA per SM whatever this is, and each launch stops at its table's
+#: words, so the bound only says no plan's copies are cut short.
+COPY_TABLE_CAPACITY = 2 ** 31 - 1
+
 
 def plan_table_copier(device):
     """(module, kernel) of the copy_by_table kernel graph mode defers a
@@ -861,7 +866,7 @@ class WrapperBase:
         self._graph_bufs = None     # graph mode's fixed buffers as the fast path passes them (_graph_step)
         # Graph mode's deferred copies (_copy_table): plan() writes them into a pinned table, run()
         # copies them: once after a plan when eager, once in each capture.
-        self._copy_table = None     # (pinned int64 table, module, kernel, capacity) or None: plan() copies
+        self._copy_table = None     # (pinned int64 table, module, kernel) or None: plan() queues its copies
         self._copy_pending = False  # a plan's table no run() has copied yet
         self._copy_capture = 0      # the capture (its id) whose graph holds the copy
         self._copy_table_looked_up = False
@@ -888,17 +893,13 @@ class WrapperBase:
             self._fence = _native.native().UploadFence()
         return self._fence
 
-    def _graph_copy_table(self, host_bytes):
+    def _graph_copy_table(self):
         """Graph mode's copy table, made at the first plan (before any
         capture, so that every captured graph holds its copy) and never
         moved: a captured launch reads it at its address. Until the
         wrapper's first capture, plan() copies at once and the table stays
         empty (an engine's eager warm-up may read the fixed buffers before
-        run()); from then on plan() writes its copies into the table. Its
-        capacity, the words a plan's copies can come to (the plan, whose
-        graph-mode size ``host_bytes`` is fixed, and the fixed buffers),
-        sizes the captured launch's grid: a word a thread, so that the copy
-        crosses the bus twice (the table, then its words) whatever the step.
+        run()); from then on plan() writes its copies into the table.
         Returns None outside graph mode or without the copy_by_table
         kernel."""
         if self._copy_table is None and self._use_cuda_graph and not self._copy_table_looked_up:
@@ -908,18 +909,16 @@ class WrapperBase:
                 from .rows import PLAN_TABLE_COPIES
                 torch = torch_module()
                 table = torch.zeros(3 * PLAN_TABLE_COPIES.rows, dtype=torch.int64, pin_memory=True)
-                fixed = getattr(self, "_fixed", None) or {}
-                words = host_bytes // 4 + sum(fixed[n].numel() for n in ("qo", "kv_indptr", "kv_last_len", "kv_indices")
-                                              if fixed.get(n) is not None)
                 if _native.native().host_is_device_mapped(table.data_ptr(), table.nbytes):
-                    self._copy_table = (table, *copier, words)
+                    self._copy_table = (table, *copier)
         return self._copy_table
 
     def _copy_by_table(self, handle):
         """Queues the copy_by_table launch of the table (the last plan's
         copies) and the upload fence after it on stream ``handle``."""
-        table, module, kernel, words = self._copy_table
-        _native.native().copy_by_table(module, kernel, table.data_ptr(), words, self._upload_fence(), handle)
+        table, module, kernel = self._copy_table
+        _native.native().copy_by_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY,
+                                       self._upload_fence(), handle)
 
     # -- plan()'s fast path (decode.py's _plan_memoized, prefill.py's _plan_prefill_memoized)
 
@@ -1000,8 +999,8 @@ class WrapperBase:
         if self._copy_capture and not m.defers:
             # Graph mode, once captured: the copies go into the table, which
             # the graphs (at their head) and eager run()s copy.
-            table, module, kernel, words = self._copy_table
-            planner.set_copy_table(module, kernel, table.data_ptr(), words)
+            table, module, kernel = self._copy_table
+            planner.set_copy_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY)
             m.defers = True
         for _ in range(2):
             # What every step passes alike is bound once (the workspaces, the
@@ -1120,7 +1119,7 @@ class WrapperBase:
         plan_cfg = dict(config, max_partial_rows=cap) if cap else config
         fence = self._upload_fence()
         fence.wait()  # the previous plan's copy may still read the pinned host workspace
-        deferred = self._graph_copy_table(host_bytes)
+        deferred = self._graph_copy_table()
         if deferred is not None:
             # This path queues its copies itself: a captured graph's copy of
             # the table then copies nothing.

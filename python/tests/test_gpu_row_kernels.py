@@ -274,7 +274,7 @@ def test_copy_by_table(counts):
     row order); a table rewritten between launches copies its new rows."""
     import torch
     from attn import _native
-    big = 2 ** 31 - 1  # a capacity past every table
+    from attn.core import COPY_TABLE_CAPACITY
     from attn.rows import PLAN_TABLE_COPIES, row_kernel
     assert PLAN_TABLE_COPIES.rows == len(counts)
     module, kernel = row_kernel(PLAN_TABLE_COPIES, torch.device("cuda", torch.cuda.current_device()))
@@ -288,7 +288,7 @@ def test_copy_by_table(counts):
         table[3 * i:3 * i + 3] = torch.tensor([n, src.data_ptr() if n > 0 else 0, dst.data_ptr() if n > 0 else 0])
     stream = torch.cuda.current_stream().cuda_stream
     total = sum(max(n, 0) for n in counts)
-    for capacity in (big, total, total // 2):
+    for capacity in (COPY_TABLE_CAPACITY, total, total // 2):
         for d in dsts:
             d.fill_(-7)
         _native.native().copy_by_table(module, kernel, table.data_ptr(), capacity, None, stream)
@@ -303,7 +303,7 @@ def test_copy_by_table(counts):
     if counts[0] > 1:
         table[0] = 1
         dsts[0].fill_(-7)
-        _native.native().copy_by_table(module, kernel, table.data_ptr(), big, None, stream)
+        _native.native().copy_by_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY, None, stream)
         torch.cuda.synchronize()
         assert torch.equal(dsts[0][:1].cpu(), srcs[0][:1].cpu())
         assert (dsts[0][1:] == -7).all()
