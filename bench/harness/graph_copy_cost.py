@@ -6,15 +6,14 @@
 A decode graph-mode wrapper (Llama-3-8B's attention shape, skewed lengths as
 plan_overhead.py's) is planned, run once and captured (one run()), in each
 form of its plan's copies: ``plan`` (ATTN_DEFER_PLAN_COPIES=0: plan()
-launches them, the graph holds only attention), ``head`` (the copy_by_table
-kernel at the graph's head, the fence's event node after it: the default),
-and the measurement-only forms of ATTN_COPY_TABLE_CAPTURE: ``linear`` (copy,
-event node, then the rest), ``noevent`` (no fence node: unsafe, only to price
-it) and ``inline`` (the copy where the first run() is, the event node after
-it). For each: the GPU time of a replay alone (CUDA events around
+launches them, the graph holds only attention) and ``head`` (the
+copy_by_table kernel at the graph's head, the fence's event node after it:
+the default). For each: the GPU time of a replay alone (CUDA events around
 ``--replays`` back-to-back replays, no plans), and a step's wall time (plan()
-then replay, ``--replays`` times, synchronized at the end; not for
-``noevent``, whose plan() may rewrite a table a replay is reading).
+then replay, ``--replays`` times, synchronized at the end). Session 38 also
+priced, with a runtime built for it, the event node left out, the copy and
+the event node in a chain, and the copy where the first run() is: each cost
+what ``head`` does (bench/NOTES.md, v62).
 """
 
 import argparse
@@ -28,13 +27,11 @@ from attn import core
 
 import plan_overhead as po
 
-FORMS = {"plan": {"ATTN_DEFER_PLAN_COPIES": "0"}, "head": {}, "linear": {"ATTN_COPY_TABLE_CAPTURE": "linear"},
-         "inline": {"ATTN_COPY_TABLE_CAPTURE": "inline"}, "noevent": {"ATTN_COPY_TABLE_CAPTURE": "noevent"}}
+FORMS = {"plan": {"ATTN_DEFER_PLAN_COPIES": "0"}, "head": {}}
 
 
 def measure(form, batch, replays, ws):
-    for k in ("ATTN_DEFER_PLAN_COPIES", "ATTN_COPY_TABLE_CAPTURE"):
-        os.environ.pop(k, None)
+    os.environ.pop("ATTN_DEFER_PLAN_COPIES", None)
     os.environ.update(FORMS[form])
     indptr, indices, last = po.page_table(po.lengths(batch, "skewed"))
     bufs = (torch.empty(batch + 1, dtype=torch.int32, device="cuda"),
@@ -54,14 +51,12 @@ def measure(form, batch, replays, ws):
     end.record()
     torch.cuda.synchronize()
     replay_us = 1e3 * start.elapsed_time(end) / replays
-    step_us = float("nan")
-    if form != "noevent":  # without the fence plan() may rewrite the table a replay reads: not timed
-        t0 = time.perf_counter()
-        for _ in range(replays):
-            plan()
-            g.replay()
-        torch.cuda.synchronize()
-        step_us = 1e6 * (time.perf_counter() - t0) / replays
+    t0 = time.perf_counter()
+    for _ in range(replays):
+        plan()
+        g.replay()
+    torch.cuda.synchronize()
+    step_us = 1e6 * (time.perf_counter() - t0) / replays
     deferred = w._copy_table is not None and w._copy_capture != 0
     return replay_us, step_us, deferred
 

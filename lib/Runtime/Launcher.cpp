@@ -572,8 +572,7 @@ Status UploadFence::record(uint64_t stream) {
   return Status::success();
 }
 
-Status UploadFence::recordAfter(uint64_t stream, void *graph, void *node,
-                                void **added) {
+Status UploadFence::recordAfter(uint64_t stream, void *graph, void *node) {
   void *ev = nullptr;
   if (Status s = event(stream, &ev); !s.ok())
     return s;
@@ -583,8 +582,6 @@ Status UploadFence::recordAfter(uint64_t stream, void *graph, void *node,
                                           &after, 1, static_cast<CUevent>(ev));
   if (r != CUDA_SUCCESS)
     return cudaFailure(*d, "cuGraphAddEventRecordNode", r);
-  if (added)
-    *added = recorded;
   recorded_ = true;
   return Status::success();
 }
@@ -1035,31 +1032,18 @@ static Status captureAtHead(const CudaDriver &d, const Module &m,
   CUgraphNode copy = nullptr;
   if ((r = d.graphAddKernelNode(&copy, graph, nullptr, 0, &p)) != CUDA_SUCCESS)
     return cudaFailure(d, ("cuGraphAddKernelNode(" + k.name + ")").c_str(), r);
-  // MEASUREMENT ONLY (session 38): ATTN_COPY_TABLE_CAPTURE=linear puts the
-  // fence's node between the copy and the rest, =noevent leaves it out.
-  const char *form = std::getenv("ATTN_COPY_TABLE_CAPTURE");
-  const std::string how = form ? form : "head";
-  CUgraphNode head = copy;
-  if (fence && how == "linear") {
-    void *ev = nullptr;
-    if (Status f = fence->recordAfter(stream, graph, copy, &ev); !f.ok())
-      return f;
-    head = static_cast<CUgraphNode>(ev);
-  }
   if (numRoots) {
-    std::vector<CUgraphNode> from(numRoots, head);
+    std::vector<CUgraphNode> from(numRoots, copy);
     if ((r = d.graphAddDependencies(graph, from.data(), roots.data(), nullptr,
                                     numRoots)) != CUDA_SUCCESS)
       return cudaFailure(d, "cuGraphAddDependencies", r);
   }
   // The stream's next work too (all of it when the capture held nothing).
-  if ((r = d.streamUpdateCaptureDependencies(s, &head, nullptr, 1,
+  if ((r = d.streamUpdateCaptureDependencies(s, &copy, nullptr, 1,
                                              CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) !=
       CUDA_SUCCESS)
     return cudaFailure(d, "cuStreamUpdateCaptureDependencies", r);
-  if (!fence || how == "linear" || how == "noevent")
-    return Status::success();
-  return fence->recordAfter(stream, graph, copy);
+  return fence ? fence->recordAfter(stream, graph, copy) : Status::success();
 }
 
 Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
@@ -1095,23 +1079,8 @@ Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
                                          std::max(m.numSms(), 1));
   if (grid == 0) // nothing to copy
     return fence && !captured ? fence->record(stream) : Status::success();
-  const char *form = std::getenv("ATTN_COPY_TABLE_CAPTURE");
-  if (captured && !(form && std::string(form) == "inline"))
+  if (captured)
     return captureAtHead(*d, m, *k, uint32_t(grid), pb, fence, stream);
-  if (captured) { // MEASUREMENT ONLY: in stream order, the event node after it
-    if (Status l = launch(*d, m, *k, uint32_t(grid), pb, stream); !l.ok())
-      return l;
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUgraph graph = nullptr;
-    const CUgraphNode *deps = nullptr;
-    size_t numDeps = 0;
-    CUresult r = d->streamGetCaptureInfo(reinterpret_cast<CUstream>(stream),
-                                         &status, nullptr, &graph, &deps,
-                                         nullptr, &numDeps);
-    if (r != CUDA_SUCCESS || numDeps != 1)
-      return cudaFailure(*d, "cuStreamGetCaptureInfo", r);
-    return fence ? fence->recordAfter(stream, graph, deps[0]) : Status::success();
-  }
   if (Status l = launch(*d, m, *k, uint32_t(grid), pb, stream); !l.ok())
     return l;
   return fence ? fence->record(stream) : Status::success();
@@ -1237,9 +1206,7 @@ Status hostIsDeviceMapped(const void *host, size_t bytes, bool *mapped) {
 }
 UploadFence::~UploadFence() = default;
 Status UploadFence::record(uint64_t) { return noCuda(); }
-Status UploadFence::recordAfter(uint64_t, void *, void *, void **) {
-  return noCuda();
-}
+Status UploadFence::recordAfter(uint64_t, void *, void *) { return noCuda(); }
 Status copyByTable(const Module &, std::string_view, uint64_t, int64_t,
                    UploadFence *, uint64_t) {
   return noCuda();

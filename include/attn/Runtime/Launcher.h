@@ -258,10 +258,8 @@ public:
   Status record(uint64_t stream);
   Status wait();
   /// Adds to `graph` (a CUgraph; `stream` is capturing it) an event node
-  /// after `node` (a CUgraphNode) that records the fence at every replay;
-  /// `*added` (nullable) is that node.
-  Status recordAfter(uint64_t stream, void *graph, void *node,
-                     void **added = nullptr);
+  /// after `node` (a CUgraphNode) that records the fence at every replay.
+  Status recordAfter(uint64_t stream, void *graph, void *node);
 
 private:
   /// The event, made at the first use in `stream`'s context.
