@@ -1073,8 +1073,9 @@ Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
   pb.slots[1] = table;
   pb.params[0] = &pb.slots[0];
   pb.params[1] = &pb.slots[1];
-  // One CTA per SM at most: each reads the table from host memory, and the
-  // grid-strided loop covers the rest.
+  // One CTA per SM at most: each reads the table from host memory first,
+  // and the grid-strided loop covers the rest. (A grid of a word a thread
+  // was no faster on an H100: bench/NOTES.md, v62.)
   const int64_t grid = std::min<int64_t>(rowGrid(*k, capacityWords, m.numSms()),
                                          std::max(m.numSms(), 1));
   if (grid == 0) // nothing to copy
