@@ -6,9 +6,11 @@
 A decode graph-mode wrapper (Llama-3-8B's attention shape, skewed lengths as
 plan_overhead.py's) is planned, run once and captured (one run()), in each
 form of its plan's copies: ``plan`` (ATTN_DEFER_PLAN_COPIES=0: plan()
-launches them, the graph holds only attention) and ``head`` (the
-copy_by_table kernel at the graph's head, the fence's event node after it:
-the default). For each: the GPU time of a replay alone (CUDA events around
+launches them, the graph holds only attention), ``head`` (the default: a
+memcpy node stages the copy table in device memory, then the copy_by_table
+kernel at the graph's head, the fence's event node after it) and
+``head-host`` (session 38's form: the kernel reads the table in pinned host
+memory, no memcpy node). For each: the GPU time of a replay alone (CUDA events around
 ``--replays`` back-to-back replays, no plans), and a step's wall time (plan()
 then replay, ``--replays`` times, synchronized at the end). Session 38 also
 priced, with a runtime built for it, the event node left out, the copy and
@@ -23,16 +25,33 @@ import time
 import torch
 
 import attn
-from attn import core
+from attn import _native, core
 
 import plan_overhead as po
 
-FORMS = {"plan": {"ATTN_DEFER_PLAN_COPIES": "0"}, "head": {}}
+FORMS = {"plan": {"ATTN_DEFER_PLAN_COPIES": "0"}, "head": {}, "head-host": {}}
+
+
+def copy_from_host_table(self, handle):
+    """WrapperBase._copy_by_table without the staging buffer (``head-host``)."""
+    table, _, module, kernel = self._copy_table
+    _native.native().copy_by_table(module, kernel, table.data_ptr(), core.COPY_TABLE_CAPACITY,
+                                   self._upload_fence(), handle, 0)
 
 
 def measure(form, batch, replays, ws):
     os.environ.pop("ATTN_DEFER_PLAN_COPIES", None)
     os.environ.update(FORMS[form])
+    staged = core.WrapperBase.__dict__["_copy_by_table"]
+    if form == "head-host":
+        core.WrapperBase._copy_by_table = copy_from_host_table
+    try:
+        return measure_form(batch, replays, ws)
+    finally:
+        core.WrapperBase._copy_by_table = staged
+
+
+def measure_form(batch, replays, ws):
     indptr, indices, last = po.page_table(po.lengths(batch, "skewed"))
     bufs = (torch.empty(batch + 1, dtype=torch.int32, device="cuda"),
             torch.empty(indices.numel(), dtype=torch.int32, device="cuda"),
@@ -69,11 +88,11 @@ def main():
     a = ap.parse_args()
     ws = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     print(f"{torch.cuda.get_device_name()}; decode, {a.batch} skewed requests; {a.replays} replays")
-    print(f"{'form':>8} {'round':>5} {'replay (us)':>12} {'plan + replay (us)':>19} {'deferred':>9}")
+    print(f"{'form':>9} {'round':>5} {'replay (us)':>12} {'plan + replay (us)':>19} {'deferred':>9}")
     for r in range(a.rounds):
         for form in FORMS:
             replay_us, step_us, deferred = measure(form, a.batch, a.replays, ws)
-            print(f"{form:>8} {r:>5} {replay_us:>12.1f} {step_us:>19.1f} {str(deferred):>9}", flush=True)
+            print(f"{form:>9} {r:>5} {replay_us:>12.1f} {step_us:>19.1f} {str(deferred):>9}", flush=True)
             core._table_copiers.clear()
 
 

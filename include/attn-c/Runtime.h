@@ -256,10 +256,15 @@ ATTN_RT_EXPORT void attnRtFenceDestroy(attnRtFence_t fence);
  * `table` (what attnRtPlanAndUploadWith wrote with copy_table) with
  * `capacity_words` rows (a captured launch keeps them: at least every
  * table's words), then records `fence` (nullable): while `stream` captures a
- * graph, as the graph's event node, recorded at every replay. */
+ * graph, as the graph's event node, recorded at every replay. `staging`
+ * (0: none) is a device buffer of the table's size (24 bytes a row) the
+ * table is copied into first (a memcpy node in a capture) and the kernel
+ * reads: its CTAs then read the table from device memory, not each across
+ * the bus. */
 ATTN_RT_EXPORT attnRtStatus attnRtCopyByTable(attnRtModule_t module,
                                               const char *kernel,
                                               const void *table,
+                                              uint64_t staging,
                                               int64_t capacity_words,
                                               attnRtFence_t fence,
                                               uint64_t stream);

@@ -440,14 +440,16 @@ attnRtStatus attnRtFenceWait(attnRtFence_t fence) {
 void attnRtFenceDestroy(attnRtFence_t fence) { delete fence; }
 
 attnRtStatus attnRtCopyByTable(attnRtModule_t module, const char *kernel,
-                               const void *table, int64_t capacityWords,
-                               attnRtFence_t fence, uint64_t stream) {
+                               const void *table, uint64_t staging,
+                               int64_t capacityWords, attnRtFence_t fence,
+                               uint64_t stream) {
   return guarded([&] {
     if (!module || !kernel)
       return invalidArg("attnRtCopyByTable: module or kernel is null");
     return report(copyByTable(*module->module, kernel,
-                              reinterpret_cast<uint64_t>(table), capacityWords,
-                              fence ? &fence->fence : nullptr, stream));
+                              reinterpret_cast<uint64_t>(table), staging,
+                              capacityWords, fence ? &fence->fence : nullptr,
+                              stream));
   });
 }
 

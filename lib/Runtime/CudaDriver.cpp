@@ -83,6 +83,7 @@ static Loaded load() {
   ATTN_RESOLVE(streamGetCaptureInfo, cuStreamGetCaptureInfo)
   ATTN_RESOLVE(graphGetRootNodes, cuGraphGetRootNodes)
   ATTN_RESOLVE(graphAddKernelNode, cuGraphAddKernelNode)
+  ATTN_RESOLVE(graphAddMemcpyNode, cuGraphAddMemcpyNode)
   ATTN_RESOLVE(graphAddDependencies, cuGraphAddDependencies)
   ATTN_RESOLVE(graphAddEventRecordNode, cuGraphAddEventRecordNode)
   ATTN_RESOLVE(streamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies)

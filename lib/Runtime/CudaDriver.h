@@ -62,10 +62,12 @@ struct CudaDriver {
   decltype(&::cuCtxPopCurrent) ctxPopCurrent;
   decltype(&::cuStreamIsCapturing) streamIsCapturing;
   // Graph mode's copy_by_table: the capture's id, and the copy put at the
-  // head of the graph being captured, the fence's event node after it.
+  // head of the graph being captured (its table staged by a memcpy node),
+  // the fence's event node after it.
   decltype(&::cuStreamGetCaptureInfo) streamGetCaptureInfo;
   decltype(&::cuGraphGetRootNodes) graphGetRootNodes;
   decltype(&::cuGraphAddKernelNode) graphAddKernelNode;
+  decltype(&::cuGraphAddMemcpyNode) graphAddMemcpyNode;
   decltype(&::cuGraphAddDependencies) graphAddDependencies;
   decltype(&::cuGraphAddEventRecordNode) graphAddEventRecordNode;
   decltype(&::cuStreamUpdateCaptureDependencies) streamUpdateCaptureDependencies;

@@ -998,31 +998,69 @@ static Status launchCopies(const Module &m, const KernelManifest &k,
   return launchRowGrid(m, k, rows, pb, stream);
 }
 
-/// Puts copy_by_table kernel `k` of `m` (`grid` CTAs, parameters `pb`) at
-/// the head of the graph `stream` is capturing (copyByTable), `fence`'s
-/// event node after it.
-static Status captureAtHead(const CudaDriver &d, const Module &m,
-                            const KernelManifest &k, uint32_t grid,
-                            ParamBlock &pb, UploadFence *fence,
-                            uint64_t stream) {
-  CUstream s = reinterpret_cast<CUstream>(stream);
+/// The graph `stream` is capturing (its CUgraph) in `*graph`, null when it
+/// is not capturing; one driver query, none for the legacy default stream.
+static Status capturedGraph(const CudaDriver &d, uint64_t stream, CUgraph *graph) {
+  *graph = nullptr;
+  if (stream == 0 || stream == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY))
+    return Status::success();
+  if (Status c = ensureContext(d); !c.ok())
+    return c;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  CUgraph graph = nullptr;
-  CUresult r = d.streamGetCaptureInfo(s, &status, nullptr, &graph, nullptr,
-                                      nullptr, nullptr);
+  CUresult r = d.streamGetCaptureInfo(reinterpret_cast<CUstream>(stream), &status,
+                                      nullptr, graph, nullptr, nullptr, nullptr);
   if (r != CUDA_SUCCESS)
     return cudaFailure(d, "cuStreamGetCaptureInfo", r);
-  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph)
+  if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
     return Status(StatusCode::InvalidArgument,
-                  "copy_by_table: the stream's graph capture is not active");
+                  "copy_by_table: the stream's graph capture has been invalidated");
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    *graph = nullptr;
+  return Status::success();
+}
+
+/// The copy of `bytes` bytes of host memory `host` to device memory
+/// `device`, as the parameters of a memcpy node.
+static CUDA_MEMCPY3D hostToDevice(uint64_t host, uint64_t device, size_t bytes) {
+  CUDA_MEMCPY3D c = {};
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = reinterpret_cast<const void *>(host);
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = static_cast<CUdeviceptr>(device);
+  c.WidthInBytes = bytes;
+  c.Height = 1;
+  c.Depth = 1;
+  return c;
+}
+
+/// Puts copy_by_table kernel `k` of `m` (`grid` CTAs, parameters `pb`) at
+/// the head of `graph`, which `stream` is capturing (copyByTable): first
+/// `staging` (nonnull: a memcpy node of the table's `tableBytes` from
+/// `table`), then the kernel, `fence`'s event node after it.
+static Status captureAtHead(const CudaDriver &d, const Module &m,
+                            const KernelManifest &k, uint32_t grid,
+                            ParamBlock &pb, uint64_t table, uint64_t staging,
+                            size_t tableBytes, UploadFence *fence,
+                            uint64_t stream, CUgraph graph) {
+  CUstream s = reinterpret_cast<CUstream>(stream);
   // The graph's roots before the copy joins them.
   size_t numRoots = 0;
-  if ((r = d.graphGetRootNodes(graph, nullptr, &numRoots)) != CUDA_SUCCESS)
+  CUresult r = d.graphGetRootNodes(graph, nullptr, &numRoots);
+  if (r != CUDA_SUCCESS)
     return cudaFailure(d, "cuGraphGetRootNodes", r);
   std::vector<CUgraphNode> roots(numRoots);
   if (numRoots &&
       (r = d.graphGetRootNodes(graph, roots.data(), &numRoots)) != CUDA_SUCCESS)
     return cudaFailure(d, "cuGraphGetRootNodes", r);
+  CUgraphNode staged = nullptr;
+  if (staging) {
+    CUcontext ctx = nullptr;
+    if ((r = d.streamGetCtx(s, &ctx)) != CUDA_SUCCESS)
+      return cudaFailure(d, "cuStreamGetCtx", r);
+    const CUDA_MEMCPY3D c = hostToDevice(table, staging, tableBytes);
+    if ((r = d.graphAddMemcpyNode(&staged, graph, nullptr, 0, &c, ctx)) != CUDA_SUCCESS)
+      return cudaFailure(d, "cuGraphAddMemcpyNode(copy_by_table's table)", r);
+  }
   CUDA_KERNEL_NODE_PARAMS p = {};
   p.func = static_cast<CUfunction>(m.function(k.name));
   p.gridDimX = grid, p.gridDimY = 1, p.gridDimZ = 1;
@@ -1030,7 +1068,8 @@ static Status captureAtHead(const CudaDriver &d, const Module &m,
   p.sharedMemBytes = uint32_t(k.shared_bytes);
   p.kernelParams = pb.params;
   CUgraphNode copy = nullptr;
-  if ((r = d.graphAddKernelNode(&copy, graph, nullptr, 0, &p)) != CUDA_SUCCESS)
+  if ((r = d.graphAddKernelNode(&copy, graph, staged ? &staged : nullptr,
+                                staged ? 1 : 0, &p)) != CUDA_SUCCESS)
     return cudaFailure(d, ("cuGraphAddKernelNode(" + k.name + ")").c_str(), r);
   if (numRoots) {
     std::vector<CUgraphNode> from(numRoots, copy);
@@ -1047,9 +1086,11 @@ static Status captureAtHead(const CudaDriver &d, const Module &m,
 }
 
 Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
-                   int64_t capacityWords, UploadFence *fence, uint64_t stream) {
+                   uint64_t staging, int64_t capacityWords, UploadFence *fence,
+                   uint64_t stream) {
   const KernelManifest *k = m.kernel(kernel);
-  if (!k || !copyTableRows(*k))
+  const int32_t rows = k ? copyTableRows(*k) : 0;
+  if (!rows)
     return Status(StatusCode::NotFound, "no copy_by_table kernel \"" +
                                             std::string(kernel) +
                                             "\" in the module");
@@ -1063,25 +1104,33 @@ Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
-  bool captured = false;
-  if (Status c = streamIsCapturing(stream, &captured); !c.ok())
+  CUgraph graph = nullptr;
+  if (Status c = capturedGraph(*d, stream, &graph); !c.ok())
     return c;
+  const size_t tableBytes = size_t(rows) * 3 * sizeof(int64_t);
   ParamBlock pb;
   const int32_t numRows = int32_t(capacityWords);
   pb.slots[0] = 0;
   std::memcpy(&pb.slots[0], &numRows, 4);
-  pb.slots[1] = table;
+  pb.slots[1] = staging ? staging : table;
   pb.params[0] = &pb.slots[0];
   pb.params[1] = &pb.slots[1];
-  // One CTA per SM at most: each reads the table from host memory first,
-  // and the grid-strided loop covers the rest. (A grid of a word a thread
-  // was no faster on an H100: bench/NOTES.md, v62.)
+  // One CTA per SM at most; the grid-strided loop covers the rest. (A grid
+  // of a word a thread was no faster on an H100: bench/NOTES.md, v62.)
   const int64_t grid = std::min<int64_t>(rowGrid(*k, capacityWords, m.numSms()),
                                          std::max(m.numSms(), 1));
   if (grid == 0) // nothing to copy
-    return fence && !captured ? fence->record(stream) : Status::success();
-  if (captured)
-    return captureAtHead(*d, m, *k, uint32_t(grid), pb, fence, stream);
+    return fence && !graph ? fence->record(stream) : Status::success();
+  if (graph)
+    return captureAtHead(*d, m, *k, uint32_t(grid), pb, table, staging,
+                         tableBytes, fence, stream, graph);
+  if (staging) {
+    CUresult r = d->memcpyHtoDAsync(static_cast<CUdeviceptr>(staging),
+                                    reinterpret_cast<const void *>(table),
+                                    tableBytes, reinterpret_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS)
+      return cudaFailure(*d, "cuMemcpyHtoDAsync(copy_by_table's table)", r);
+  }
   if (Status l = launch(*d, m, *k, uint32_t(grid), pb, stream); !l.ok())
     return l;
   return fence ? fence->record(stream) : Status::success();
@@ -1208,8 +1257,8 @@ Status hostIsDeviceMapped(const void *host, size_t bytes, bool *mapped) {
 UploadFence::~UploadFence() = default;
 Status UploadFence::record(uint64_t) { return noCuda(); }
 Status UploadFence::recordAfter(uint64_t, void *, void *) { return noCuda(); }
-Status copyByTable(const Module &, std::string_view, uint64_t, int64_t,
-                   UploadFence *, uint64_t) {
+Status copyByTable(const Module &, std::string_view, uint64_t, uint64_t,
+                   int64_t, UploadFence *, uint64_t) {
   return noCuda();
 }
 Status streamCaptureId(uint64_t, uint64_t *) { return noCuda(); }

@@ -866,7 +866,7 @@ class WrapperBase:
         self._graph_bufs = None     # graph mode's fixed buffers as the fast path passes them (_graph_step)
         # Graph mode's deferred copies (_copy_table): plan() writes them into a pinned table, run()
         # copies them: once after a plan when eager, once in each capture.
-        self._copy_table = None     # (pinned int64 table, module, kernel) or None: plan() queues its copies
+        self._copy_table = None     # (pinned int64 table, its device copy, module, kernel) or None: plan() queues its copies
         self._copy_pending = False  # a plan's table no run() has copied yet
         self._copy_capture = 0      # the capture (its id) whose graph holds the copy
         self._copy_table_looked_up = False
@@ -910,15 +910,18 @@ class WrapperBase:
                 torch = torch_module()
                 table = torch.zeros(3 * PLAN_TABLE_COPIES.rows, dtype=torch.int64, pin_memory=True)
                 if _native.native().host_is_device_mapped(table.data_ptr(), table.nbytes):
-                    self._copy_table = (table, *copier)
+                    staging = torch.empty_like(table, device=self._device)
+                    self._copy_table = (table, staging, *copier)
         return self._copy_table
 
     def _copy_by_table(self, handle):
         """Queues the copy_by_table launch of the table (the last plan's
-        copies) and the upload fence after it on stream ``handle``."""
-        table, module, kernel = self._copy_table
+        copies) and the upload fence after it on stream ``handle``. The
+        table goes to a device buffer first, from which the kernel's CTAs
+        read it (bench/NOTES.md, v63)."""
+        table, staging, module, kernel = self._copy_table
         _native.native().copy_by_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY,
-                                       self._upload_fence(), handle)
+                                       self._upload_fence(), handle, staging.data_ptr())
 
     # -- plan()'s fast path (decode.py's _plan_memoized, prefill.py's _plan_prefill_memoized)
 
@@ -999,7 +1002,7 @@ class WrapperBase:
         if self._copy_capture and not m.defers:
             # Graph mode, once captured: the copies go into the table, which
             # the graphs (at their head) and eager run()s copy.
-            table, module, kernel = self._copy_table
+            table, _, module, kernel = self._copy_table
             planner.set_copy_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY)
             m.defers = True
         for _ in range(2):

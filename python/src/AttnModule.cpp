@@ -951,17 +951,20 @@ PYBIND11_MODULE(_attn, m) {
   m.def(
       "copy_by_table",
       [](const PyModule &module, const std::string &kernel, uint64_t table,
-         int64_t capacityWords, py::object fence, uint64_t stream) {
+         int64_t capacityWords, py::object fence, uint64_t stream,
+         uint64_t staging) {
         attnRtFence_t f = fence.is_none() ? nullptr : fence.cast<PyFence *>()->get();
         check(attnRtCopyByTable(module.get(), kernel.c_str(),
-                                reinterpret_cast<const void *>(table),
+                                reinterpret_cast<const void *>(table), staging,
                                 capacityWords, f, stream));
       },
       py::arg("module"), py::arg("kernel"), py::arg("table"),
       py::arg("capacity_words"), py::arg("fence"), py::arg("stream"),
+      py::arg("staging") = 0,
       "Launches copy_by_table kernel `kernel` over the copy table at `table` "
       "and records `fence` (None: none) after it: in a capture, as the "
-      "graph's event node.");
+      "graph's event node. `staging` (0: none): a device buffer of the "
+      "table's size the table is copied into first and the kernel reads.");
   m.def(
       "host_is_device_mapped",
       [](uint64_t host, size_t bytes) {

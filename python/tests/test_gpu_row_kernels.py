@@ -263,15 +263,18 @@ def test_copy_indices(counts):
             assert (dst[n:] == -7).all()
 
 
+@pytest.mark.parametrize("staged", [False, True], ids=["host-table", "staged-table"])
 @pytest.mark.parametrize("counts", [(17, 17, 16, 512, 3, 0, 9, 1, 4, 2), (1,) + (0,) * 9,
                                     (0, 3, 0, 70000, 0, 0, 0, 2, 0, -5), (0,) * 10])
-def test_copy_by_table(counts):
+def test_copy_by_table(counts, staged):
     """The copy_by_table kernel graph mode's run() launches (ten rows): each
     row's first n words copied from its source (pinned host memory for the
     even rows, device memory for the odd ones, as a plan's copies are) to its
     destination, the rest kept; a row of count 0 or less may have null
     pointers; a capacity below the counts' sum stops the copy there (words in
-    row order); a table rewritten between launches copies its new rows."""
+    row order); a table rewritten between launches copies its new rows. The
+    kernel reads the table in host memory, or (staged) from a device buffer
+    the launch first copies it to."""
     import torch
     from attn import _native
     from attn.core import COPY_TABLE_CAPACITY
@@ -287,11 +290,13 @@ def test_copy_by_table(counts):
     for i, (n, src, dst) in enumerate(zip(counts, srcs, dsts)):
         table[3 * i:3 * i + 3] = torch.tensor([n, src.data_ptr() if n > 0 else 0, dst.data_ptr() if n > 0 else 0])
     stream = torch.cuda.current_stream().cuda_stream
+    staged_table = torch.full_like(table, -1, device="cuda")  # kept alive for the launches
+    staging = staged_table.data_ptr() if staged else 0
     total = sum(max(n, 0) for n in counts)
     for capacity in (COPY_TABLE_CAPACITY, total, total // 2):
         for d in dsts:
             d.fill_(-7)
-        _native.native().copy_by_table(module, kernel, table.data_ptr(), capacity, None, stream)
+        _native.native().copy_by_table(module, kernel, table.data_ptr(), capacity, None, stream, staging)
         torch.cuda.synchronize()
         left = capacity
         for n, src, dst in zip(counts, srcs, dsts):
@@ -303,7 +308,8 @@ def test_copy_by_table(counts):
     if counts[0] > 1:
         table[0] = 1
         dsts[0].fill_(-7)
-        _native.native().copy_by_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY, None, stream)
+        _native.native().copy_by_table(module, kernel, table.data_ptr(), COPY_TABLE_CAPACITY, None, stream,
+                                       staging)
         torch.cuda.synchronize()
         assert torch.equal(dsts[0][:1].cpu(), srcs[0][:1].cpu())
         assert (dsts[0][1:] == -7).all()

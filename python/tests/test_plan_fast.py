@@ -520,11 +520,11 @@ def test_graph_run_copies_the_deferred_plan_once_per_capture_and_per_eager_plan(
     an eager copy (it runs nothing), and the copy keeps the fence behind it."""
     w = wrapper(graph=True)
     w._host_ws = torch.zeros(16, dtype=torch.uint8)
-    w._copy_table = (torch.zeros(30, dtype=torch.int64), "module", "kernel")
+    w._copy_table = (torch.zeros(30, dtype=torch.int64), torch.zeros(30, dtype=torch.int64), "module", "kernel")
     copies, capture = [], {"id": 0}
     native = cpu
     monkeypatch.setattr(native, "copy_by_table",
-                        lambda module, kernel, table, words, fence, stream: copies.append((capture["id"], fence)),
+                        lambda module, kernel, table, words, fence, stream, staging: copies.append((capture["id"], fence)),
                         raising=False)
     monkeypatch.setattr(native, "stream_capture_id", lambda stream: capture["id"], raising=False)
     monkeypatch.setattr(native, "run", lambda *a, **k: None, raising=False)

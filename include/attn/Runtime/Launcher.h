@@ -213,13 +213,18 @@ Status writeCopyTable(const PlanView &plan, uint64_t deviceWorkspace,
 /// Launches copy_by_table kernel `kernel` of `m` over the table at `table`
 /// (device-mapped host memory) with `capacityWords` as its row count (the
 /// grid's size, fixed in a captured graph), then records `fence`
-/// (nullable). While `stream` captures a graph, the copy goes to the head
-/// of the graph instead: every node captured so far without a dependency,
-/// and the stream's next work, wait for it, so that at each replay the
-/// whole graph reads what the copy writes, as it would have read a copy
-/// queued before the replay; the fence is the graph's event node after it.
+/// (nullable). `staging` (0: none) is a device buffer of the table's size
+/// (24 bytes a row): the table is copied into it first and the kernel reads
+/// it there, so that its CTAs do not each read the table across the bus.
+/// While `stream` captures a graph, the copy goes to the head of the graph
+/// instead: every node captured so far without a dependency, and the
+/// stream's next work, wait for it (the staging copy, a memcpy node, before
+/// it), so that at each replay the whole graph reads what the copy writes,
+/// as it would have read a copy queued before the replay; the fence is the
+/// graph's event node after it.
 Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
-                   int64_t capacityWords, UploadFence *fence, uint64_t stream);
+                   uint64_t staging, int64_t capacityWords, UploadFence *fence,
+                   uint64_t stream);
 
 /// The id of the graph capture `stream` is in (cuStreamGetCaptureInfo), 0
 /// when it is not capturing: tells one capture from the next.
