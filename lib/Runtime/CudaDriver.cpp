@@ -79,7 +79,6 @@ static Loaded load() {
   ATTN_RESOLVE(streamGetCtx, cuStreamGetCtx)
   ATTN_RESOLVE(ctxPushCurrent, cuCtxPushCurrent)
   ATTN_RESOLVE(ctxPopCurrent, cuCtxPopCurrent)
-  ATTN_RESOLVE(streamIsCapturing, cuStreamIsCapturing)
   ATTN_RESOLVE(streamGetCaptureInfo, cuStreamGetCaptureInfo)
   ATTN_RESOLVE(graphGetRootNodes, cuGraphGetRootNodes)
   ATTN_RESOLVE(graphAddKernelNode, cuGraphAddKernelNode)

@@ -51,8 +51,7 @@ struct CudaDriver {
   decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer;
   // Host calls refuse buffers the GPU cannot address (a host malloc).
   decltype(&::cuPointerGetAttribute) pointerGetAttribute;
-  // UploadFence (the pinned staging a plan's copies read) and the capture
-  // check before a plan's uploads.
+  // UploadFence (the pinned staging a plan's copies read).
   decltype(&::cuEventCreate) eventCreate;
   decltype(&::cuEventRecord) eventRecord;
   decltype(&::cuEventSynchronize) eventSynchronize;
@@ -60,10 +59,10 @@ struct CudaDriver {
   decltype(&::cuStreamGetCtx) streamGetCtx;
   decltype(&::cuCtxPushCurrent) ctxPushCurrent;
   decltype(&::cuCtxPopCurrent) ctxPopCurrent;
-  decltype(&::cuStreamIsCapturing) streamIsCapturing;
-  // Graph mode's copy_by_table: the capture's id, and the copy put at the
-  // head of the graph being captured (its table staged by a memcpy node),
-  // the fence's event node after it.
+  // The runtime's one capture query (status, id, graph: the check before a
+  // plan's uploads, graph mode's capture id) and copy_by_table's copy put at
+  // the head of the graph being captured (its table staged by a memcpy
+  // node), the fence's event node after it.
   decltype(&::cuStreamGetCaptureInfo) streamGetCaptureInfo;
   decltype(&::cuGraphGetRootNodes) graphGetRootNodes;
   decltype(&::cuGraphAddKernelNode) graphAddKernelNode;

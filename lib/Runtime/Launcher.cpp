@@ -598,24 +598,60 @@ Status UploadFence::wait() {
                            : cudaFailure(*d, "cuEventSynchronize", r);
 }
 
+namespace {
+/// What one stream is doing with graph capture.
+struct CaptureInfo {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  uint64_t id = 0;         // the capture's id while it is active
+  CUgraph graph = nullptr; // the graph being captured while it is active
+};
+} // namespace
+
+/// The one capture query of the runtime: a single cuStreamGetCaptureInfo,
+/// none for the legacy default stream (PyTorch's default), which can never
+/// capture, so every eager step's plan() is spared a driver call (1.3 us on
+/// an H200's host).
+static Status queryCapture(const CudaDriver &d, uint64_t stream, CaptureInfo *info) {
+  *info = CaptureInfo{};
+  if (stream == 0 || stream == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY))
+    return Status::success();
+  if (Status c = ensureContext(d); !c.ok())
+    return c;
+  cuuint64_t id = 0;
+  CUgraph graph = nullptr;
+  CUresult r = d.streamGetCaptureInfo(reinterpret_cast<CUstream>(stream),
+                                      &info->status, &id, &graph, nullptr,
+                                      nullptr, nullptr);
+  if (r != CUDA_SUCCESS)
+    return cudaFailure(d, "cuStreamGetCaptureInfo", r);
+  if (info->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    info->id = id;
+    info->graph = graph;
+  }
+  return Status::success();
+}
+
+/// `queryCapture` for a caller that cannot go on in an invalidated capture.
+static Status queryLiveCapture(const CudaDriver &d, uint64_t stream,
+                               CaptureInfo *info) {
+  if (Status s = queryCapture(d, stream, info); !s.ok())
+    return s;
+  if (info->status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+    return Status(StatusCode::InvalidArgument,
+                  "the stream's graph capture has been invalidated");
+  return Status::success();
+}
+
 Status streamIsCapturing(uint64_t stream, bool *capturing) {
+  *capturing = false;
   Status s;
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
-  // The legacy default stream (PyTorch's default) can never capture, so
-  // every eager step's plan() is spared a driver call (1.3 us on an H200's host).
-  if (stream == 0 || stream == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY)) {
-    *capturing = false;
-    return Status::success();
-  }
-  if (Status c = ensureContext(*d); !c.ok())
-    return c;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  CUresult r = d->streamIsCapturing(reinterpret_cast<CUstream>(stream), &status);
-  if (r != CUDA_SUCCESS)
-    return cudaFailure(*d, "cuStreamIsCapturing", r);
-  *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+  CaptureInfo info;
+  if (Status q = queryCapture(*d, stream, &info); !q.ok())
+    return q;
+  *capturing = info.status != CU_STREAM_CAPTURE_STATUS_NONE;
   return Status::success();
 }
 
@@ -625,22 +661,10 @@ Status streamCaptureId(uint64_t stream, uint64_t *id) {
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
-  if (stream == 0 || stream == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY))
-    return Status::success();
-  if (Status c = ensureContext(*d); !c.ok())
-    return c;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t captureId = 0;
-  CUresult r = d->streamGetCaptureInfo(reinterpret_cast<CUstream>(stream),
-                                       &status, &captureId, nullptr, nullptr,
-                                       nullptr, nullptr);
-  if (r != CUDA_SUCCESS)
-    return cudaFailure(*d, "cuStreamGetCaptureInfo", r);
-  if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
-    return Status(StatusCode::InvalidArgument,
-                  "the stream's graph capture has been invalidated");
-  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-    *id = captureId;
+  CaptureInfo info;
+  if (Status q = queryLiveCapture(*d, stream, &info); !q.ok())
+    return q;
+  *id = info.id;
   return Status::success();
 }
 
@@ -998,27 +1022,6 @@ static Status launchCopies(const Module &m, const KernelManifest &k,
   return launchRowGrid(m, k, rows, pb, stream);
 }
 
-/// The graph `stream` is capturing (its CUgraph) in `*graph`, null when it
-/// is not capturing; one driver query, none for the legacy default stream.
-static Status capturedGraph(const CudaDriver &d, uint64_t stream, CUgraph *graph) {
-  *graph = nullptr;
-  if (stream == 0 || stream == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY))
-    return Status::success();
-  if (Status c = ensureContext(d); !c.ok())
-    return c;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  CUresult r = d.streamGetCaptureInfo(reinterpret_cast<CUstream>(stream), &status,
-                                      nullptr, graph, nullptr, nullptr, nullptr);
-  if (r != CUDA_SUCCESS)
-    return cudaFailure(d, "cuStreamGetCaptureInfo", r);
-  if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
-    return Status(StatusCode::InvalidArgument,
-                  "copy_by_table: the stream's graph capture has been invalidated");
-  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
-    *graph = nullptr;
-  return Status::success();
-}
-
 /// The copy of `bytes` bytes of host memory `host` to device memory
 /// `device`, as the parameters of a memcpy node.
 static CUDA_MEMCPY3D hostToDevice(uint64_t host, uint64_t device, size_t bytes) {
@@ -1104,9 +1107,10 @@ Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
   const CudaDriver *d = cudaDriver(&s);
   if (!d)
     return s;
-  CUgraph graph = nullptr;
-  if (Status c = capturedGraph(*d, stream, &graph); !c.ok())
-    return c;
+  CaptureInfo capture;
+  if (Status c = queryLiveCapture(*d, stream, &capture); !c.ok())
+    return Status(c.code(), "copy_by_table: " + c.message());
+  CUgraph graph = capture.graph;
   const size_t tableBytes = size_t(rows) * 3 * sizeof(int64_t);
   ParamBlock pb;
   const int32_t numRows = int32_t(capacityWords);
