@@ -227,7 +227,8 @@ Status copyByTable(const Module &m, std::string_view kernel, uint64_t table,
                    uint64_t stream);
 
 /// The id of the graph capture `stream` is in (cuStreamGetCaptureInfo), 0
-/// when it is not capturing: tells one capture from the next.
+/// when it is not capturing: tells one capture from the next. An
+/// invalidated capture is refused (InvalidArgument).
 Status streamCaptureId(uint64_t stream, uint64_t *id);
 
 /// uploadPlan (size-checked) and graph mode's copies into `fixed`, queued
@@ -275,8 +276,8 @@ private:
 };
 
 /// Whether `stream` is capturing a CUDA graph (work queued on it now is
-/// recorded into the graph, not run). The legacy default stream (0) never
-/// captures: answered without a driver call.
+/// recorded into the graph, not run; an invalidated capture counts). The
+/// legacy default stream (0) never captures: answered without a driver call.
 Status streamIsCapturing(uint64_t stream, bool *capturing);
 
 /// Checks a device workspace of `deviceBytes` at `deviceWorkspace` can hold
