@@ -2,7 +2,7 @@
 """Where a kernel's warps wait, instruction by instruction, from Nsight Compute.
 
     python3 bench/harness/sass_stalls.py ncu-P1-sass.csv[.gz] [--top 40] [--regions]
-        [--range ADDR_LO ADDR_HI]
+        [--range ADDR_LO ADDR_HI] [--by-count] [--count N[,M...]]
 
 Reads the SASS page that bench/device_steps.sh's `ncu` step writes
 (`ncu --import R.ncu-rep --page source --csv --print-source sass`; the first
@@ -12,7 +12,12 @@ most samples with their top reasons. `--regions` groups consecutive
 instructions by how often they ran (the producer's loop, the consumers' loop,
 the masked path and the epilogue fall apart this way); `--range` lists the
 instructions between two addresses (their last five hex digits), with their
-execution count and samples, to read a loop's schedule.
+execution count and samples, to read a loop's schedule. `--by-count` groups the
+instructions by how many times they ran, exactly: in a prefill kernel each
+computing warp runs an item's code once an item and a K/V step's once a step,
+so items x 8 and steps x 8 name those two (bench/NOTES.md, session 40);
+`--count N` lists the opcodes and the top instructions among those that ran
+N times.
 """
 
 import argparse
@@ -57,6 +62,8 @@ def main():
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--regions", action="store_true")
     ap.add_argument("--range", nargs=2, metavar=("LO", "HI"))
+    ap.add_argument("--by-count", action="store_true")
+    ap.add_argument("--count", metavar="N[,M...]")
     a = ap.parse_args()
     ix, body = read(a.csv)
     reasons = [h for h in ix if h.startswith("stall_") and "Not Issued" not in h]
@@ -103,6 +110,36 @@ def main():
                 why = ", ".join(f"{h[6:]} {100 * v / s:.0f}%" for h, v in acc.most_common(3))
                 print(f"  {first[ix['Address']][-5:]}-{last[ix['Address']][-5:]} ran ~{band * 50}k, "
                       f"{n:4d} instructions, {100 * s / total:5.1f}% | {why}")
+    if a.by_count:
+        print("by execution count (instructions that ran exactly N times; share of samples, top reasons):")
+        groups = collections.defaultdict(lambda: [0, 0, collections.Counter()])
+        for r in body:
+            g = groups[num(r, ix, "Instructions Executed")]
+            g[0] += 1
+            g[1] += num(r, ix, "# Samples")
+            for h in reasons:
+                g[2][h] += num(r, ix, h)
+        for n, (count, samples, acc) in sorted(groups.items(), key=lambda kv: -kv[1][1])[:a.top]:
+            if samples < 0.001 * total:
+                break
+            why = ", ".join(f"{h[6:]} {100 * v / max(samples, 1):.0f}%" for h, v in acc.most_common(3))
+            print(f"  ran {n:>10}: {count:5d} instructions, {100 * samples / total:5.1f}% | {why}")
+    if a.count:
+        counts = {int(c) for c in a.count.split(",")}
+        picked = [r for r in body if num(r, ix, "Instructions Executed") in counts]
+        ops, n_ops = collections.Counter(), collections.Counter()
+        for r in picked:
+            ops[opcode(r[ix["Source"]])] += num(r, ix, "# Samples")
+            n_ops[opcode(r[ix["Source"]])] += 1
+        share = sum(ops.values())
+        print(f"ran {a.count} times: {len(picked)} instructions, {100 * share / total:.1f}% of the samples")
+        print("  by opcode (instructions, share of all samples): " +
+              ", ".join(f"{o} {n_ops[o]}/{100 * v / total:.2f}%" for o, v in ops.most_common(16)))
+        for r in sorted(picked, key=lambda r: -num(r, ix, "# Samples"))[:a.top]:
+            top = sorted(((num(r, ix, h), h[6:]) for h in reasons), reverse=True)[:2]
+            why = ", ".join(f"{v} {n}" for v, n in top if v)
+            print(f"  {100 * num(r, ix, '# Samples') / total:5.2f}% {r[ix['Address']][-5:]} "
+                  f"{r[ix['Source']].strip()[:66]:<66} | {why}")
     if a.range:
         lo, hi = a.range
         for r in body:
