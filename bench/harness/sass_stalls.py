@@ -23,6 +23,7 @@ N times.
 import argparse
 import collections
 import csv
+import itertools
 import gzip
 import sys
 
@@ -84,62 +85,59 @@ def main():
     print("opcodes (share of samples; warp instructions executed):")
     for op, v in by_op.most_common(24):
         print(f"  {op:<12} {100 * v / total:5.1f}%  {exec_op[op] / 1e6:8.2f}M ({100 * exec_op[op] / executed:4.1f}%)")
+    def reasons_of(rows):
+        acc = collections.Counter()
+        for r in rows:
+            for h in reasons:
+                acc[h] += num(r, ix, h)
+        return acc
+
+    def mix(acc):
+        s = sum(acc.values()) or 1
+        return ", ".join(f"{h[6:]} {100 * v / s:.0f}%" for h, v in acc.most_common(3))
+
+    def list_instructions(rows):
+        for r in sorted(rows, key=lambda r: -num(r, ix, "# Samples"))[:a.top]:
+            top = sorted(((num(r, ix, h), h[6:]) for h in reasons), reverse=True)[:3]
+            why = ", ".join(f"{n} {v}" for v, n in top if v)
+            print(f"  {100 * num(r, ix, '# Samples') / total:5.2f}% {r[ix['Address']][-5:]} "
+                  f"{r[ix['Source']].strip()[:58]:<58} ran {num(r, ix, 'Instructions Executed') / 1e3:7.0f}k | {why}")
+
+    def ran(r):
+        return num(r, ix, "Instructions Executed")
+
     print(f"the {a.top} instructions with the most samples:")
-    ranked = sorted(body, key=lambda r: -num(r, ix, "# Samples"))[:a.top]
-    for r in ranked:
-        top = sorted(((num(r, ix, h), h[6:]) for h in reasons), reverse=True)[:3]
-        why = ", ".join(f"{n} {v}" for v, n in top if v)
-        print(f"  {100 * num(r, ix, '# Samples') / total:5.2f}% {r[ix['Address']][-5:]} "
-              f"{r[ix['Source']].strip()[:58]:<58} ran {num(r, ix, 'Instructions Executed') / 1e3:7.0f}k | {why}")
+    list_instructions(body)
     if a.regions:
         print("regions (consecutive instructions that ran about as often; share of samples, top reasons):")
-        groups, prev = [], None
-        for r in body:
-            band = num(r, ix, "Instructions Executed") // 50000
-            if band != prev:
-                groups.append([band, r, r, collections.Counter(), 0])
-                prev = band
-            g = groups[-1]
-            g[2] = r
-            g[4] += 1
-            for h in reasons:
-                g[3][h] += num(r, ix, h)
-        for band, first, last, acc, n in groups:
-            s = sum(acc.values())
-            if s > 0.005 * total:
-                why = ", ".join(f"{h[6:]} {100 * v / s:.0f}%" for h, v in acc.most_common(3))
-                print(f"  {first[ix['Address']][-5:]}-{last[ix['Address']][-5:]} ran ~{band * 50}k, "
-                      f"{n:4d} instructions, {100 * s / total:5.1f}% | {why}")
+        groups = [list(g) for _, g in itertools.groupby(body, key=lambda r: ran(r) // 50000)]
+        for g in groups:
+            acc = reasons_of(g)
+            if sum(acc.values()) > 0.005 * total:
+                print(f"  {g[0][ix['Address']][-5:]}-{g[-1][ix['Address']][-5:]} ran ~{ran(g[0]) // 50000 * 50}k, "
+                      f"{len(g):4d} instructions, {100 * sum(acc.values()) / total:5.1f}% | {mix(acc)}")
     if a.by_count:
         print("by execution count (instructions that ran exactly N times; share of samples, top reasons):")
-        groups = collections.defaultdict(lambda: [0, 0, collections.Counter()])
+        groups = collections.defaultdict(list)
         for r in body:
-            g = groups[num(r, ix, "Instructions Executed")]
-            g[0] += 1
-            g[1] += num(r, ix, "# Samples")
-            for h in reasons:
-                g[2][h] += num(r, ix, h)
-        for n, (count, samples, acc) in sorted(groups.items(), key=lambda kv: -kv[1][1])[:a.top]:
+            groups[ran(r)].append(r)
+        tallied = sorted(((sum(num(r, ix, "# Samples") for r in g), n, g) for n, g in groups.items()),
+                         key=lambda t: -t[0])
+        for samples, n, g in tallied[:a.top]:
             if samples < 0.001 * total:
                 break
-            why = ", ".join(f"{h[6:]} {100 * v / max(samples, 1):.0f}%" for h, v in acc.most_common(3))
-            print(f"  ran {n:>10}: {count:5d} instructions, {100 * samples / total:5.1f}% | {why}")
+            print(f"  ran {n:>10}: {len(g):5d} instructions, {100 * samples / total:5.1f}% | {mix(reasons_of(g))}")
     if a.count:
         counts = {int(c) for c in a.count.split(",")}
-        picked = [r for r in body if num(r, ix, "Instructions Executed") in counts]
+        picked = [r for r in body if ran(r) in counts]
         ops, n_ops = collections.Counter(), collections.Counter()
         for r in picked:
             ops[opcode(r[ix["Source"]])] += num(r, ix, "# Samples")
             n_ops[opcode(r[ix["Source"]])] += 1
-        share = sum(ops.values())
-        print(f"ran {a.count} times: {len(picked)} instructions, {100 * share / total:.1f}% of the samples")
+        print(f"ran {a.count} times: {len(picked)} instructions, {100 * sum(ops.values()) / total:.1f}% of the samples")
         print("  by opcode (instructions, share of all samples): " +
               ", ".join(f"{o} {n_ops[o]}/{100 * v / total:.2f}%" for o, v in ops.most_common(16)))
-        for r in sorted(picked, key=lambda r: -num(r, ix, "# Samples"))[:a.top]:
-            top = sorted(((num(r, ix, h), h[6:]) for h in reasons), reverse=True)[:2]
-            why = ", ".join(f"{v} {n}" for v, n in top if v)
-            print(f"  {100 * num(r, ix, '# Samples') / total:5.2f}% {r[ix['Address']][-5:]} "
-                  f"{r[ix['Source']].strip()[:66]:<66} | {why}")
+        list_instructions(picked)
     if a.range:
         lo, hi = a.range
         for r in body:
