@@ -23,8 +23,8 @@ N times.
 import argparse
 import collections
 import csv
-import itertools
 import gzip
+import itertools
 import sys
 
 
@@ -96,15 +96,15 @@ def main():
         s = sum(acc.values()) or 1
         return ", ".join(f"{h[6:]} {100 * v / s:.0f}%" for h, v in acc.most_common(3))
 
+    def ran(r):
+        return num(r, ix, "Instructions Executed")
+
     def list_instructions(rows):
         for r in sorted(rows, key=lambda r: -num(r, ix, "# Samples"))[:a.top]:
             top = sorted(((num(r, ix, h), h[6:]) for h in reasons), reverse=True)[:3]
             why = ", ".join(f"{n} {v}" for v, n in top if v)
             print(f"  {100 * num(r, ix, '# Samples') / total:5.2f}% {r[ix['Address']][-5:]} "
-                  f"{r[ix['Source']].strip()[:58]:<58} ran {num(r, ix, 'Instructions Executed') / 1e3:7.0f}k | {why}")
-
-    def ran(r):
-        return num(r, ix, "Instructions Executed")
+                  f"{r[ix['Source']].strip()[:58]:<58} ran {ran(r) / 1e3:7.0f}k | {why}")
 
     print(f"the {a.top} instructions with the most samples:")
     list_instructions(body)
@@ -142,7 +142,7 @@ def main():
         lo, hi = a.range
         for r in body:
             if lo <= r[ix["Address"]][-5:] <= hi:
-                print(f"{r[ix['Address']][-5:]} {num(r, ix, 'Instructions Executed'):>8} "
+                print(f"{r[ix['Address']][-5:]} {ran(r):>8} "
                       f"{num(r, ix, '# Samples'):>6} {r[ix['Source']].strip()[:90]}")
 
 
