@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CheckedPipeline.h"
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Pipelines/Pipelines.h"
@@ -19,11 +20,12 @@ using namespace mlir;
 namespace {
 struct AttnToNVVMOptions : public PassPipelineOptions<AttnToNVVMOptions> {
   Option<std::string> chip{*this, "chip",
-                           llvm::cl::desc("target GPU (sm_80 ... sm_90a)"),
+                           llvm::cl::desc("target GPU (sm_80 ... sm_120a)"),
                            llvm::cl::init(mlir::attn::kDefaultChip)};
-  Option<std::string> features{*this, "features",
-                               llvm::cl::desc("PTX features, e.g. +ptx80"),
-                               llvm::cl::init("+ptx80")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features, e.g. +ptx80 (default: the chip's)"),
+      llvm::cl::init("")};
   Option<bool> candidates{
       *this, "candidates",
       llvm::cl::desc("keep every fitting tile for the runtime planner"),
@@ -36,10 +38,13 @@ struct AttnToNVVMOptions : public PassPipelineOptions<AttnToNVVMOptions> {
 } // namespace
 
 void mlir::attn::registerAttnToNVVMPipeline() {
-  PassPipelineRegistration<AttnToNVVMOptions>(
+  registerCheckedPipeline<AttnToNVVMOptions>(
       "attn-to-nvvm-pipeline",
       "attn IR to LLVM/NVVM kernels: attn-prepare-pipeline, "
       "convert-attn-to-gpu, attn-lower-to-nvvm",
+      [](const AttnToNVVMOptions &options) {
+        return checkNVPTXTarget(options.chip, options.features);
+      },
       [](OpPassManager &pm, const AttnToNVVMOptions &options) {
         mlir::attn::buildAttnPreparePipeline(
             pm, {options.chip, options.candidates, options.kvTma});

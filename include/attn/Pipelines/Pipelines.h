@@ -18,6 +18,7 @@
 #include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/Support/Error.h"
 
 #include <memory>
 
@@ -28,15 +29,18 @@ class Pass;
 
 namespace mlir::attn {
 
-/// Options of `attn-lower-to-nvvm`. Validate chip/features with
-/// NVPTXOptions::validate before running: LLVM aborts on a bad pair.
+/// Options of `attn-lower-to-nvvm`. The registered pipeline refuses a chip
+/// and features that NVPTXOptions::validate refuses, with its message;
+/// callers of buildLowerToNVVMPipeline check them first (LLVM aborts the
+/// process on a PTX version too old for the chip when it serializes).
 struct LowerToNVVMOptions
     : public mlir::PassPipelineOptions<LowerToNVVMOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("Target SM"),
                            llvm::cl::init(kDefaultChip)};
-  Option<std::string> features{*this, "features",
-                               llvm::cl::desc("PTX features, e.g. +ptx80"),
-                               llvm::cl::init("+ptx80")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features, e.g. +ptx80 (default: the chip's)"),
+      llvm::cl::init("")};
   Option<unsigned> optLevel{*this, "opt-level",
                             llvm::cl::desc("LLVM optimisation level"),
                             llvm::cl::init(3)};
@@ -55,6 +59,11 @@ struct LowerToNVVMOptions
 /// Appends the lowering to `pm` (anchored on builtin.module).
 void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
                               const LowerToNVVMOptions &options);
+
+/// Whether `chip`, `features` (empty: the chip's) and `optLevel` make a
+/// target NVPTX accepts; the error says which and why (NVPTXOptions).
+llvm::Error checkNVPTXTarget(llvm::StringRef chip, llvm::StringRef features,
+                             unsigned optLevel = 3);
 
 /// A pass on gpu.module (after convert-gpu-to-nvvm) that gives the
 /// zero-sized workgroup globals standing for dynamic shared memory external

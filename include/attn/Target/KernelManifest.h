@@ -15,7 +15,7 @@
 #ifndef ATTN_TARGET_KERNELMANIFEST_H
 #define ATTN_TARGET_KERNELMANIFEST_H
 
-#include "attn/Target/NVPTXOptions.h"
+#include "attn/Dialect/Attn/Utils/NVPTXOptions.h"
 #include "attn/Target/Serialization.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

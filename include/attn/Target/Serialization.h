@@ -15,7 +15,7 @@
 #ifndef ATTN_TARGET_SERIALIZATION_H
 #define ATTN_TARGET_SERIALIZATION_H
 
-#include "attn/Target/NVPTXOptions.h"
+#include "attn/Dialect/Attn/Utils/NVPTXOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"

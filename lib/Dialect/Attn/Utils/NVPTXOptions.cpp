@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Target/NVPTXOptions.h"
+#include "attn/Dialect/Attn/Utils/NVPTXOptions.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"

@@ -9,13 +9,14 @@
 // an unknown chip or a PTX version too old for the chip is an LLVM fatal error
 // that ends the process, so it must be caught here, with a message.
 //
-// Free of MLIR includes so that tools and the runtime-facing manifest code can
-// use it.
+// Free of MLIR includes so that tools, the runtime-facing manifest code and
+// the registered pipelines (attn-lower-to-nvvm, attn-to-nvvm-pipeline, which
+// check their options with it) can use it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_TARGET_NVPTXOPTIONS_H
-#define ATTN_TARGET_NVPTXOPTIONS_H
+#ifndef ATTN_DIALECT_ATTN_UTILS_NVPTXOPTIONS_H
+#define ATTN_DIALECT_ATTN_UTILS_NVPTXOPTIONS_H
 
 #include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
@@ -57,4 +58,4 @@ std::string getDefaultFeatures(llvm::StringRef chip);
 
 } // namespace mlir::attn
 
-#endif // ATTN_TARGET_NVPTXOPTIONS_H
+#endif // ATTN_DIALECT_ATTN_UTILS_NVPTXOPTIONS_H
