@@ -56,6 +56,9 @@ llvm::Error NVPTXOptions::validate() const {
     if (!ver.consume_front("+ptx"))
       return createStringError("unsupported feature '%s' (expected +ptxNN)",
                                part.str().c_str());
+    if (sawPTX)
+      return createStringError("features '%s' name more than one PTX version",
+                               feats.c_str());
     unsigned ptx = 0;
     if (ver.getAsInteger(10, ptx))
       return createStringError("malformed PTX feature '%s'",
