@@ -77,6 +77,28 @@ def _list(s, conv=str):
     return [conv(x) for x in str(s).split(",") if x]
 
 
+def _positive_ints(text):
+    """A comma list of positive integers (an argparse type)."""
+    try:
+        values = _list(text, int)
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected a comma list of positive integers, got {text!r}")
+    return values
+
+
+def _heads(text):
+    """HQ/HKV (an argparse type): both positive, HQ a multiple of HKV."""
+    try:
+        hq, hkv = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected HQ/HKV, e.g. 32/8, got {text!r}") from None
+    if hq < 1 or hkv < 1 or hq % hkv:
+        raise argparse.ArgumentTypeError(f"HQ and HKV must be positive and HQ a multiple of HKV, got {text!r}")
+    return hq, hkv
+
+
 ROW_KINDS = ("merge", "append")
 
 
@@ -206,18 +228,19 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m attn.precompile", description=__doc__.split("\n")[0])
     ap.add_argument("--model", help="a model name (see --list)")
     ap.add_argument("--list", action="store_true", help="list the known models")
-    ap.add_argument("--heads", help="HQ/HKV instead of --model")
+    ap.add_argument("--heads", type=_heads, help="HQ/HKV instead of --model")
     ap.add_argument("--head-dim", type=int)
     ap.add_argument("--out", required=False, help="output directory (a kernel cache)")
     ap.add_argument("--arch", default=None, help="comma list (default sm_90); with --from-record, each record's")
-    ap.add_argument("--tp", default="1")
-    ap.add_argument("--page-size", default="16")
+    ap.add_argument("--tp", type=_positive_ints, default=[1], help="tensor-parallel degrees (comma list)")
+    ap.add_argument("--page-size", type=_positive_ints, default=[16], help="comma list")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--layout", default="NHD")
     ap.add_argument("--kinds", default="decode,prefill,ragged,merge,append",
                     help="decode (paged), prefill (paged, causal), ragged (ragged prefill, causal), "
                          "merge (merge_state(s)), append (append_paged_kv_cache)")
-    ap.add_argument("--merge-states", default="2", help="state counts of the merge kernels (comma list)")
+    ap.add_argument("--merge-states", type=_positive_ints, default=[2],
+                    help="state counts of the merge kernels (comma list)")
     ap.add_argument("--non-causal", action="store_true",
                     help="prefill kernels without @causal (e.g. cascade levels over a shared prefix)")
     ap.add_argument("--window-left", type=int, default=-1)
@@ -264,8 +287,7 @@ def main(argv=None):
         hq, hkv, d, kw = MODELS[a.model]
         kw = dict(kw)
     elif a.heads and a.head_dim:
-        hq, hkv = (int(x) for x in a.heads.split("/"))
-        d, kw = a.head_dim, {}
+        (hq, hkv), d, kw = a.heads, a.head_dim, {}
     else:
         ap.error("give --model, or --heads and --head-dim")
     if a.non_causal:
@@ -291,9 +313,11 @@ def main(argv=None):
         ap.error(f"unknown kinds {sorted(unknown)}; known: decode, prefill, ragged, merge, append")
     jobs = []
     for arch in _list(a.arch or "sm_90"):
-        specs = specs_for(hq, hkv, d, kinds, _list(a.page_size, int), _list(a.dtype), _list(a.layout),
-                          _list(a.tp, int), kw)
-        specs += row_specs_for(d, kinds, _list(a.page_size, int), _list(a.dtype), _list(a.merge_states, int))
+        try:  # the spec checks (head dim, page size, dtype, variants) as command-line errors
+            specs = specs_for(hq, hkv, d, kinds, a.page_size, _list(a.dtype), _list(a.layout), a.tp, kw)
+            specs += row_specs_for(d, kinds, a.page_size, _list(a.dtype), a.merge_states)
+        except ValueError as e:
+            ap.error(str(e))
         jobs += [(arch, label, spec, ()) for label, spec in specs]
     return _finish(KernelCache(a.out, writes_pack=True), a.out, jobs)
 

@@ -136,3 +136,28 @@ def test_precompile_cli_lists_models(capsys):
     from attn import precompile
     assert precompile.main(["--list"]) == 0
     assert "llama3-8b" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--heads", "32/0"], "argument --heads: HQ and HKV must be positive and HQ a multiple of HKV, got '32/0'"),
+    (["--heads", "32/5"], "HQ a multiple of HKV, got '32/5'"),
+    (["--heads", "32"], "argument --heads: expected HQ/HKV, e.g. 32/8, got '32'"),
+    (["--heads", "32/8", "--tp", "0"], "argument --tp: expected a comma list of positive integers, got '0'"),
+    (["--heads", "32/8", "--page-size", "16,x"], "argument --page-size: expected a comma list of positive"),
+    (["--heads", "32/8", "--merge-states", "-2"], "argument --merge-states: expected a comma list of positive"),
+    (["--heads", "32/8", "--page-size", "99999"], "page_size must be a positive int <= 65536, got 99999"),
+    (["--heads", "32/8", "--head-dim", "100"], "head_dim must be a multiple of 16 in [16, 256], got 100"),
+    (["--heads", "32/8", "--dtype", "fp8"], "dtype must be one of ('bf16', 'f16'), got 'fp8'"),
+])
+def test_precompile_cli_refuses_bad_shapes_before_compiling(tmp_path, capsys, args, message):
+    # A command-line error naming the value, before any kernel is compiled or
+    # the output folder made (--heads 32/0 used to compile 32/1's kernels).
+    from attn import precompile
+    if "--head-dim" not in args:
+        args = args + ["--head-dim", "128"]
+    out = tmp_path / "pack"
+    with pytest.raises(SystemExit) as exit_info:
+        precompile.main(["--out", str(out), "--kinds", "decode", *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
