@@ -146,18 +146,9 @@ attnCompilerStatus compile(attnCompilerResult &result, const char *text,
   OwningOpRef<ModuleOp> module = s.parse(text, status);
   if (!module)
     return status;
-  bool hasKernelOp = false;
-  module->walk([&](Operation *op) {
-    if (isa<mlir::attn::AttentionOp, mlir::attn::MergeStatesOp,
-            mlir::attn::AppendKVOp, mlir::attn::CopyIndicesOp,
-            mlir::attn::CopyByTableOp>(op))
-      hasKernelOp = true;
-  });
-  if (!hasKernelOp)
+  if (llvm::Error err = mlir::attn::checkHoldsKernelOps(*module))
     return s.fail(ATTN_COMPILER_INVALID_ARGUMENT,
-                  "the module holds no attn.attention, attn.merge_states, "
-                  "attn.append_kv, attn.copy_indices or attn.copy_by_table "
-                  "to compile");
+                  llvm::toString(std::move(err)));
 
   auto start = Clock::now();
   PassManager pm(&s.context);

@@ -83,6 +83,24 @@ static llvm::Error keepCandidate(mlir::ModuleOp module,
   return llvm::Error::success();
 }
 
+llvm::Error checkHoldsKernelOps(mlir::ModuleOp module) {
+  bool found = false;
+  module->walk([&](mlir::Operation *op) {
+    if (mlir::isa<mlir::attn::AttentionOp, mlir::attn::MergeStatesOp,
+                  mlir::attn::AppendKVOp, mlir::attn::CopyIndicesOp,
+                  mlir::attn::CopyByTableOp>(op)) {
+      found = true;
+      return mlir::WalkResult::interrupt();
+    }
+    return mlir::WalkResult::advance();
+  });
+  if (found)
+    return llvm::Error::success();
+  return error("the module holds no attn.attention, attn.merge_states, "
+               "attn.append_kv, attn.copy_indices or attn.copy_by_table to "
+               "compile");
+}
+
 llvm::Expected<AttentionKernels>
 compileAttentionKernels(mlir::ModuleOp module, const NVPTXOptions &target,
                         const AttentionKernelOptions &options) {

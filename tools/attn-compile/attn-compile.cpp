@@ -227,6 +227,11 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
+  if (llvm::Error err = checkHoldsKernelOps(*module)) {
+    llvm::errs() << "attn-compile: " << inputFile << ": "
+                 << llvm::toString(std::move(err)) << "\n";
+    return 1;
+  }
   times.push_back(
       {"parse + verify",
        std::chrono::duration<double, std::milli>(
@@ -246,10 +251,11 @@ int main(int argc, char **argv) {
   llvm::raw_ostream &os = llvm::outs();
   os << "attn-compile: " << inputFile << " for " << chip << "\n";
   module->walk([&](AttentionOp op) { reportAttention(op, *targetInfo, os); });
-  unsigned merges = 0, appends = 0, copies = 0;
+  unsigned merges = 0, appends = 0, copies = 0, tableCopies = 0;
   module->walk([&](MergeStatesOp) { ++merges; });
   module->walk([&](AppendKVOp) { ++appends; });
   module->walk([&](CopyIndicesOp) { ++copies; });
+  module->walk([&](CopyByTableOp) { ++tableCopies; });
   if (merges)
     os << "  " << merges << " attn.merge_states (a row kernel each: states "
        << "merged by log-sum-exp)\n";
@@ -259,6 +265,9 @@ int main(int argc, char **argv) {
   if (copies)
     os << "  " << copies << " attn.copy_indices (a row kernel each: int32 "
        << "arrays into other buffers)\n";
+  if (tableCopies)
+    os << "  " << tableCopies << " attn.copy_by_table (a row kernel each: "
+       << "the copies a device table lists)\n";
   if (emit != Emit::None) {
     AttentionKernelOptions kernelOptions;
     kernelOptions.emit = emit == Emit::Cubin

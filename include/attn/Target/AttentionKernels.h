@@ -45,6 +45,11 @@ struct AttentionKernelOptions {
   int64_t candidate = -1;
 };
 
+/// An error unless `module` holds an op that attn compiles kernels for
+/// (attn.attention, merge_states, append_kv, copy_indices, copy_by_table):
+/// what the compile driver and the C API check before they prepare it.
+llvm::Error checkHoldsKernelOps(mlir::ModuleOp module);
+
 /// Generates and compiles the kernels of every tiled attn.attention in
 /// `module` (the module gains the generated gpu.module). Diagnostics of the
 /// passes go to the context's handler; the error then says which stage
