@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Process.h"
 
 using namespace mlir::attn;
@@ -46,6 +47,11 @@ llvm::Error NVPTXOptions::validate() const {
   unsigned minPTX = info->getMinPTXVersion();
   if (optLevel > 3)
     return createStringError("opt level must be 0-3, got %u", optLevel);
+  // A toolkit named outright must exist: LLVM would go on without libdevice
+  // and ptxas fail later on its unresolved functions.
+  if (!cudaPath.empty() && !llvm::sys::fs::is_directory(cudaPath))
+    return createStringError("CUDA toolkit path '%s' is not a directory",
+                             cudaPath.c_str());
   std::string feats = getFeatures();
   llvm::SmallVector<llvm::StringRef> parts;
   llvm::StringRef(feats).split(parts, ',', -1, /*KeepEmpty=*/false);

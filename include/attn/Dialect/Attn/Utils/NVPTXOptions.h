@@ -41,8 +41,9 @@ struct NVPTXOptions {
   /// resource usage.
   std::string ptxasOptions = "-O3";
 
-  /// Checks chip, features and opt level; the error names the bad field and
-  /// what would be accepted.
+  /// Checks chip, features, opt level and a cudaPath given outright (it must
+  /// be a directory); the error names the bad field and what would be
+  /// accepted.
   llvm::Error validate() const;
   /// features, or the default for the chip when empty.
   std::string getFeatures() const;
