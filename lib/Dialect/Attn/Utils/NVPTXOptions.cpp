@@ -6,7 +6,8 @@
 //
 // Chip and PTX-version rules. TargetInfo knows each chip and the first PTX
 // ISA version that names it; LLVM aborts the process when asked for an older
-// one, so every option set is checked here first.
+// one, so every option set is checked here first (and a toolkit path given
+// outright, which LLVM would pass over until ptxas failed).
 //
 //===----------------------------------------------------------------------===//
 
