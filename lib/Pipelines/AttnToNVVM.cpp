@@ -38,12 +38,12 @@ struct AttnToNVVMOptions : public PassPipelineOptions<AttnToNVVMOptions> {
 } // namespace
 
 void mlir::attn::registerAttnToNVVMPipeline() {
-  registerCheckedPipeline<AttnToNVVMOptions>(
+  registerTargetPipeline<AttnToNVVMOptions>(
       "attn-to-nvvm-pipeline",
       "attn IR to LLVM/NVVM kernels: attn-prepare-pipeline, "
       "convert-attn-to-gpu, attn-lower-to-nvvm",
       [](const AttnToNVVMOptions &options) {
-        return checkNVPTXTarget(options.chip, options.features);
+        return getPipelineTarget(options.chip, options.features);
       },
       [](OpPassManager &pm, const AttnToNVVMOptions &options) {
         mlir::attn::buildAttnPreparePipeline(

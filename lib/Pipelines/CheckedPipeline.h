@@ -1,40 +1,55 @@
-//===- CheckedPipeline.h - Pipelines that refuse bad options ----*- C++ -*-===//
+//===- CheckedPipeline.h - Pipelines that refuse a bad target ---*- C++ -*-===//
 //
 // Part of the attn project.
 //
 //===----------------------------------------------------------------------===//
 //
 // PassPipelineRegistration builds whatever options parse. attn's pipelines
-// also check them first (a chip and PTX version NVPTX would abort the process
-// on when it serializes): the check's error becomes the pipeline's parse
-// error, which attn-opt and parsePassPipeline report as for a bad option.
+// that attach an #nvvm.target also check the chip, PTX features and opt level
+// first (NVPTX aborts the process on a PTX version too old for the chip when
+// it serializes): the check's error becomes the pipeline's parse error, which
+// attn-opt and parsePassPipeline report as for a bad option.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_LIB_PIPELINES_CHECKEDPIPELINE_H
 #define ATTN_LIB_PIPELINES_CHECKEDPIPELINE_H
 
+#include "attn/Dialect/Attn/Utils/NVPTXOptions.h"
+
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/Support/Error.h"
 
 #include <functional>
 
 namespace mlir::attn {
 
+/// The NVPTX options of a pipeline's chip, features (empty: the chip's) and
+/// opt level.
+inline NVPTXOptions getPipelineTarget(StringRef chip, StringRef features,
+                                      unsigned optLevel = 3) {
+  NVPTXOptions target;
+  target.chip = chip.str();
+  target.features = features.str();
+  target.optLevel = optLevel;
+  return target;
+}
+
+/// Registers pipeline `arg`, whose options give the NVPTX target `target`
+/// says, refusing a target NVPTXOptions::validate refuses.
 template <typename Options>
-void registerCheckedPipeline(
+void registerTargetPipeline(
     StringRef arg, StringRef description,
-    std::function<llvm::Error(const Options &)> check,
+    std::function<NVPTXOptions(const Options &)> target,
     std::function<void(OpPassManager &, const Options &)> builder) {
   std::string name = arg.str();
   registerPassPipeline(
       arg, description,
-      [name, check, builder](OpPassManager &pm, StringRef text,
-                             function_ref<LogicalResult(const Twine &)> error) {
+      [name, target, builder](OpPassManager &pm, StringRef text,
+                              function_ref<LogicalResult(const Twine &)> error) {
         Options options;
         if (failed(options.parseFromString(text)))
           return failure();
-        if (llvm::Error err = check(options))
+        if (llvm::Error err = target(options).validate())
           return error(name + ": " + llvm::toString(std::move(err)));
         builder(pm, options);
         return success();

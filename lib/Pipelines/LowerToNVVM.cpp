@@ -13,7 +13,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "CheckedPipeline.h"
-#include "attn/Dialect/Attn/Utils/NVPTXOptions.h"
 #include "attn/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -33,23 +32,6 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
-
-/// The NVPTX options of a pipeline's chip, features and opt level.
-static mlir::attn::NVPTXOptions getNVPTXOptions(llvm::StringRef chip,
-                                                llvm::StringRef features,
-                                                unsigned optLevel) {
-  mlir::attn::NVPTXOptions target;
-  target.chip = chip.str();
-  target.features = features.str();
-  target.optLevel = optLevel;
-  return target;
-}
-
-llvm::Error mlir::attn::checkNVPTXTarget(llvm::StringRef chip,
-                                         llvm::StringRef features,
-                                         unsigned optLevel) {
-  return getNVPTXOptions(chip, features, optLevel).validate();
-}
 
 void mlir::attn::buildLowerToNVVMPipeline(OpPassManager &pm,
                                           const LowerToNVVMOptions &options) {
@@ -72,8 +54,7 @@ void mlir::attn::buildLowerToNVVMPipeline(OpPassManager &pm,
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features =
-      getNVPTXOptions(options.chip, options.features, options.optLevel)
-          .getFeatures();
+      getPipelineTarget(options.chip, options.features).getFeatures();
   target.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
 
@@ -102,12 +83,12 @@ void mlir::attn::buildLowerToNVVMPipeline(OpPassManager &pm,
 }
 
 void mlir::attn::registerAttnPipelines() {
-  registerCheckedPipeline<LowerToNVVMOptions>(
+  registerTargetPipeline<LowerToNVVMOptions>(
       "attn-lower-to-nvvm",
       "Lower gpu.modules of upstream dialects to LLVM/NVVM with an "
       "#nvvm.target (bare-pointer kernel arguments)",
       [](const LowerToNVVMOptions &o) {
-        return checkNVPTXTarget(o.chip, o.features, o.optLevel);
+        return getPipelineTarget(o.chip, o.features, o.optLevel);
       },
       buildLowerToNVVMPipeline);
   PassRegistration<Pass>(

@@ -251,23 +251,24 @@ int main(int argc, char **argv) {
   llvm::raw_ostream &os = llvm::outs();
   os << "attn-compile: " << inputFile << " for " << chip << "\n";
   module->walk([&](AttentionOp op) { reportAttention(op, *targetInfo, os); });
-  unsigned merges = 0, appends = 0, copies = 0, tableCopies = 0;
-  module->walk([&](MergeStatesOp) { ++merges; });
-  module->walk([&](AppendKVOp) { ++appends; });
-  module->walk([&](CopyIndicesOp) { ++copies; });
-  module->walk([&](CopyByTableOp) { ++tableCopies; });
-  if (merges)
-    os << "  " << merges << " attn.merge_states (a row kernel each: states "
-       << "merged by log-sum-exp)\n";
-  if (appends)
-    os << "  " << appends << " attn.append_kv (a row kernel each: new K/V "
-       << "into the pages)\n";
-  if (copies)
-    os << "  " << copies << " attn.copy_indices (a row kernel each: int32 "
-       << "arrays into other buffers)\n";
-  if (tableCopies)
-    os << "  " << tableCopies << " attn.copy_by_table (a row kernel each: "
-       << "the copies a device table lists)\n";
+  // The row kernels' ops, counted in one walk.
+  struct RowOp {
+    llvm::StringRef name, what;
+    unsigned count;
+  };
+  RowOp rows[] = {
+      {"attn.merge_states", "states merged by log-sum-exp", 0},
+      {"attn.append_kv", "new K/V into the pages", 0},
+      {"attn.copy_indices", "int32 arrays into other buffers", 0},
+      {"attn.copy_by_table", "the copies a device table lists", 0}};
+  module->walk([&](Operation *op) {
+    for (RowOp &row : rows)
+      row.count += op->getName().getStringRef() == row.name;
+  });
+  for (const RowOp &row : rows)
+    if (row.count)
+      os << "  " << row.count << " " << row.name << " (a row kernel each: "
+         << row.what << ")\n";
   if (emit != Emit::None) {
     AttentionKernelOptions kernelOptions;
     kernelOptions.emit = emit == Emit::Cubin

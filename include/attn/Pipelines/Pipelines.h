@@ -18,7 +18,6 @@
 #include "attn/Dialect/Attn/Utils/TargetInfo.h"
 
 #include "mlir/Pass/PassOptions.h"
-#include "llvm/Support/Error.h"
 
 #include <memory>
 
@@ -59,11 +58,6 @@ struct LowerToNVVMOptions
 /// Appends the lowering to `pm` (anchored on builtin.module).
 void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
                               const LowerToNVVMOptions &options);
-
-/// Whether `chip`, `features` (empty: the chip's) and `optLevel` make a
-/// target NVPTX accepts; the error says which and why (NVPTXOptions).
-llvm::Error checkNVPTXTarget(llvm::StringRef chip, llvm::StringRef features,
-                             unsigned optLevel = 3);
 
 /// A pass on gpu.module (after convert-gpu-to-nvvm) that gives the
 /// zero-sized workgroup globals standing for dynamic shared memory external
